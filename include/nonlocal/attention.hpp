@@ -1,0 +1,23 @@
+#pragma once
+/// @file attention.hpp
+/// Scaled dot-product attention, softmax(q k^T * scale) v, over any neighborhood.
+
+#include <xtensor/xtensor.hpp>
+
+#include "nonlocal/neighborhood/dense.hpp"
+#include "nonlocal/normalization.hpp"
+#include "nonlocal/similarity/dot_product.hpp"
+#include "nonlocal/weighted_aggregate.hpp"
+
+namespace nonlocal {
+
+/// softmax(q k^T / sqrt(d)) v with keys restricted to `neighborhood` (dense by
+/// default; `causal{}`, `window1d{...}`, `window2d{...}`, `patch_group{...}` ...).
+/// Pass `scaled_dot_product{scale}` for another scale. Shapes as in `weighted_aggregate`.
+template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense>
+auto attention(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
+               const Nb& neighborhood = {}, const scaled_dot_product& similarity = {}) {
+    return weighted_aggregate<Arch>(q, k, v, similarity, neighborhood, softmax{});
+}
+
+}  // namespace nonlocal

@@ -1,0 +1,220 @@
+#pragma once
+/// @file concepts.hpp
+/// The three policy concepts of `weighted_aggregate`
+///
+///     y_i = (1 / C_i) * sum_{j in N(i)} kappa(logit(q_i, k_j)) * v_j
+///
+/// - a *similarity* gives logit and kappa,
+/// - a *neighborhood* gives N(i),
+/// - a *normalization* gives C_i.
+///
+/// Each policy is a small struct; the concepts below are what a user-written
+/// policy must provide. When a call does not compile, the first error names
+/// the concept that failed; the comment at that concept says what is missing.
+
+#include <concepts>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include <xtensor/xtensor.hpp>
+
+#include "nonlocal/detail/tensor.hpp"
+
+namespace nonlocal {
+
+// ---------------------------------------------------------------- kernels (kappa)
+
+/// kappa(l) = l.
+struct identity_kernel {
+    template <class T>
+    static T apply(T logit) noexcept { return logit; }
+};
+
+/// kappa(l) = exp(l). With `sum` normalization the kernels subtract the running
+/// row maximum first, which leaves the ratio unchanged and cannot overflow.
+struct exp_kernel {
+    template <class T>
+    static T apply(T logit) noexcept { return std::exp(logit); }
+};
+
+template <class K>
+inline constexpr bool is_kernel_v = std::is_same_v<K, identity_kernel> || std::is_same_v<K, exp_kernel>;
+
+// ---------------------------------------------------------------- similarity
+
+/// A similarity policy: `using kernel = identity_kernel` or `exp_kernel`, and
+/// a member `logit(q, k)` taking two `std::span<const T>` for T = float and
+/// double (a function template does it). A similarity that needs the positions
+/// of the pair writes `logit(q, k, i, j)` instead.
+///
+/// Optional members, detected when present:
+/// - `project_queries(row_matrix<const T>)` / `project_keys(...)` returning
+///   `xt::xtensor<T, 2>`: features are transformed once before the aggregate
+///   (embedded Gaussian, concatenation);
+/// - `static constexpr bool is_dot_product = true` with `double scale(std::size_t d)`:
+///   logit = scale(d) * <q', k'>, which lets the kernels use their own dot products;
+/// - `for_head(h)`: the similarity to use for head h of a [B, H, n, d] input.
+///
+/// If you see "the required expression s.logit(a, b) is invalid", your logit
+/// does not accept `std::span<const float>` and `std::span<const double>`.
+template <class S>
+concept similarity =
+    is_kernel_v<typename S::kernel> &&
+    (requires(const S& s, std::span<const double> a, std::span<const float> f) {
+        { s.logit(a, a) } -> std::convertible_to<double>;
+        { s.logit(f, f) } -> std::convertible_to<float>;
+    } || requires(const S& s, std::span<const double> a, std::span<const float> f, std::size_t i) {
+        { s.logit(a, a, i, i) } -> std::convertible_to<double>;
+        { s.logit(f, f, i, i) } -> std::convertible_to<float>;
+    });
+
+// ---------------------------------------------------------------- neighborhood
+
+/// The keys `first, first + stride, ..., first + (count - 1) * stride`.
+struct key_range {
+    std::size_t first = 0;
+    std::size_t count = 0;
+    std::size_t stride = 1;
+};
+
+/// Sizes of one aggregate: n queries, m keys.
+struct extents {
+    std::size_t queries = 0;
+    std::size_t keys = 0;
+};
+
+namespace detail {
+/// Stands for the callback a neighborhood is handed in concept checks.
+struct range_sink {
+    void operator()(key_range) const noexcept {}
+};
+}  // namespace detail
+
+/// A neighborhood policy: a member
+/// `template <class F> void for_each_range(std::size_t i, extents e, F&& f) const`
+/// that calls `f(key_range{...})` for the keys of query i, in increasing order
+/// and without repeats. Optional: `void check(extents e) const` throwing
+/// `std::invalid_argument` when the policy does not fit n and m.
+///
+/// If you see "the required expression nb.for_each_range(i, e, sink) is
+/// invalid", check the name and that the member is `const`.
+template <class N>
+concept neighborhood = requires(const N& nb, std::size_t i, extents e, detail::range_sink sink) {
+    nb.for_each_range(i, e, sink);
+};
+
+// ---------------------------------------------------------------- normalization
+
+/// What C_i is.
+enum class normalizer {
+    softmax,  ///< sum over j of exp(logit): kappa is replaced by exp, computed stably
+    sum,      ///< sum over j of kappa(logit)
+    count,    ///< |N(i)|
+    none,     ///< 1
+};
+
+/// A normalization policy: `static constexpr normalizer kind`. The `sum`
+/// kind may add a data term with members `data_weight(i)` and `data_value(i, c)`.
+template <class N>
+concept normalization = requires {
+    { N::kind } -> std::convertible_to<normalizer>;
+};
+
+// ---------------------------------------------------------------- detection of optional members
+
+namespace detail {
+
+template <class S, class T>
+concept has_projection = requires(const S& s, row_matrix<const T> x) {
+    { s.project_queries(x) } -> std::same_as<xt::xtensor<T, 2>>;
+    { s.project_keys(x) } -> std::same_as<xt::xtensor<T, 2>>;
+};
+
+template <class S>
+concept is_dot_product_similarity = requires(const S& s, std::size_t d) {
+    requires S::is_dot_product;
+    { s.scale(d) } -> std::convertible_to<double>;
+};
+
+template <class S>
+concept has_for_head = requires(const S& s, std::size_t h) {
+    { s.for_head(h) };
+};
+
+template <class S>
+concept positional_logit = requires(const S& s, std::span<const double> a, std::size_t i) {
+    s.logit(a, a, i, i);
+};
+
+template <class N>
+concept has_check = requires(const N& nb, extents e) { nb.check(e); };
+
+template <class N>
+concept has_data_term = requires(const N& nm, std::size_t i) {
+    { nm.data_weight(i) } -> std::convertible_to<double>;
+    { nm.data_value(i, i) } -> std::convertible_to<double>;
+};
+
+/// The kernel actually applied: softmax normalization replaces kappa by exp.
+template <class S, class Nm>
+using effective_kernel =
+    std::conditional_t<Nm::kind == normalizer::softmax, exp_kernel, typename S::kernel>;
+
+/// Weights are shifted by the running row maximum when that leaves y unchanged.
+template <class S, class Nm>
+inline constexpr bool shifts_by_row_max =
+    std::is_same_v<effective_kernel<S, Nm>, exp_kernel> &&
+    (Nm::kind == normalizer::softmax || Nm::kind == normalizer::sum);
+
+/// logit(q_i, k_j) whichever form the similarity has.
+template <class S, class T>
+T logit(const S& s, std::span<const T> q, std::span<const T> k, std::size_t i, std::size_t j) {
+    if constexpr (positional_logit<S>) {
+        return static_cast<T>(s.logit(q, k, i, j));
+    } else {
+        (void)i, (void)j;
+        return static_cast<T>(s.logit(q, k));
+    }
+}
+
+/// The similarity for head h.
+template <class S>
+decltype(auto) for_head(const S& s, std::size_t h) {
+    if constexpr (has_for_head<S>) {
+        return s.for_head(h);
+    } else {
+        (void)h;
+        return (s);
+    }
+}
+
+/// Features after the similarity's projection (the input itself when it has none).
+template <class S, class T>
+class projected_features {
+public:
+    projected_features(const S& s, row_matrix<const T> x, bool queries) {
+        if constexpr (has_projection<S, T>) {
+            storage_ = queries ? s.project_queries(x) : s.project_keys(x);
+            view_ = {storage_.data(), storage_.shape(0), storage_.shape(1)};
+        } else {
+            (void)s, (void)queries;
+            view_ = x;
+        }
+    }
+    row_matrix<const T> operator*() const noexcept { return view_; }
+
+private:
+    xt::xtensor<T, 2> storage_;
+    row_matrix<const T> view_;
+};
+
+template <class N>
+void check(const N& nb, extents e) {
+    if constexpr (has_check<N>) nb.check(e);
+}
+
+}  // namespace detail
+}  // namespace nonlocal

@@ -1,0 +1,109 @@
+#pragma once
+/// @file detail/tensor.hpp
+/// Contiguous row-major access to xtensor expressions: kernels read raw rows,
+/// and any other expression (strided view, generator, other value type) is
+/// evaluated into a temporary exactly once.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+#include <xtensor/xtensor.hpp>
+#include <xtensor/xutils.hpp>
+
+#include "nonlocal/detail/errors.hpp"
+
+namespace nonlocal {
+
+/// A row-major matrix seen as `rows` contiguous rows of `cols` values.
+/// Rows are not SIMD-aligned.
+template <class T>
+struct row_matrix {
+    T* data = nullptr;
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+
+    std::span<T> row(std::size_t i) const noexcept { return {data + i * cols, cols}; }
+    T& operator()(std::size_t i, std::size_t j) const noexcept { return data[i * cols + j]; }
+    operator row_matrix<const T>() const noexcept { return {data, rows, cols}; }
+};
+
+/// A `row_matrix` over a two-dimensional xtensor container.
+template <class T>
+row_matrix<T> as_rows(xt::xtensor<std::remove_const_t<T>, 2>& x) noexcept {
+    return {x.data(), x.shape(0), x.shape(1)};
+}
+template <class T>
+row_matrix<const T> as_rows(const xt::xtensor<T, 2>& x) noexcept {
+    return {x.data(), x.shape(0), x.shape(1)};
+}
+
+}  // namespace nonlocal
+
+namespace nonlocal::detail {
+
+/// The rank of an expression, or `dynamic_rank` when only known at run time.
+template <class E>
+inline constexpr std::size_t static_rank = xt::get_rank<std::decay_t<E>>::value;
+inline constexpr std::size_t dynamic_rank = SIZE_MAX;
+
+/// An expression of static rank `N`, readable as contiguous row-major `T`.
+/// Borrows the expression's buffer when it already is one, copies otherwise.
+template <class T, std::size_t N>
+class contiguous {
+public:
+    template <class E>
+    explicit contiguous(const xt::xexpression<E>& expression) {
+        const E& e = expression.derived_cast();
+        static_assert(static_rank<E> == N || static_rank<E> == dynamic_rank, "nonlocal: unexpected tensor rank");
+        require(e.dimension() == N, "contiguous", [&] {
+            return "expected a tensor of rank " + std::to_string(N) + ", got shape " + shape_string(e.shape());
+        });
+        if constexpr (can_borrow<E>()) {
+            data_ = e.data() + e.data_offset();
+            std::copy(e.shape().begin(), e.shape().end(), shape_.begin());
+        } else {
+            storage_ = e;
+            data_ = storage_.data();
+            std::copy(storage_.shape().begin(), storage_.shape().end(), shape_.begin());
+        }
+    }
+    contiguous(const contiguous&) = delete;
+    contiguous& operator=(const contiguous&) = delete;
+
+    const T* data() const noexcept { return data_; }
+    const std::array<std::size_t, N>& shape() const noexcept { return shape_; }
+    std::size_t shape(std::size_t axis) const noexcept { return shape_[axis]; }
+
+    /// The last two axes as a matrix, at `offset` values from the start.
+    row_matrix<const T> matrix(std::size_t offset = 0) const noexcept {
+        static_assert(N >= 2);
+        return {data_ + offset, shape_[N - 2], shape_[N - 1]};
+    }
+
+private:
+    template <class E>
+    static constexpr bool can_borrow() {
+        using D = std::decay_t<E>;
+        if constexpr (!xt::has_data_interface<D>::value) {
+            return false;
+        } else {
+            return std::is_same_v<typename D::value_type, T> &&
+                   D::static_layout == xt::layout_type::row_major;
+        }
+    }
+
+    xt::xtensor<T, N> storage_;
+    const T* data_ = nullptr;
+    std::array<std::size_t, N> shape_{};
+};
+
+/// The value type of an expression.
+template <class E>
+using value_type_of = typename std::decay_t<E>::value_type;
+
+}  // namespace nonlocal::detail

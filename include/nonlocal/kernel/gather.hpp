@@ -1,0 +1,95 @@
+#pragma once
+/// @file kernel/gather.hpp
+/// The general kernel: any similarity over any neighborhood, one query row at
+/// a time. It walks the neighborhood's key ranges in chunks, computes a chunk
+/// of logits, and folds it into the row's accumulator with an online
+/// (running-maximum) softmax when the weights are exponentials, so that no row
+/// of n x m weights is ever stored: working memory is one chunk per call.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+#include "nonlocal/concepts.hpp"
+#include "nonlocal/kernel/logit.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
+
+namespace nonlocal::kernel {
+
+/// Logits per chunk: 256 x 4 bytes = 1 KiB of a 32 KiB L1, leaving room for the
+/// value rows the chunk touches.
+inline constexpr std::size_t gather_chunk = 256;
+
+/// out = the weighted aggregate of one [n, dq] x [m, dq] x [m, dv] slice;
+/// q and k are already projected by the similarity.
+template <class Arch, class T, similarity S, neighborhood Nb, normalization Nm>
+void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
+            const Nm& nm, row_matrix<T> out) {
+    using kappa = detail::effective_kernel<S, Nm>;
+    constexpr bool shift = detail::shifts_by_row_max<S, Nm>;
+    constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+    const logit_evaluator<Arch, T, S> logit(s, q.cols);
+    const extents e{q.rows, k.rows};
+    const std::size_t dv = v.cols;
+    T weights[gather_chunk];
+
+    for (std::size_t i = 0; i < q.rows; ++i) {
+        T* acc = out.row(i).data();
+        std::fill(acc, acc + dv, T(0));
+        T row_max = minus_inf, total = T(0);
+        std::size_t keys = 0;
+        nb.for_each_range(i, e, [&](key_range r) {
+            for (std::size_t t0 = 0; t0 < r.count; t0 += gather_chunk) {
+                const std::size_t len = std::min(gather_chunk, r.count - t0);
+                const std::size_t j0 = r.first + t0 * r.stride;
+                for (std::size_t t = 0; t < len; ++t) {
+                    const std::size_t j = j0 + t * r.stride;
+                    weights[t] = logit(q.row(i).data(), k.row(j).data(), i, j);
+                }
+                keys += len;
+                if constexpr (shift) {
+                    const T chunk_max = simd::max_element<Arch>(weights, len);
+                    if (chunk_max == minus_inf) continue;   // every weight is exp(-inf) = 0
+                    if (chunk_max > row_max) {
+                        const T rescale = std::exp(row_max - chunk_max);   // 0 for the first chunk
+                        simd::scale<Arch>(rescale, acc, dv);
+                        total *= rescale;
+                        row_max = chunk_max;
+                    }
+                    total += simd::exp_shifted_sum<Arch>(weights, row_max, len);
+                } else {
+                    for (std::size_t t = 0; t < len; ++t) {
+                        weights[t] = kappa::apply(weights[t]);
+                        total += weights[t];
+                    }
+                }
+                for (std::size_t t = 0; t < len; ++t)
+                    simd::axpy<Arch>(weights[t], v.row(j0 + t * r.stride).data(), acc, dv);
+            }
+        });
+
+        // C_i, and the data term alpha_i t_i: with shifted weights both sums are
+        // relative to exp(row_max), so alpha is too.
+        T normalizer = T(1);
+        if constexpr (Nm::kind == normalizer::count) {
+            normalizer = static_cast<T>(keys);
+        } else if constexpr (Nm::kind == normalizer::softmax || Nm::kind == normalizer::sum) {
+            normalizer = total;
+            if constexpr (detail::has_data_term<Nm>) {
+                const double alpha = nm.data_weight(i);
+                const double relative = shift ? alpha * std::exp(-static_cast<double>(row_max)) : alpha;
+                if (alpha > 0 && std::isinf(relative)) {   // the neighbours' weights vanish beside alpha
+                    for (std::size_t c = 0; c < dv; ++c) acc[c] = static_cast<T>(nm.data_value(i, c));
+                    continue;
+                }
+                for (std::size_t c = 0; c < dv; ++c) acc[c] += static_cast<T>(relative * nm.data_value(i, c));
+                normalizer += static_cast<T>(relative);
+            }
+        }
+        if (normalizer == T(0)) std::fill(acc, acc + dv, T(0));
+        else simd::scale<Arch>(T(1) / normalizer, acc, dv);
+    }
+}
+
+}  // namespace nonlocal::kernel

@@ -1,0 +1,25 @@
+#pragma once
+/// @file nonlocal.hpp
+/// Everything in nonlocal.
+
+#include "nonlocal/config.hpp"
+#include "nonlocal/concepts.hpp"
+#include "nonlocal/normalization.hpp"
+#include "nonlocal/similarity/dot_product.hpp"
+#include "nonlocal/similarity/distance.hpp"
+#include "nonlocal/similarity/projected.hpp"
+#include "nonlocal/similarity/concatenation.hpp"
+#include "nonlocal/similarity/custom.hpp"
+#include "nonlocal/similarity/position_bias.hpp"
+#include "nonlocal/neighborhood/dense.hpp"
+#include "nonlocal/neighborhood/window.hpp"
+#include "nonlocal/neighborhood/grid_stencil.hpp"
+#include "nonlocal/neighborhood/patch_group.hpp"
+#include "nonlocal/neighborhood/csr_graph.hpp"
+#include "nonlocal/weighted_aggregate.hpp"
+#include "nonlocal/attention.hpp"
+#include "nonlocal/pairwise.hpp"
+#include "nonlocal/kernel/reference.hpp"
+#include "nonlocal/filter/features.hpp"
+#include "nonlocal/nn/linear.hpp"
+#include "nonlocal/nn/nonlocal_block.hpp"

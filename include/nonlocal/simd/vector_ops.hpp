@@ -1,0 +1,124 @@
+#pragma once
+/// @file simd/vector_ops.hpp
+/// Level-1 vector operations on unaligned rows, written against
+/// `xsimd::batch<T, Arch>` with hand-written scalar tails.
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "nonlocal/config.hpp"
+
+namespace nonlocal::simd {
+
+/// Dot product of `a[0, n)` and `b[0, n)`.
+///
+/// Each FMA needs two loads and Zen 4 / Ice Lake issue two loads per cycle, so
+/// the loop is load-bound at one FMA per cycle; the FMA latency is 4 cycles,
+/// hence 4 independent accumulators hide it.
+template <class Arch = default_arch, class T>
+T dot(const T* a, const T* b, std::size_t n) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    batch acc0(T(0)), acc1(T(0)), acc2(T(0)), acc3(T(0));
+    std::size_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W) {
+        acc0 = xsimd::fma(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc0);
+        acc1 = xsimd::fma(batch::load_unaligned(a + i + W), batch::load_unaligned(b + i + W), acc1);
+        acc2 = xsimd::fma(batch::load_unaligned(a + i + 2 * W), batch::load_unaligned(b + i + 2 * W), acc2);
+        acc3 = xsimd::fma(batch::load_unaligned(a + i + 3 * W), batch::load_unaligned(b + i + 3 * W), acc3);
+    }
+    for (; i + W <= n; i += W)
+        acc0 = xsimd::fma(batch::load_unaligned(a + i), batch::load_unaligned(b + i), acc0);
+    T sum = xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+/// Squared Euclidean distance between `a[0, n)` and `b[0, n)`.
+template <class Arch = default_arch, class T>
+T squared_distance(const T* a, const T* b, std::size_t n) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    batch acc0(T(0)), acc1(T(0));
+    std::size_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+        const batch d0 = batch::load_unaligned(a + i) - batch::load_unaligned(b + i);
+        const batch d1 = batch::load_unaligned(a + i + W) - batch::load_unaligned(b + i + W);
+        acc0 = xsimd::fma(d0, d0, acc0);
+        acc1 = xsimd::fma(d1, d1, acc1);
+    }
+    for (; i + W <= n; i += W) {
+        const batch d = batch::load_unaligned(a + i) - batch::load_unaligned(b + i);
+        acc0 = xsimd::fma(d, d, acc0);
+    }
+    T sum = xsimd::hadd(acc0 + acc1);
+    for (; i < n; ++i) sum += (a[i] - b[i]) * (a[i] - b[i]);
+    return sum;
+}
+
+/// `y[0, n) += alpha * x[0, n)`.
+template <class Arch = default_arch, class T>
+void axpy(T alpha, const T* x, T* y, std::size_t n) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    const batch a(alpha);
+    std::size_t i = 0;
+    for (; i + W <= n; i += W)
+        xsimd::fma(a, batch::load_unaligned(x + i), batch::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
+/// `y[0, n) *= alpha`.
+template <class Arch = default_arch, class T>
+void scale(T alpha, T* y, std::size_t n) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    const batch a(alpha);
+    std::size_t i = 0;
+    for (; i + W <= n; i += W) (a * batch::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] *= alpha;
+}
+
+/// Largest of `x[0, n)`; `-infinity` for n = 0.
+template <class Arch = default_arch, class T>
+T max_element(const T* x, std::size_t n) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    T best = -std::numeric_limits<T>::infinity();
+    std::size_t i = 0;
+    if (n >= W) {
+        batch m = batch::load_unaligned(x);
+        for (i = W; i + W <= n; i += W) m = xsimd::max(m, batch::load_unaligned(x + i));
+        alignas(64) T lanes[W];
+        m.store_unaligned(lanes);
+        for (std::size_t l = 0; l < W; ++l) best = lanes[l] > best ? lanes[l] : best;
+    }
+    for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+    return best;
+}
+
+/// `x[t] = exp(x[t] - shift)` for t in [0, n); returns the sum of the results.
+template <class Arch = default_arch, class T>
+T exp_shifted_sum(T* x, T shift, std::size_t n) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    const batch s(shift);
+    batch acc(T(0));
+    std::size_t i = 0;
+    for (; i + W <= n; i += W) {
+        const batch e = xsimd::exp(batch::load_unaligned(x + i) - s);
+        e.store_unaligned(x + i);
+        acc += e;
+    }
+    T sum = xsimd::hadd(acc);
+    for (; i < n; ++i) {
+        x[i] = std::exp(x[i] - shift);
+        sum += x[i];
+    }
+    return sum;
+}
+
+}  // namespace nonlocal::simd

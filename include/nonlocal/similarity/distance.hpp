@@ -1,0 +1,60 @@
+#pragma once
+/// @file similarity/distance.hpp
+/// Similarities built on distances between features: dissimilarity matrices,
+/// non-local means (patch features) and bilateral weights ((position, colour) features).
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "nonlocal/concepts.hpp"
+#include "nonlocal/detail/errors.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
+
+namespace nonlocal {
+
+/// logit = |q - k|^2, kappa = identity: a dissimilarity.
+struct squared_euclidean {
+    using kernel = identity_kernel;
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k) const {
+        return simd::squared_distance(q.data(), k.data(), q.size());
+    }
+};
+
+/// s = exp(-|q - k|^2 / h^2): non-local means on patch features, bilateral
+/// weights on scaled (position, colour) features, the AR model's colour weights.
+struct gaussian_distance {
+    using kernel = exp_kernel;
+    double h = 1.0;
+
+    /// Throws `std::invalid_argument` unless h is finite and positive.
+    explicit gaussian_distance(double bandwidth = 1.0) : h(bandwidth) {
+        detail::require(std::isfinite(h) && h > 0, "gaussian_distance",
+                        [&] { return "h must be finite and positive, got h = " + std::to_string(h); });
+    }
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k) const {
+        return -simd::squared_distance(q.data(), k.data(), q.size()) / static_cast<T>(h * h);
+    }
+};
+
+/// logit = <q, k> / (|q| |k|), kappa = identity; 0 when either vector is zero.
+struct cosine {
+    using kernel = identity_kernel;
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k) const {
+        const T qq = simd::dot(q.data(), q.data(), q.size());
+        const T kk = simd::dot(k.data(), k.data(), k.size());
+        if (qq == T(0) || kk == T(0)) return T(0);
+        return simd::dot(q.data(), k.data(), q.size()) / std::sqrt(qq * kk);
+    }
+};
+
+static_assert(similarity<squared_euclidean>);
+static_assert(similarity<gaussian_distance>);
+static_assert(similarity<cosine>);
+
+}  // namespace nonlocal
