@@ -74,7 +74,8 @@ void aggregate_slices(const contiguous<T, R>& q, const contiguous<T, R>& k,
         const row_matrix<const T> ks{k.data() + kv_row * shape.dq, shape.m, shape.dq};
         const row_matrix<const T> vs{v.data() + kv_row * shape.dv, shape.m, shape.dv};
         const row_matrix<T> os{out + out_row * shape.dv, shape.n, shape.dv};
-        slice_fn(for_head(s, h), qs, ks, vs, os);
+        if constexpr (R == 4) slice_fn(for_head(s, h), qs, ks, vs, os);
+        else slice_fn(s, qs, ks, vs, os);
     });
 }
 

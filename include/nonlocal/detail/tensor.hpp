@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include <xtensor/xtensor.hpp>
+#include <xtensor/xshape.hpp>
 #include <xtensor/xutils.hpp>
 
 #include "nonlocal/detail/errors.hpp"
@@ -46,10 +47,15 @@ row_matrix<const T> as_rows(const xt::xtensor<T, 2>& x) noexcept {
 
 namespace nonlocal::detail {
 
-/// The rank of an expression, or `dynamic_rank` when only known at run time.
-template <class E>
-inline constexpr std::size_t static_rank = xt::get_rank<std::decay_t<E>>::value;
 inline constexpr std::size_t dynamic_rank = SIZE_MAX;
+
+/// The rank of an expression (container, view, function of them), or
+/// `dynamic_rank` when only known at run time.
+template <class E>
+inline constexpr std::size_t static_rank = [] {
+    constexpr std::ptrdiff_t d = xt::static_dimension<typename std::decay_t<E>::shape_type>::value;
+    return d < 0 ? dynamic_rank : static_cast<std::size_t>(d);
+}();
 
 /// An expression of static rank `N`, readable as contiguous row-major `T`.
 /// Borrows the expression's buffer when it already is one, copies otherwise.

@@ -1,0 +1,14 @@
+// expect: satisfaction of [^ ]*neighborhood<
+// A neighborhood whose enumeration is not const.
+#include <nonlocal/nonlocal.hpp>
+
+struct not_a_neighborhood {
+    template <class F>
+    void for_each_range(std::size_t, nonlocal::extents e, F&& f) { f(nonlocal::key_range{0, e.keys, 1}); }
+};
+
+int main() {
+    xt::xtensor<float, 2> x = xt::zeros<float>({4, 2});
+    auto y = nonlocal::weighted_aggregate(x, x, x, nonlocal::dot_product{}, not_a_neighborhood{}, nonlocal::sum{});
+    (void)y;
+}

@@ -1,0 +1,13 @@
+// expect: satisfaction of [^ ]*similarity<
+// A similarity without a kernel type and with a logit of the wrong signature.
+#include <nonlocal/nonlocal.hpp>
+
+struct not_a_similarity {
+    double logit(double a, double b) const { return a * b; }
+};
+
+int main() {
+    xt::xtensor<float, 2> x = xt::zeros<float>({4, 2});
+    auto y = nonlocal::weighted_aggregate(x, x, x, not_a_similarity{}, nonlocal::dense{}, nonlocal::sum{});
+    (void)y;
+}

@@ -1,0 +1,16 @@
+# Builds and runs the quick start with the flags `pkg-config --cflags nonlocal` gives.
+set(ENV{PKG_CONFIG_PATH} "${PREFIX}/share/pkgconfig")
+execute_process(COMMAND ${PKG_CONFIG} --cflags nonlocal
+  OUTPUT_VARIABLE _cflags RESULT_VARIABLE _rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config does not find nonlocal in ${PREFIX}/share/pkgconfig")
+endif()
+separate_arguments(_cflags UNIX_COMMAND "${_cflags}")
+execute_process(COMMAND ${COMPILER} ${_cflags} -O1 ${SOURCE} -o ${BINARY} RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "the quick start does not compile with pkg-config's flags: ${_cflags}")
+endif()
+execute_process(COMMAND ${BINARY} RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "the quick start built with pkg-config's flags failed")
+endif()

@@ -1,0 +1,91 @@
+#pragma once
+// Helpers shared by the tests: seeded random tensors, element-wise comparison
+// with a tolerance, and the list of SIMD architectures every kernel is run on.
+
+#include <boost/mpl/list.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <xsimd/xsimd.hpp>
+#include <xtensor/xtensor.hpp>
+
+namespace nonlocal::test {
+
+/// Uniform values in [lo, hi), reproducible from `seed`.
+template <class T, std::size_t N>
+xt::xtensor<T, N> random_tensor(const std::array<std::size_t, N>& shape, unsigned seed, double lo = -1.0,
+                                double hi = 1.0) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<double> dist(lo, hi);
+    xt::xtensor<T, N> t = xt::empty<T>(shape);
+    for (auto& x : t) x = static_cast<T>(dist(gen));
+    return t;
+}
+
+/// Checks that `actual` and `expected` have the same shape and that every
+/// element satisfies |a - e| <= atol + rtol * |e|; reports the worst element.
+template <class A, class E>
+void check_close(const A& actual, const E& expected, double atol, double rtol, const std::string& what = "") {
+    BOOST_TEST_CONTEXT(what) {
+        BOOST_REQUIRE_MESSAGE(actual.shape().size() == expected.shape().size() &&
+                                  std::equal(actual.shape().begin(), actual.shape().end(), expected.shape().begin()),
+                              "shapes differ");
+        double worst = 0;
+        std::size_t worst_at = 0, bad = 0;
+        auto a = actual.begin();
+        auto e = expected.begin();
+        for (std::size_t t = 0; t < actual.size(); ++t, ++a, ++e) {
+            const double ad = static_cast<double>(*a), ed = static_cast<double>(*e);
+            const double excess = std::abs(ad - ed) - (atol + rtol * std::abs(ed));
+            if (!(excess <= 0) || std::isnan(ad) != std::isnan(ed)) {
+                ++bad;
+                if (!(excess <= worst)) worst = excess, worst_at = t;
+            }
+        }
+        std::ostringstream msg;
+        msg << bad << " of " << actual.size() << " elements outside atol " << atol << " + rtol " << rtol
+            << " (worst at flat index " << worst_at << ", by " << worst << ")";
+        BOOST_TEST(bad == 0u, msg.str());
+    }
+}
+
+/// The architectures the kernels are tested on: the default one (what the
+/// build flags select) and, when the flags allow them, SSE2 and AVX2 + FMA.
+template <class F>
+void for_each_arch(F&& f) {
+    f(xsimd::default_arch{});
+    if constexpr (!std::is_same_v<xsimd::default_arch, xsimd::sse2> &&
+                  xsimd::supported_architectures::contains<xsimd::sse2>())
+        f(xsimd::sse2{});
+    if constexpr (!std::is_same_v<xsimd::default_arch, xsimd::fma3<xsimd::avx2>> &&
+                  xsimd::supported_architectures::contains<xsimd::fma3<xsimd::avx2>>())
+        f(xsimd::fma3<xsimd::avx2>{});
+}
+
+/// Lengths around the SIMD widths (4, 8, 16 floats; 2, 4, 8 doubles) and an
+/// unroll of 4 batches, plus the empty and single-element cases.
+inline const std::size_t awkward_lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33,
+                                              63, 64, 65, 100, 127, 128, 129, 257};
+
+/// Runs `statement` and checks it throws std::invalid_argument whose message contains every `part`.
+template <class F, class... Parts>
+void check_invalid(F&& statement, const Parts&... parts) {
+    try {
+        statement();
+        BOOST_ERROR("expected std::invalid_argument, nothing was thrown");
+    } catch (const std::invalid_argument& e) {
+        const std::string message = e.what();
+        const auto contains = [&](const std::string& part) {
+            BOOST_TEST(message.find(part) != std::string::npos,
+                       "message \"" << message << "\" should contain \"" << part << "\"");
+        };
+        (contains(parts), ...);
+    }
+}
+
+}  // namespace nonlocal::test
