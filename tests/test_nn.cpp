@@ -1,0 +1,115 @@
+// nn/linear.hpp and nn/nonlocal_block.hpp: against literal loops.
+#include <nonlocal/nonlocal.hpp>
+
+#include <functional>
+
+#include <xtensor/xview.hpp>
+
+#include "support.hpp"
+
+using namespace nonlocal;
+
+BOOST_AUTO_TEST_SUITE(test_nn)
+
+BOOST_AUTO_TEST_CASE(linear_matches_literal) {
+    for (std::size_t in : {1, 5, 16, 17}) {
+        const auto x = test::random_tensor<float, 2>({7, in}, 1), w = test::random_tensor<float, 2>({3, in}, 2);
+        const auto b = test::random_tensor<float, 1>({3}, 3);
+        const auto y = nn::linear(x, w, b), y0 = nn::linear(x, w);
+        for (std::size_t i = 0; i < 7; ++i)
+            for (std::size_t o = 0; o < 3; ++o) {
+                double s = 0;
+                for (std::size_t c = 0; c < in; ++c) s += double(x(i, c)) * w(o, c);
+                BOOST_TEST(std::abs(y0(i, o) - s) < 1e-5);
+                BOOST_TEST(std::abs(y(i, o) - (s + b(o))) < 1e-5);
+            }
+    }
+    const xt::xtensor<float, 2> x = xt::zeros<float>({2, 3}), w = xt::zeros<float>({4, 5});
+    test::check_invalid([&] { nn::linear(x, w); }, "nn::linear", "x [2, 3]", "weight [4, 5]");
+    const xt::xtensor<float, 2> w3 = xt::zeros<float>({4, 3});
+    const xt::xtensor<float, 1> b2 = xt::zeros<float>({2});
+    test::check_invalid([&] { nn::linear(x, w3, b2); }, "bias [2]");
+}
+
+namespace {
+/// Literal non-local block: z_i = x_i + W_z (1 / C_i) sum_j f(x_i, x_j) W_g x_j.
+xt::xtensor<double, 2> literal_block(const xt::xtensor<double, 2>& x, const xt::xtensor<double, 2>& wg,
+                                     const xt::xtensor<double, 2>& wz,
+                                     const std::function<double(std::size_t, std::size_t)>& f, bool by_count) {
+    const std::size_t n = x.shape(0), c = x.shape(1), e = wg.shape(0);
+    xt::xtensor<double, 2> g = xt::zeros<double>({n, e}), z = x;
+    for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t a = 0; a < e; ++a)
+            for (std::size_t t = 0; t < c; ++t) g(j, a) += wg(a, t) * x(j, t);
+    for (std::size_t i = 0; i < n; ++i) {
+        std::vector<double> y(e, 0.0);
+        double norm = 0;
+        for (std::size_t j = 0; j < n; ++j) {
+            const double s = f(i, j);
+            norm += by_count ? 1.0 : s;
+            for (std::size_t a = 0; a < e; ++a) y[a] += s * g(j, a);
+        }
+        for (std::size_t t = 0; t < c; ++t)
+            for (std::size_t a = 0; a < e; ++a) z(i, t) += wz(t, a) * y[a] / norm;
+    }
+    return z;
+}
+double dot_rows(const xt::xtensor<double, 2>& w, const xt::xtensor<double, 2>& x, std::size_t e, std::size_t i) {
+    double s = 0;
+    for (std::size_t t = 0; t < x.shape(1); ++t) s += w(e, t) * x(i, t);
+    return s;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(four_forms_of_the_block) {
+    const std::size_t n = 12, c = 6, e = 4;
+    const auto x = test::random_tensor<double, 2>({n, c}, 10);
+    const auto wg = test::random_tensor<double, 2>({e, c}, 11), wz = test::random_tensor<double, 2>({c, e}, 12);
+    const auto theta = test::random_tensor<double, 2>({e, c}, 13), phi = test::random_tensor<double, 2>({e, c}, 14);
+    const auto w_f = test::random_tensor<double, 1>({2 * e}, 15);
+    const auto embedded = [&](std::size_t i, std::size_t j) {
+        double s = 0;
+        for (std::size_t a = 0; a < e; ++a) s += dot_rows(theta, x, a, i) * dot_rows(phi, x, a, j);
+        return s;
+    };
+
+    const nn::nonlocal_block gaussian_block(gaussian{}, sum{}, wg, wz);
+    test::check_close(gaussian_block(x),
+                      literal_block(x, wg, wz, [&](std::size_t i, std::size_t j) {
+                          double s = 0;
+                          for (std::size_t t = 0; t < c; ++t) s += x(i, t) * x(j, t);
+                          return std::exp(s);
+                      }, false),
+                      1e-12, 1e-12, "Gaussian");
+    test::check_close(nn::nonlocal_block(embedded_gaussian(theta, phi), sum{}, wg, wz)(x),
+                      literal_block(x, wg, wz, [&](auto i, auto j) { return std::exp(embedded(i, j)); }, false), 1e-12,
+                      1e-12, "embedded Gaussian");
+    test::check_close(nn::nonlocal_block(embedded_dot_product(theta, phi), count{}, wg, wz)(x),
+                      literal_block(x, wg, wz, embedded, true), 1e-12, 1e-12, "dot product");
+    test::check_close(nn::nonlocal_block(concatenation(theta, phi, w_f), count{}, wg, wz)(x),
+                      literal_block(x, wg, wz, [&](std::size_t i, std::size_t j) {
+                          double s = 0;
+                          for (std::size_t a = 0; a < e; ++a)
+                              s += w_f(a) * dot_rows(theta, x, a, i) + w_f(e + a) * dot_rows(phi, x, a, j);
+                          return std::max(s, 0.0);
+                      }, true),
+                      1e-12, 1e-12, "concatenation");
+
+    // Float and batched inputs: each batch item is the block on its own.
+    const auto xb = test::random_tensor<float, 3>({2, n, c}, 16);
+    const auto zb = gaussian_block(xb);
+    for (std::size_t b = 0; b < 2; ++b) {
+        const xt::xtensor<double, 2> xi = xt::view(xb, b);
+        const xt::xtensor<float, 2> zi = xt::view(zb, b);
+        test::check_close(zi, gaussian_block(xi), 1e-4, 1e-4, "batch item");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(block_shapes) {
+    const xt::xtensor<double, 2> wg = xt::zeros<double>({4, 6}), wz = xt::zeros<double>({5, 4});
+    test::check_invalid([&] { nn::nonlocal_block(gaussian{}, sum{}, wg, wz); }, "g_weight [4, 6]", "z_weight [5, 4]");
+    const xt::xtensor<double, 2> wz6 = xt::zeros<double>({6, 4}), x = xt::zeros<double>({3, 5});
+    test::check_invalid([&] { nn::nonlocal_block(gaussian{}, sum{}, wg, wz6)(x); }, "x [3, 5]", "g_weight [4, 6]");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
