@@ -12,3 +12,5 @@ endmacro()
 _nonlocal_find(xtl)
 _nonlocal_find(xsimd 8)
 _nonlocal_find(xtensor 0.24)
+# OpenMP runs `execution::par`; without it `par` runs sequentially.
+find_package(OpenMP QUIET COMPONENTS CXX)

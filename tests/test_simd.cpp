@@ -1,5 +1,7 @@
 // simd/vector_ops.hpp against double-precision loops, on every tested
 // architecture, over awkward lengths and misaligned starts.
+#include <nonlocal/simd/exp.hpp>
+#include <nonlocal/simd/gemm.hpp>
 #include <nonlocal/simd/vector_ops.hpp>
 
 #include <cmath>
@@ -76,6 +78,63 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(updates_match_double_loops, T, value_types) {
                     }
                     BOOST_TEST(std::abs(total - expected_total) <= 8 * eps<T>() * (expected_total + 1));
                 }
+            }
+    });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(exp_of_nonpositive_values, T, value_types) {
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        using batch = xsimd::batch<T, Arch>;
+        constexpr std::size_t W = batch::size;
+        std::vector<T> x;
+        for (double t = -110; t <= 0; t += 0.0173) x.push_back(T(t));
+        for (T special : {T(0), T(-0.0), -std::numeric_limits<T>::min(), T(-87.3), T(-1e-30),
+                          -std::numeric_limits<T>::infinity()})
+            x.push_back(special);
+        while (x.size() % W) x.push_back(T(-1));
+        double worst = 0;
+        for (std::size_t i = 0; i < x.size(); i += W) {
+            T out[W];
+            simd::exp_nonpositive(batch::load_unaligned(&x[i])).store_unaligned(out);
+            for (std::size_t l = 0; l < W; ++l) {
+                const double expected = std::exp(double(x[i + l]));
+                // float: 2 ulp where the result is normal; exactly 0 below -87.3
+                if (std::is_same_v<T, float> && x[i + l] < T(-87.3)) {
+                    BOOST_TEST(out[l] == T(0));
+                } else if (expected >= std::numeric_limits<T>::min()) {
+                    worst = std::max(worst, std::abs(out[l] - expected) / expected);
+                }
+            }
+        }
+        BOOST_TEST(worst < (std::is_same_v<T, float> ? 2.5e-7 : 1e-15), "worst relative error " << worst);
+    });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(micro_kernel_matches_double_loops, T, value_types) {
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        constexpr std::size_t W = xsimd::batch<T, Arch>::size;
+        for (std::size_t depth : {0, 1, 5, 16, 33})
+            for (std::size_t col_vectors : {1, 2, 3, 5}) {
+                const std::size_t rows = 8, cols = col_vectors * W;
+                // A read row-major (a_row = depth, a_k = 1) and column-major (a_row = 1, a_k = rows).
+                const auto a = test::random_tensor<T, 2>({rows, depth + 1}, 1 + depth);
+                const auto b = test::random_tensor<T, 2>({depth + 1, cols}, 2 + depth);
+                xt::xtensor<T, 2> at = xt::transpose(a);
+                const auto c0 = test::random_tensor<T, 2>({rows, cols}, 3);
+                xt::xtensor<T, 2> c = c0, ct = c0;
+                simd::gemm<Arch, 4, 2, true>(rows, cols, depth, a.data(), depth + 1, 1, b.data(), cols, c.data(), cols);
+                simd::gemm<Arch, 8, 1, false>(rows, cols, depth, at.data(), 1, rows, b.data(), cols, ct.data(), cols);
+                for (std::size_t r = 0; r < rows; ++r)
+                    for (std::size_t j = 0; j < cols; ++j) {
+                        double s = 0;
+                        for (std::size_t p = 0; p < depth; ++p) s += double(a(r, p)) * b(p, j);
+                        BOOST_TEST_CONTEXT(Arch::name() << " depth " << depth << " cols " << cols) {
+                            BOOST_TEST(std::abs(c(r, j) - (s + c0(r, j))) <= 8 * eps<T>() * (depth + 1));
+                            BOOST_TEST(std::abs(ct(r, j) - s) <= 8 * eps<T>() * (depth + 1));
+                        }
+                    }
             }
     });
 }

@@ -106,6 +106,23 @@ concept neighborhood = requires(const N& nb, std::size_t i, extents e, detail::r
     nb.for_each_range(i, e, sink);
 };
 
+/// How much of a tile of queries x keys a neighborhood admits.
+enum class tile_coverage {
+    none,     ///< no pair: the tile is skipped
+    partial,  ///< some pairs: `admits(i, j)` masks the tile
+    full,     ///< every pair: no mask
+};
+
+/// A neighborhood that can also classify tiles [i0, i1) x [j0, j1) and test
+/// single pairs, which lets the tiled kernels skip empty tiles and mask only
+/// the partial ones: members `tile_coverage coverage(i0, i1, j0, j1) const` and
+/// `bool admits(i, j) const`.
+template <class N>
+concept tiled_neighborhood = neighborhood<N> && requires(const N& nb, std::size_t i) {
+    { nb.coverage(i, i, i, i) } -> std::same_as<tile_coverage>;
+    { nb.admits(i, i) } -> std::convertible_to<bool>;
+};
+
 // ---------------------------------------------------------------- normalization
 
 /// What C_i is.
@@ -177,17 +194,6 @@ T logit(const S& s, std::span<const T> q, std::span<const T> k, std::size_t i, s
     } else {
         (void)i, (void)j;
         return static_cast<T>(s.logit(q, k));
-    }
-}
-
-/// The similarity for head h.
-template <class S>
-decltype(auto) for_head(const S& s, std::size_t h) {
-    if constexpr (has_for_head<S>) {
-        return s.for_head(h);
-    } else {
-        (void)h;
-        return (s);
     }
 }
 

@@ -16,6 +16,8 @@
 #include "nonlocal/neighborhood/grid_stencil.hpp"
 #include "nonlocal/neighborhood/patch_group.hpp"
 #include "nonlocal/neighborhood/csr_graph.hpp"
+#include "nonlocal/neighborhood/block_mask.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/weighted_aggregate.hpp"
 #include "nonlocal/attention.hpp"
 #include "nonlocal/pairwise.hpp"
@@ -23,3 +25,4 @@
 #include "nonlocal/filter/features.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/nn/nonlocal_block.hpp"
+#include "nonlocal/nn/multi_head_attention.hpp"

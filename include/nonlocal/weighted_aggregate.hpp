@@ -7,6 +7,7 @@
 /// with the similarity (logit, kappa), the neighborhood N and the
 /// normalization C as compile-time policies.
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <string>
@@ -19,7 +20,9 @@
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/slices.hpp"
 #include "nonlocal/detail/tensor.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/kernel/gather.hpp"
+#include "nonlocal/kernel/tiled.hpp"
 
 namespace nonlocal {
 
@@ -37,21 +40,44 @@ constexpr std::size_t common_rank() {
     return dynamic_rank;
 }
 
-/// Dispatches one [n, d] slice to the kernel that fits the policies.
+/// One [n, d] slice: projects the features, picks the kernel the policies allow
+/// (the tiled kernel when it applies, the gather kernel otherwise) and runs its
+/// query tiles, on `threads` threads.
 template <class Arch, class T, class S, class Nb, class Nm>
 void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
-                     const Nm& nm, row_matrix<T> out) {
+                     const Nm& nm, row_matrix<T> out, T* lse, int threads) {
     const projected_features<S, T> qp(s, q, true), kp(s, k, false);
-    kernel::gather<Arch>(*qp, *kp, v, s, nb, nm, out);
+    const auto run = [&](const auto& job) { parallel_for(job.tiles(), threads, [&](std::size_t t) { job.run(t); }); };
+    if constexpr (kernel::tiled_applies<S, Nb, Nm>)
+        run(kernel::tiled_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, out, lse));
+    else
+        run(kernel::gather_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, nm, out, lse));
 }
 
-/// Runs the aggregate on every [n, d] slice of checked, contiguous inputs.
+/// Every slice of checked, contiguous inputs. With several threads, slices run
+/// in parallel when there are enough of them, otherwise each slice's tiles do.
 template <class Arch, class T, std::size_t R, class S, class Nb, class Nm>
-void aggregate_all(const contiguous<T, R>& q, const contiguous<T, R>& k, const contiguous<T, R>& v,
-                   const aggregate_shape<R>& shape, const S& s, const Nb& nb, const Nm& nm, T* out) {
-    aggregate_slices(q, k, v, s, nb, nm, out, shape, [&](const auto& sh, auto qs, auto ks, auto vs, auto os) {
-        aggregate_slice<Arch>(qs, ks, vs, sh, nb, nm, os);
+void aggregate_all(int threads, const contiguous<T, R>& q, const contiguous<T, R>& k, const contiguous<T, R>& v,
+                   const aggregate_shape<R>& shape, const S& s, const Nb& nb, const Nm& nm, T* out, T* lse) {
+    check_policies(shape, nb, nm);
+    const std::size_t slices = shape.batch * shape.heads;
+    const bool across_slices = slices >= static_cast<std::size_t>(threads);
+    parallel_for(slices, across_slices ? threads : 1, [&](std::size_t index) {
+        const auto m = shape.slice(index, q.data(), k.data(), v.data(), out);
+        with_head<R>(s, m.head, [&](const auto& sh) {
+            aggregate_slice<Arch>(m.q, m.k, m.v, sh, nb, nm, m.out, lse ? lse + index * shape.n : nullptr,
+                                  across_slices ? 1 : threads);
+        });
     });
+}
+
+template <class Q, class K, class V>
+constexpr std::size_t checked_rank() {
+    constexpr std::size_t R = common_rank<Q, K, V>();
+    static_assert(R != dynamic_rank,
+                  "nonlocal::weighted_aggregate: pass at least one xt::xtensor (or view of one): the rank must be "
+                  "known at compile time");
+    return R;
 }
 
 }  // namespace detail
@@ -62,36 +88,40 @@ void aggregate_all(const contiguous<T, R>& q, const contiguous<T, R>& k, const c
 ///
 /// Inputs are xtensor expressions of float or double of equal rank; the result
 /// has their common value type. Throws `std::invalid_argument` naming the
-/// shapes when they do not fit each other or the policies.
+/// shapes when they do not fit each other or the policies. `Arch` selects the
+/// SIMD instruction set; the first argument may be an execution policy.
+template <class Arch = default_arch, execution_policy Ex, class Q, class K, class V, similarity S, neighborhood Nb,
+          normalization Nm>
+auto weighted_aggregate(Ex policy, const xt::xexpression<Q>& q, const xt::xexpression<K>& k,
+                        const xt::xexpression<V>& v, const S& similarity, const Nb& neighborhood,
+                        const Nm& normalization) {
+    using T = detail::common_value_type<Q, K, V>;
+    static_assert(std::floating_point<T>, "nonlocal::weighted_aggregate: inputs must be float or double");
+    constexpr std::size_t R = detail::checked_rank<Q, K, V>();
+    const detail::contiguous<T, R> qc(q), kc(k), vc(v);
+    const detail::aggregate_shape<R> shape("weighted_aggregate", qc.shape(), kc.shape(), vc.shape());
+    xt::xtensor<T, R> out = xt::empty<T>(shape.out);
+    detail::aggregate_all<Arch>(detail::thread_count(policy), qc, kc, vc, shape, similarity, neighborhood,
+                                normalization, out.data(), static_cast<T*>(nullptr));
+    return out;
+}
+
+/// @copydoc weighted_aggregate
 template <class Arch = default_arch, class Q, class K, class V, similarity S, neighborhood Nb, normalization Nm>
 auto weighted_aggregate(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
                         const S& similarity, const Nb& neighborhood, const Nm& normalization) {
-    using T = detail::common_value_type<Q, K, V>;
-    static_assert(std::floating_point<T>, "nonlocal::weighted_aggregate: inputs must be float or double");
-    constexpr std::size_t R = detail::common_rank<Q, K, V>();
-    static_assert(R != detail::dynamic_rank,
-                  "nonlocal::weighted_aggregate: pass at least one xt::xtensor (or view of one): the rank must be "
-                  "known at compile time");
-    xt::xtensor<T, R> out;
-    {
-        const detail::contiguous<T, R> qc(q), kc(k), vc(v);
-        const detail::aggregate_shape<R> shape("weighted_aggregate", qc.shape(), kc.shape(), vc.shape());
-        out = xt::empty<T>(shape.out);
-        detail::aggregate_all<Arch>(qc, kc, vc, shape, similarity, neighborhood, normalization, out.data());
-    }
-    return out;
+    return weighted_aggregate<Arch>(execution::seq, q, k, v, similarity, neighborhood, normalization);
 }
 
 /// The same, written into `out`, which must be a row-major container of the
 /// result's shape and value type (otherwise `std::invalid_argument`).
-template <class Arch = default_arch, class Q, class K, class V, similarity S, neighborhood Nb, normalization Nm,
-          class Out>
-void weighted_aggregate(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
-                        const S& similarity, const Nb& neighborhood, const Nm& normalization,
-                        xt::xexpression<Out>& out) {
+template <class Arch = default_arch, execution_policy Ex, class Q, class K, class V, similarity S, neighborhood Nb,
+          normalization Nm, class Out>
+void weighted_aggregate(Ex policy, const xt::xexpression<Q>& q, const xt::xexpression<K>& k,
+                        const xt::xexpression<V>& v, const S& similarity, const Nb& neighborhood,
+                        const Nm& normalization, xt::xexpression<Out>& out) {
     using T = detail::common_value_type<Q, K, V>;
-    constexpr std::size_t R = detail::common_rank<Q, K, V>();
-    static_assert(R != detail::dynamic_rank, "nonlocal::weighted_aggregate: the rank must be known at compile time");
+    constexpr std::size_t R = detail::checked_rank<Q, K, V>();
     Out& o = out.derived_cast();
     static_assert(std::is_same_v<typename Out::value_type, T> && xt::has_data_interface<Out>::value &&
                       Out::static_layout == xt::layout_type::row_major,
@@ -105,8 +135,46 @@ void weighted_aggregate(const xt::xexpression<Q>& q, const xt::xexpression<K>& k
         return "out has shape " + detail::shape_string(out_shape) + " but the result is " +
                detail::shape_string(shape.out);
     });
-    detail::aggregate_all<Arch>(qc, kc, vc, shape, similarity, neighborhood, normalization,
-                                o.data() + o.data_offset());
+    detail::aggregate_all<Arch>(detail::thread_count(policy), qc, kc, vc, shape, similarity, neighborhood,
+                                normalization, o.data() + o.data_offset(), static_cast<T*>(nullptr));
+}
+
+/// @copydoc weighted_aggregate(Ex, const xt::xexpression<Q>&, const xt::xexpression<K>&, const xt::xexpression<V>&, const S&, const Nb&, const Nm&, xt::xexpression<Out>&)
+template <class Arch = default_arch, class Q, class K, class V, similarity S, neighborhood Nb, normalization Nm,
+          class Out>
+void weighted_aggregate(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
+                        const S& similarity, const Nb& neighborhood, const Nm& normalization,
+                        xt::xexpression<Out>& out) {
+    weighted_aggregate<Arch>(execution::seq, q, k, v, similarity, neighborhood, normalization, out);
+}
+
+/// The aggregate and log C_i per query: for softmax weights the log-sum-exp
+/// log sum_j exp(logit_ij) (-inf for a query without neighbours), which lets
+/// results over disjoint key sets be merged exactly. `lse` has the shape of
+/// the queries without their feature axis.
+template <class T, std::size_t R>
+struct aggregate_with_lse {
+    xt::xtensor<T, R> out;
+    xt::xtensor<T, R - 1> lse;
+};
+
+/// `weighted_aggregate` that also returns log C_i.
+template <class Arch = default_arch, execution_policy Ex = execution::sequenced_policy, class Q, class K, class V,
+          similarity S, neighborhood Nb, normalization Nm>
+auto weighted_aggregate_lse(Ex policy, const xt::xexpression<Q>& q, const xt::xexpression<K>& k,
+                            const xt::xexpression<V>& v, const S& similarity, const Nb& neighborhood,
+                            const Nm& normalization) {
+    using T = detail::common_value_type<Q, K, V>;
+    static_assert(std::floating_point<T>, "nonlocal::weighted_aggregate_lse: inputs must be float or double");
+    constexpr std::size_t R = detail::checked_rank<Q, K, V>();
+    const detail::contiguous<T, R> qc(q), kc(k), vc(v);
+    const detail::aggregate_shape<R> shape("weighted_aggregate_lse", qc.shape(), kc.shape(), vc.shape());
+    std::array<std::size_t, R - 1> lse_shape{};
+    std::copy(shape.out.begin(), shape.out.end() - 1, lse_shape.begin());
+    aggregate_with_lse<T, R> result{xt::empty<T>(shape.out), xt::empty<T>(lse_shape)};
+    detail::aggregate_all<Arch>(detail::thread_count(policy), qc, kc, vc, shape, similarity, neighborhood,
+                                normalization, result.out.data(), result.lse.data());
+    return result;
 }
 
 }  // namespace nonlocal

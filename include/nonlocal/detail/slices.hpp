@@ -1,8 +1,8 @@
 #pragma once
 /// @file detail/slices.hpp
-/// Shape checks of the aggregate's inputs and the loop over batch items and
-/// heads, shared by the fast path and the reference: [n, d], [B, n, d] and
-/// [B, H, n, d], where keys and values may have fewer heads than queries
+/// Shape checks of the aggregate's inputs and the [n, d] slices of [n, d],
+/// [B, n, d] and [B, H, n, d] inputs, shared by the fast path and the
+/// reference. Keys and values may have fewer heads than queries
 /// (grouped-query attention: query head h reads key/value head h / (H / H_kv)).
 
 #include <array>
@@ -15,6 +15,14 @@
 #include "nonlocal/detail/tensor.hpp"
 
 namespace nonlocal::detail {
+
+/// The matrices of one slice.
+template <class T>
+struct slice_matrices {
+    std::size_t head;
+    row_matrix<const T> q, k, v;
+    row_matrix<T> out;
+};
 
 template <std::size_t R>
 struct aggregate_shape {
@@ -47,36 +55,36 @@ struct aggregate_shape {
         out[R - 1] = dv;
     }
 
-    /// Calls f(head, q offset, k/v head offset in rows, out offset) for every slice.
-    template <class F>
-    void for_each_slice(F&& f) const {
-        const std::size_t group = kv_heads == 0 ? 1 : heads / kv_heads;
-        for (std::size_t b = 0; b < batch; ++b)
-            for (std::size_t h = 0; h < heads; ++h) {
-                const std::size_t qh = b * heads + h, kh = b * kv_heads + h / group;
-                f(h, qh * n, kh * m, qh * n);
-            }
+    std::size_t slices() const noexcept { return batch * heads; }
+
+    /// Slice `index` (= b * heads + h) of contiguous q, k, v and out.
+    template <class T>
+    slice_matrices<T> slice(std::size_t index, const T* q, const T* k, const T* v, T* o) const noexcept {
+        const std::size_t b = index / heads, h = index % heads;
+        const std::size_t kv = b * kv_heads + h / (heads / kv_heads);
+        return {h, {q + index * n * dq, n, dq}, {k + kv * m * dq, m, dq}, {v + kv * m * dv, m, dv},
+                {o + index * n * dv, n, dv}};
     }
 };
 
-/// Runs `slice_fn(similarity for the head, q, k, v, out)` on every [n, d] slice.
-template <class T, std::size_t R, class S, class Nb, class Nm, class SliceFn>
-void aggregate_slices(const contiguous<T, R>& q, const contiguous<T, R>& k,
-                      const contiguous<T, R>& v, const S& s, const Nb& nb, const Nm& nm, T* out,
-                      const aggregate_shape<R>& shape, SliceFn&& slice_fn) {
+/// Throws unless the neighborhood (and a data term) fit the shapes.
+template <std::size_t R, class Nb, class Nm>
+void check_policies(const aggregate_shape<R>& shape, const Nb& nb, const Nm& nm) {
     check(nb, extents{shape.n, shape.m});
     if constexpr (has_data_term<Nm>) {
         static_assert(R == 2, "nonlocal: a data term needs [n, d] inputs");
         nm.check(shape.n, shape.dv);
+    } else {
+        (void)nm;
     }
-    shape.for_each_slice([&](std::size_t h, std::size_t q_row, std::size_t kv_row, std::size_t out_row) {
-        const row_matrix<const T> qs{q.data() + q_row * shape.dq, shape.n, shape.dq};
-        const row_matrix<const T> ks{k.data() + kv_row * shape.dq, shape.m, shape.dq};
-        const row_matrix<const T> vs{v.data() + kv_row * shape.dv, shape.m, shape.dv};
-        const row_matrix<T> os{out + out_row * shape.dv, shape.n, shape.dv};
-        if constexpr (R == 4) slice_fn(for_head(s, h), qs, ks, vs, os);
-        else slice_fn(s, qs, ks, vs, os);
-    });
+}
+
+/// Calls f with the similarity of head h: `s.for_head(h)` for [B, H, n, d] inputs
+/// when the similarity has it, `s` otherwise.
+template <std::size_t R, class S, class F>
+void with_head(const S& s, std::size_t h, F&& f) {
+    if constexpr (R == 4 && has_for_head<S>) f(s.for_head(h));
+    else (void)h, f(s);
 }
 
 }  // namespace nonlocal::detail

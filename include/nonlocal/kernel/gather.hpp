@@ -21,11 +21,12 @@ namespace nonlocal::kernel {
 /// value rows the chunk touches.
 inline constexpr std::size_t gather_chunk = 256;
 
-/// out = the weighted aggregate of one [n, dq] x [m, dq] x [m, dv] slice;
-/// q and k are already projected by the similarity.
+/// Rows [first, last) of the weighted aggregate of one [n, dq] x [m, dq] x [m, dv]
+/// slice; q and k are already projected by the similarity. `lse`, when given,
+/// receives log C_i (for exponential weights: log sum_j exp(logit_ij)).
 template <class Arch, class T, similarity S, neighborhood Nb, normalization Nm>
 void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
-            const Nm& nm, row_matrix<T> out) {
+            const Nm& nm, row_matrix<T> out, T* lse, std::size_t first, std::size_t last) {
     using kappa = detail::effective_kernel<S, Nm>;
     constexpr bool shift = detail::shifts_by_row_max<S, Nm>;
     constexpr T minus_inf = -std::numeric_limits<T>::infinity();
@@ -34,7 +35,7 @@ void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
     const std::size_t dv = v.cols;
     T weights[gather_chunk];
 
-    for (std::size_t i = 0; i < q.rows; ++i) {
+    for (std::size_t i = first; i < last; ++i) {
         T* acc = out.row(i).data();
         std::fill(acc, acc + dv, T(0));
         T row_max = minus_inf, total = T(0);
@@ -87,9 +88,34 @@ void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
                 normalizer += static_cast<T>(relative);
             }
         }
+        if (lse) lse[i] = shift ? (total > T(0) ? row_max + std::log(total) : minus_inf) : std::log(normalizer);
         if (normalizer == T(0)) std::fill(acc, acc + dv, T(0));
         else simd::scale<Arch>(T(1) / normalizer, acc, dv);
     }
 }
+
+/// One slice for the gather kernel, in tiles of `gather_rows` queries.
+inline constexpr std::size_t gather_rows = 64;
+
+template <class Arch, class T, class S, class Nb, class Nm>
+class gather_slice {
+public:
+    gather_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
+                 const Nm& nm, row_matrix<T> out, T* lse)
+        : q_(q), k_(k), v_(v), s_(s), nb_(nb), nm_(nm), out_(out), lse_(lse) {}
+    std::size_t tiles() const noexcept { return (q_.rows + gather_rows - 1) / gather_rows; }
+    void run(std::size_t tile) const {
+        gather<Arch>(q_, k_, v_, s_, nb_, nm_, out_, lse_, tile * gather_rows,
+                     std::min(q_.rows, (tile + 1) * gather_rows));
+    }
+
+private:
+    row_matrix<const T> q_, k_, v_;
+    const S& s_;
+    const Nb& nb_;
+    const Nm& nm_;
+    row_matrix<T> out_;
+    T* lse_;
+};
 
 }  // namespace nonlocal::kernel

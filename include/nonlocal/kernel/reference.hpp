@@ -84,9 +84,13 @@ auto weighted_aggregate(const xt::xexpression<Q>& q, const xt::xexpression<K>& k
     const nonlocal::detail::aggregate_shape<R> shape("reference::weighted_aggregate", qc.shape(), kc.shape(),
                                                      vc.shape());
     xt::xtensor<double, R> out = xt::zeros<double>(shape.out);
-    nonlocal::detail::aggregate_slices(
-        qc, kc, vc, s, nb, nm, out.data(), shape,
-        [&](const auto& sh, auto qs, auto ks, auto vs, auto os) { detail::aggregate_slice(qs, ks, vs, sh, nb, nm, os); });
+    nonlocal::detail::check_policies(shape, nb, nm);
+    for (std::size_t index = 0; index < shape.slices(); ++index) {
+        const auto m = shape.slice(index, qc.data(), kc.data(), vc.data(), out.data());
+        nonlocal::detail::with_head<R>(s, m.head, [&](const auto& sh) {
+            detail::aggregate_slice(m.q, m.k, m.v, sh, nb, nm, m.out);
+        });
+    }
     return out;
 }
 

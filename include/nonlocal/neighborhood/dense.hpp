@@ -15,6 +15,10 @@ struct dense {
     void for_each_range(std::size_t, extents e, F&& f) const {
         f(key_range{0, e.keys, 1});
     }
+    tile_coverage coverage(std::size_t, std::size_t, std::size_t, std::size_t) const noexcept {
+        return tile_coverage::full;
+    }
+    bool admits(std::size_t, std::size_t) const noexcept { return true; }
 };
 
 /// N(i) = keys j <= i (the decoder's mask; top-left aligned when n != m).
@@ -23,9 +27,15 @@ struct causal {
     void for_each_range(std::size_t i, extents e, F&& f) const {
         f(key_range{0, std::min(i + 1, e.keys), 1});
     }
+    /// Tiles above the diagonal are skipped, tiles below it need no mask.
+    tile_coverage coverage(std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) const noexcept {
+        if (j0 > i1 - 1) return tile_coverage::none;
+        return j1 - 1 <= i0 ? tile_coverage::full : tile_coverage::partial;
+    }
+    bool admits(std::size_t i, std::size_t j) const noexcept { return j <= i; }
 };
 
-static_assert(neighborhood<dense>);
-static_assert(neighborhood<causal>);
+static_assert(tiled_neighborhood<dense>);
+static_assert(tiled_neighborhood<causal>);
 
 }  // namespace nonlocal
