@@ -52,20 +52,20 @@ inline void micro_gemm(std::size_t depth, const T* a, std::size_t a_row, std::si
 }
 
 /// C[rows][cols] (+)= A(rows x depth) B(depth x cols) for rows a multiple of MR and
-/// cols a multiple of W; columns past the last full block of NV vectors go one vector at a time.
+/// cols a multiple of W. Column panels of NV vectors are the outer loop, so a
+/// panel of B (depth x NV W) stays in cache while every block of rows passes
+/// over it; columns past the last full panel go one vector at a time.
 template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T>
 void gemm(std::size_t rows, std::size_t cols, std::size_t depth, const T* a, std::size_t a_row, std::size_t a_k,
           const T* b, std::size_t ldb, T* c, std::size_t ldc) noexcept {
     constexpr std::size_t W = xsimd::batch<T, Arch>::size;
-    for (std::size_t r = 0; r < rows; r += MR) {
-        const T* ar = a + r * a_row;
-        T* cr = c + r * ldc;
-        std::size_t col = 0;
-        for (; col + NV * W <= cols; col += NV * W)
-            micro_gemm<Arch, MR, NV, Accumulate>(depth, ar, a_row, a_k, b + col, ldb, cr + col, ldc);
-        for (; col < cols; col += W)
-            micro_gemm<Arch, MR, 1, Accumulate>(depth, ar, a_row, a_k, b + col, ldb, cr + col, ldc);
-    }
+    std::size_t col = 0;
+    for (; col + NV * W <= cols; col += NV * W)
+        for (std::size_t r = 0; r < rows; r += MR)
+            micro_gemm<Arch, MR, NV, Accumulate>(depth, a + r * a_row, a_row, a_k, b + col, ldb, c + r * ldc + col, ldc);
+    for (; col < cols; col += W)
+        for (std::size_t r = 0; r < rows; r += MR)
+            micro_gemm<Arch, MR, 1, Accumulate>(depth, a + r * a_row, a_row, a_k, b + col, ldb, c + r * ldc + col, ldc);
 }
 
 }  // namespace nonlocal::simd

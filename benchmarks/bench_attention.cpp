@@ -1,0 +1,133 @@
+// Fused attention on the CPU, one head, against the measured FMA peak and,
+// when a CBLAS is found, against the composition users write today:
+// sgemm (S = Q K^T / sqrt(d)) + vectorised row softmax + sgemm (O = P V).
+//
+//   build/release/benchmarks/bench_attention
+//
+// Counters: GFLOPS counts 4 n^2 d flops per head for dense attention (2 n^2 d
+// for q k^T and 2 n^2 d for P v; half for causal); peak_pct relates it to the
+// FMA peak measured at start-up; workspace_KiB is the kernel's working memory
+// per thread (independent of n); the peer's is the n x n matrix.
+#include <nonlocal/nonlocal.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <vector>
+
+#include <xtensor/xrandom.hpp>
+
+#include "fma_peak.hpp"
+
+#if NONLOCAL_HAVE_CBLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+#endif
+
+namespace {
+
+double fma_peak = 0;
+
+xt::xtensor<float, 2> randn(std::size_t rows, std::size_t cols, unsigned seed) {
+    xt::random::seed(seed);
+    return xt::random::randn<float>({rows, cols});
+}
+
+void report(benchmark::State& state, double flops, double workspace_bytes) {
+    state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["peak_pct"] =
+        benchmark::Counter(flops * 1e-9 / fma_peak * 100, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["workspace_KiB"] = workspace_bytes / 1024;
+}
+
+template <class Nb, class Policy>
+void run_attention(benchmark::State& state, Nb nb, Policy policy, double flop_fraction) {
+    const std::size_t n = state.range(0), d = state.range(1);
+    const auto q = randn(n, d, 1), k = randn(n, d, 2), v = randn(n, d, 3);
+    xt::xtensor<float, 2> out = xt::empty<float>({n, d});
+    for (auto _ : state) {
+        nonlocal::weighted_aggregate(policy, q, k, v, nonlocal::scaled_dot_product{}, nb, nonlocal::softmax{}, out);
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    report(state, flop_fraction * 4.0 * n * n * d,
+           double(nonlocal::kernel::tiled_workspace_bytes<float>(d, d, nonlocal::simd_width<float>)));
+}
+
+void attention_dense(benchmark::State& state) { run_attention(state, nonlocal::dense{}, nonlocal::execution::seq, 1.0); }
+void attention_causal(benchmark::State& state) { run_attention(state, nonlocal::causal{}, nonlocal::execution::seq, 0.5); }
+void attention_dense_par(benchmark::State& state) {
+    run_attention(state, nonlocal::dense{}, nonlocal::execution::parallel_policy{2}, 1.0);
+}
+
+BENCHMARK(attention_dense)->ArgNames({"n", "d"})->ArgsProduct({{512, 1024, 2048, 4096}, {64}})->Unit(benchmark::kMillisecond);
+BENCHMARK(attention_causal)->ArgNames({"n", "d"})->ArgsProduct({{512, 1024, 2048, 4096}, {64}})->Unit(benchmark::kMillisecond);
+BENCHMARK(attention_dense_par)->ArgNames({"n", "d"})->Args({4096, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void mha(benchmark::State& state) {
+    const std::size_t n = state.range(0), E = state.range(1), h = state.range(2);
+    const nonlocal::nn::multi_head_attention m(h, randn(3 * E, E, 4) * 0.05f, xt::zeros<float>({3 * E}),
+                                               randn(E, E, 5) * 0.05f, xt::zeros<float>({E}));
+    xt::xtensor<float, 3> x = xt::empty<float>({std::size_t(1), n, E});
+    const auto x2 = randn(n, E, 6);
+    std::copy(x2.begin(), x2.end(), x.begin());
+    for (auto _ : state) {
+        auto y = m(x, x, x);
+        benchmark::DoNotOptimize(y.data());
+    }
+    // 4 projections of 2 n E^2 flops and attention's 4 n^2 E over all heads.
+    report(state, 8.0 * n * E * E + 4.0 * n * n * E,
+           double(nonlocal::kernel::tiled_workspace_bytes<float>(E / h, E / h, nonlocal::simd_width<float>)));
+}
+BENCHMARK(mha)->ArgNames({"n", "E", "h"})->Args({1024, 512, 8})->Unit(benchmark::kMillisecond);
+
+#if NONLOCAL_HAVE_CBLAS
+/// The peer: S = scale Q K^T (sgemm), softmax of each row (xsimd exp), O = P V (sgemm).
+void peer_blas_attention(benchmark::State& state) {
+    openblas_set_num_threads(1);
+    const std::size_t n = state.range(0), d = state.range(1);
+    const auto q = randn(n, d, 1), k = randn(n, d, 2), v = randn(n, d, 3);
+    std::vector<float> s(n * n);
+    xt::xtensor<float, 2> out = xt::empty<float>({n, d});
+    using batch = xsimd::batch<float>;
+    constexpr std::size_t W = batch::size;
+    const float scale = 1.f / std::sqrt(float(d));
+    for (auto _ : state) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(n), int(d), scale, q.data(), int(d),
+                    k.data(), int(d), 0.f, s.data(), int(n));
+        for (std::size_t i = 0; i < n; ++i) {
+            float* row = &s[i * n];
+            const float mx = nonlocal::simd::max_element(row, n);
+            batch total(0.f);
+            std::size_t j = 0;
+            for (; j + W <= n; j += W) {
+                const batch e = xsimd::exp(batch::load_unaligned(row + j) - batch(mx));
+                e.store_unaligned(row + j);
+                total += e;
+            }
+            float sum = xsimd::hadd(total);
+            for (; j < n; ++j) sum += (row[j] = std::exp(row[j] - mx));
+            nonlocal::simd::scale(1.f / sum, row, n);
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(d), int(n), 1.f, s.data(), int(n),
+                    v.data(), int(d), 0.f, out.data(), int(d));
+        benchmark::DoNotOptimize(out.data());
+    }
+    report(state, 4.0 * n * n * d, double(n) * n * sizeof(float));
+}
+BENCHMARK(peer_blas_attention)->ArgNames({"n", "d"})->ArgsProduct({{512, 1024, 2048, 4096}, {64}})->Unit(benchmark::kMillisecond);
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    fma_peak = nonlocal::bench::measure_fma_peak_gflops();
+    std::printf("measured fp32 FMA peak, one core, %s: %.1f GFLOP/s\n", xsimd::default_arch::name(), fma_peak);
+#if !NONLOCAL_HAVE_CBLAS
+    std::printf("no CBLAS found: the peer_blas_attention benchmarks are skipped\n");
+#endif
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+}
