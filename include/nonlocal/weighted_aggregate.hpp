@@ -22,6 +22,7 @@
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/kernel/gather.hpp"
+#include "nonlocal/kernel/patch_window.hpp"
 #include "nonlocal/kernel/tiled.hpp"
 
 namespace nonlocal {
@@ -46,6 +47,13 @@ constexpr std::size_t common_rank() {
 template <class Arch, class T, class S, class Nb, class Nm>
 void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
                      const Nm& nm, row_matrix<T> out, T* lse, int threads) {
+    if constexpr (kernel::patch_window_applies<S, Nb, Nm>) {
+        require(s.height == nb.height && s.width == nb.width, "weighted_aggregate", [&] {
+            return "patch_distance is for a " + std::to_string(s.height) + " x " + std::to_string(s.width) +
+                   " image but window2d for " + std::to_string(nb.height) + " x " + std::to_string(nb.width);
+        });
+        if (!lse && kernel::patch_window_handles(nb)) return kernel::patch_window<Arch>(q, k, v, s, nb, out, threads);
+    }
     const projected_features<S, T> qp(s, q, true), kp(s, k, false);
     const auto run = [&](const auto& job) { parallel_for(job.tiles(), threads, [&](std::size_t t) { job.run(t); }); };
     if constexpr (kernel::tiled_applies<S, Nb, Nm>)

@@ -42,26 +42,36 @@ xt::xtensor<T, 3> as_image(const xt::xexpression<E>& image, std::string_view whe
 
 }  // namespace detail
 
-/// Features [H * W, (2 radius + 1)^2 * C]: the patch around each pixel, pixels
-/// in row-major order, borders reflected (BORDER_REFLECT_101). With them,
-/// non-local means is `gaussian_distance{h * sqrt(features)}` over a `window2d`
-/// search window with `sum` normalization: exp(-mean squared patch distance / h^2).
-template <class T = float, class E>
-xt::xtensor<T, 2> patch_features(const xt::xexpression<E>& image, std::size_t radius) {
-    const xt::xtensor<T, 3> img = detail::as_image<T>(image, "patch_features");
-    const std::size_t H = img.shape(0), W = img.shape(1), C = img.shape(2), side = 2 * radius + 1;
+namespace detail {
+/// Patch features [H * W, (2 radius + 1)^2 * C] of pixels [H * W, C] (row-major,
+/// channels last), borders reflected (BORDER_REFLECT_101).
+template <class T>
+xt::xtensor<T, 2> patch_rows(const T* pixels, std::size_t H, std::size_t W, std::size_t C, std::size_t radius) {
+    const std::size_t side = 2 * radius + 1;
     xt::xtensor<T, 2> f = xt::empty<T>({H * W, side * side * C});
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 0; c < W; ++c) {
             T* out = &f(r * W + c, 0);
             for (std::size_t dr = 0; dr < side; ++dr)
                 for (std::size_t dc = 0; dc < side; ++dc) {
-                    const std::size_t rr = detail::reflect(std::ptrdiff_t(r + dr) - std::ptrdiff_t(radius), H);
-                    const std::size_t cc = detail::reflect(std::ptrdiff_t(c + dc) - std::ptrdiff_t(radius), W);
-                    for (std::size_t ch = 0; ch < C; ++ch) *out++ = img(rr, cc, ch);
+                    const std::size_t rr = reflect(std::ptrdiff_t(r + dr) - std::ptrdiff_t(radius), H);
+                    const std::size_t cc = reflect(std::ptrdiff_t(c + dc) - std::ptrdiff_t(radius), W);
+                    for (std::size_t ch = 0; ch < C; ++ch) *out++ = pixels[(rr * W + cc) * C + ch];
                 }
         }
     return f;
+}
+}  // namespace detail
+
+/// Features [H * W, (2 radius + 1)^2 * C]: the patch around each pixel, pixels
+/// in row-major order, borders reflected (BORDER_REFLECT_101). With them,
+/// non-local means is `gaussian_distance{h * sqrt(features)}` over a `window2d`
+/// search window with `sum` normalization: exp(-mean squared patch distance / h^2)
+/// (`patch_distance` does the same without materialising the patches).
+template <class T = float, class E>
+xt::xtensor<T, 2> patch_features(const xt::xexpression<E>& image, std::size_t radius) {
+    const xt::xtensor<T, 3> img = detail::as_image<T>(image, "patch_features");
+    return detail::patch_rows(img.data(), img.shape(0), img.shape(1), img.shape(2), radius);
 }
 
 /// Features [H * W, 2 + C] = (row / s_s, col / s_s, guide / s_r) / sqrt(2), so that

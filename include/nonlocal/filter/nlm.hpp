@@ -1,0 +1,119 @@
+#pragma once
+/// @file filter/nlm.hpp
+/// Non-local means denoising (Buades, Coll and Morel 2005) and the joint
+/// bilateral filter, as weighted aggregates:
+///
+///     nlm_denoise    = patch_distance{patch r, h, sigma} over window2d{2 s + 1}, sum
+///     joint_bilateral = patch_distance{r = 0, h from sigma_range, spatial sigma} over window2d, sum
+///
+/// which run through the running-sum kernel (`kernel/patch_window.hpp`).
+/// Borders: patches read reflected pixels (BORDER_REFLECT_101); search windows
+/// shift inward, so every pixel is compared with exactly (2 s + 1)^2 pixels of
+/// the image (fewer only when the image is smaller than the window).
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include <xtensor/xtensor.hpp>
+
+#include "nonlocal/detail/errors.hpp"
+#include "nonlocal/execution.hpp"
+#include "nonlocal/filter/image.hpp"
+#include "nonlocal/neighborhood/window.hpp"
+#include "nonlocal/normalization.hpp"
+#include "nonlocal/similarity/patch_distance.hpp"
+#include "nonlocal/weighted_aggregate.hpp"
+
+namespace nonlocal {
+
+namespace detail {
+/// Radii beyond the image's larger side change nothing (windows stop at the
+/// image, patches reflect) and only cost: they are rejected.
+template <class T>
+void check_radii(std::string_view where, const pixel_rows<T>& img,
+                 std::initializer_list<std::pair<const char*, std::size_t>> radii) {
+    const std::size_t side = std::max(img.height, img.width);
+    for (const auto& [name, radius] : radii)
+        require(radius <= side, where, [&] {
+            return std::string(name) + " = " + std::to_string(radius) + " exceeds the larger side of the " +
+                   std::to_string(img.height) + " x " + std::to_string(img.width) + " image";
+        });
+}
+}  // namespace detail
+
+/// Parameters of `nlm_denoise`.
+struct nlm_options {
+    std::size_t patch_radius = 3;    ///< patches of (2 r + 1)^2 pixels: 7 x 7
+    std::size_t search_radius = 10;  ///< search windows of (2 s + 1)^2 pixels: 21 x 21
+    double h = 0;                    ///< filtering strength; 0: `h_per_sigma * sigma`
+    double sigma = 0;                ///< noise standard deviation, in pixel units (0: unknown)
+    double h_per_sigma = 0.65;       ///< default h relative to sigma (tuned on the denoising protocol, sigma 20)
+};
+
+/// Non-local means of an image [H, W] or [H, W, C] (float, double, uint8,
+/// uint16, ...): each pixel becomes the mean of the pixels of its search window
+/// weighted by exp(-max(d - 2 sigma^2, 0) / h^2), d the mean squared difference
+/// of their patches over pixels and channels. Returns an image of the input's
+/// type and shape (integers rounded and clamped). Throws `std::invalid_argument`
+/// for an empty image, a non-positive or non-finite h (or neither h nor sigma
+/// given), or a negative or non-finite sigma.
+template <class Arch = default_arch, class E, execution_policy Ex = execution::sequenced_policy>
+auto nlm_denoise(const xt::xexpression<E>& image, const nlm_options& options = {}, Ex policy = {}) {
+    using Pixel = detail::value_type_of<E>;
+    using T = detail::compute_type<Pixel>;
+    const double h = options.h > 0 ? options.h : options.h_per_sigma * options.sigma;
+    detail::require(std::isfinite(options.sigma) && options.sigma >= 0 && std::isfinite(h) && h > 0 &&
+                        options.h >= 0,
+                    "nlm_denoise", [&] {
+                        return "needs h > 0, or sigma > 0 to derive it, both finite; got h = " +
+                               std::to_string(options.h) + ", sigma = " + std::to_string(options.sigma);
+                    });
+    const auto img = detail::to_pixel_rows<T>(image, "nlm_denoise", "image");
+    detail::check_radii("nlm_denoise", img, {{"patch_radius", options.patch_radius}, {"search_radius", options.search_radius}});
+    const patch_distance similarity(img.height, img.width, options.patch_radius, h, options.sigma);
+    const window2d window{img.height, img.width, 2 * options.search_radius + 1};
+    const auto y = weighted_aggregate<Arch>(policy, img.pixels, img.pixels, img.pixels, similarity, window, sum{});
+    return detail::from_pixel_rows<Pixel, detail::static_rank<E>>(y, img.height, img.width);
+}
+
+/// Parameters of `joint_bilateral`.
+struct bilateral_options {
+    std::size_t radius = 5;       ///< windows of (2 r + 1)^2 pixels
+    double sigma_spatial = 3.0;   ///< spatial Gaussian, in pixels
+    double sigma_range = 10.0;    ///< range Gaussian on the guide, in guide units
+};
+
+/// Joint bilateral filter: each pixel of `values` [H, W] or [H, W, C] becomes its
+/// window's mean weighted by exp(-|p_i - p_j|^2 / 2 s_s^2 - |g_i - g_j|^2 / 2 s_r^2),
+/// with g the pixels of `guide` [H, W] or [H, W, C_g] (all channels summed).
+/// Returns an image of the values' type and shape. Throws `std::invalid_argument`
+/// when the sizes differ, an image is empty, or a sigma is not finite and positive.
+template <class Arch = default_arch, class V, class G, execution_policy Ex = execution::sequenced_policy>
+auto joint_bilateral(const xt::xexpression<V>& values, const xt::xexpression<G>& guide,
+                     const bilateral_options& options = {}, Ex policy = {}) {
+    using Pixel = detail::value_type_of<V>;
+    using T = detail::compute_type<Pixel>;
+    detail::require(std::isfinite(options.sigma_spatial) && options.sigma_spatial > 0 &&
+                        std::isfinite(options.sigma_range) && options.sigma_range > 0,
+                    "joint_bilateral", [&] {
+                        return "sigma_spatial and sigma_range must be finite and positive, got " +
+                               std::to_string(options.sigma_spatial) + " and " + std::to_string(options.sigma_range);
+                    });
+    const auto v = detail::to_pixel_rows<T>(values, "joint_bilateral", "values");
+    const auto g = detail::to_pixel_rows<T>(guide, "joint_bilateral", "guide");
+    detail::check_radii("joint_bilateral", g, {{"radius", options.radius}});
+    detail::require(v.height == g.height && v.width == g.width, "joint_bilateral", [&] {
+        return "values are " + std::to_string(v.height) + " x " + std::to_string(v.width) + " but the guide is " +
+               std::to_string(g.height) + " x " + std::to_string(g.width);
+    });
+    // patch_distance averages over channels: h^2 = 2 s_r^2 / C_g gives sum_c / (2 s_r^2).
+    const double h = options.sigma_range * std::sqrt(2.0 / double(g.channels));
+    const patch_distance similarity(g.height, g.width, 0, h, 0.0, options.sigma_spatial);
+    const window2d window{g.height, g.width, 2 * options.radius + 1};
+    const auto y = weighted_aggregate<Arch>(policy, g.pixels, g.pixels, v.pixels, similarity, window, sum{});
+    return detail::from_pixel_rows<Pixel, detail::static_rank<V>>(y, v.height, v.width);
+}
+
+}  // namespace nonlocal
