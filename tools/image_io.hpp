@@ -1,0 +1,92 @@
+#pragma once
+// Reading and writing images for the command-line tools: PNG (8 or 16 bit) and
+// JPEG in through stb_image, PNG out through libpng (8 or 16 bit), float32
+// .npy through xtensor.
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <png.h>
+#include <stb/stb_image.h>
+#include <xtensor/xnpy.hpp>
+#include <xtensor/xtensor.hpp>
+
+namespace nonlocal::tools {
+
+/// An image as float pixels [H, W, C] with the bit depth it was stored in (8 or 16).
+struct image {
+    xt::xtensor<float, 3> pixels;
+    int bit_depth = 8;
+};
+
+inline bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Reads a PNG or JPEG (any number of channels, 8 or 16 bit) or a float32 .npy [H, W] / [H, W, C].
+inline image read_image(const std::string& path) {
+    image out;
+    if (ends_with(path, ".npy")) {
+        auto a = xt::load_npy<float>(path);
+        if (a.dimension() == 2) a.reshape({a.shape(0), a.shape(1), std::size_t(1)});
+        if (a.dimension() != 3) throw std::runtime_error(path + ": expected a [H, W] or [H, W, C] array");
+        out.pixels = xt::xtensor<float, 3>(a);
+        out.bit_depth = 32;
+        return out;
+    }
+    int w = 0, h = 0, c = 0;
+    const bool sixteen = stbi_is_16_bit(path.c_str());
+    void* data = sixteen ? static_cast<void*>(stbi_load_16(path.c_str(), &w, &h, &c, 0))
+                         : static_cast<void*>(stbi_load(path.c_str(), &w, &h, &c, 0));
+    if (!data) throw std::runtime_error("cannot read " + path + ": " + stbi_failure_reason());
+    std::unique_ptr<void, void (*)(void*)> owner(data, stbi_image_free);
+    out.bit_depth = sixteen ? 16 : 8;
+    out.pixels = xt::empty<float>({std::size_t(h), std::size_t(w), std::size_t(c)});
+    const std::size_t count = out.pixels.size();
+    for (std::size_t t = 0; t < count; ++t)
+        out.pixels.data()[t] = sixteen ? float(static_cast<const std::uint16_t*>(data)[t])
+                                       : float(static_cast<const std::uint8_t*>(data)[t]);
+    return out;
+}
+
+/// Writes pixels [H, W, C] (C = 1 to 4) as a PNG of 8 or 16 bits, rounding and clamping.
+inline void write_png(const std::string& path, const xt::xtensor<float, 3>& pixels, int bit_depth) {
+    const std::size_t H = pixels.shape(0), W = pixels.shape(1), C = pixels.shape(2);
+    if (C < 1 || C > 4) throw std::runtime_error(path + ": PNG holds 1 to 4 channels, not " + std::to_string(C));
+    const int color = C == 1 ? PNG_COLOR_TYPE_GRAY : C == 2 ? PNG_COLOR_TYPE_GRAY_ALPHA : C == 3 ? PNG_COLOR_TYPE_RGB
+                                                                                               : PNG_COLOR_TYPE_RGBA;
+    const double top = bit_depth == 16 ? 65535.0 : 255.0;
+    const std::size_t bytes = bit_depth == 16 ? 2 : 1;
+    std::vector<unsigned char> rows(H * W * C * bytes);
+    for (std::size_t t = 0; t < pixels.size(); ++t) {
+        const double x = std::clamp(std::nearbyint(double(pixels.data()[t])), 0.0, top);
+        if (bytes == 2) {   // PNG stores 16-bit samples big-endian
+            const auto v = static_cast<std::uint16_t>(x);
+            rows[2 * t] = static_cast<unsigned char>(v >> 8), rows[2 * t + 1] = static_cast<unsigned char>(v & 0xff);
+        } else {
+            rows[t] = static_cast<unsigned char>(x);
+        }
+    }
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (!file) throw std::runtime_error("cannot write " + path);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png ? png_create_info_struct(png) : nullptr;
+    if (!png || !info || setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        std::fclose(file);
+        throw std::runtime_error("libpng failed to write " + path);
+    }
+    png_init_io(png, file);
+    png_set_IHDR(png, info, png_uint_32(W), png_uint_32(H), bit_depth == 16 ? 16 : 8, color, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (std::size_t r = 0; r < H; ++r) png_write_row(png, &rows[r * W * C * bytes]);
+    png_write_end(png, nullptr);
+    png_destroy_write_struct(&png, &info);
+    std::fclose(file);
+}
+
+}  // namespace nonlocal::tools
