@@ -71,6 +71,20 @@ void axpy(T alpha, const T* x, T* y, std::size_t n) noexcept {
     for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
+/// `y[t] += a[t] * b[t]` for t in [0, n); `Sign` = -1 subtracts instead.
+template <int Sign = 1, class Arch = default_arch, class T>
+void multiply_add(const T* a, const T* b, T* y, std::size_t n) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    std::size_t i = 0;
+    for (; i + W <= n; i += W) {
+        const batch ab = batch::load_unaligned(a + i) * batch::load_unaligned(b + i);
+        const batch yi = batch::load_unaligned(y + i);
+        (Sign > 0 ? yi + ab : yi - ab).store_unaligned(y + i);
+    }
+    for (; i < n; ++i) y[i] += Sign > 0 ? a[i] * b[i] : -(a[i] * b[i]);
+}
+
 /// `y[0, n) *= alpha`.
 template <class Arch = default_arch, class T>
 void scale(T alpha, T* y, std::size_t n) noexcept {

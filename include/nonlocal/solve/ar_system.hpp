@@ -1,0 +1,222 @@
+#pragma once
+/// @file solve/ar_system.hpp
+/// The linear autoregressive (AR) model of colour-guided depth refinement:
+///
+///     min_x  sum_i sum_{j in N(i)} w_ij (x_i - x_j)^2 + sum_i alpha_i (x_i - xhat_i)^2
+///
+/// on a height x width grid whose neighbourhood is a 4- or 8-connected stencil.
+/// Its normal equations are A x = b with A the graph Laplacian of the
+/// symmetrised weights W_ij = w_ij + w_ji plus diag(alpha), and b = alpha xhat.
+/// The weights are computed once, by any similarity on the guide's pixels
+/// (by default the colour Gaussian, optionally times a spatial one), and stored
+/// per stencil direction so that `apply` and the Jacobi step are loops over
+/// whole rows of pixels, vectorised across them.
+///
+/// Row i of A x = b is one normalised weighted aggregate: x_i = (sum_j W_ij x_j +
+/// alpha_i xhat_i) / (sum_j W_ij + alpha_i). `jacobi_step` computes exactly that,
+/// and the tests check it against `weighted_aggregate` with `grid_stencil` and
+/// `sum_with_data`.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "nonlocal/concepts.hpp"
+#include "nonlocal/detail/errors.hpp"
+#include "nonlocal/filter/image.hpp"
+#include "nonlocal/kernel/logit.hpp"
+#include "nonlocal/neighborhood/grid_stencil.hpp"
+#include "nonlocal/similarity/patch_distance.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
+
+namespace nonlocal {
+
+/// A matrix in compressed sparse row form.
+struct csr_matrix {
+    std::vector<std::size_t> row_offsets;
+    std::vector<std::size_t> columns;
+    std::vector<double> values;
+};
+
+/// One direction of the stencil: the edge from pixel (r, c) to (r + dy, c + dx).
+struct stencil_offset {
+    std::ptrdiff_t dy = 0, dx = 0;
+};
+
+/// The forward half of a 4- or 8-connected stencil (each undirected edge once).
+inline std::vector<stencil_offset> forward_offsets(int connectivity) {
+    if (connectivity == 4) return {{0, 1}, {1, 0}};
+    return {{0, 1}, {1, -1}, {1, 0}, {1, 1}};
+}
+
+/// The AR system A x = b on a grid.
+class ar_system {
+public:
+    std::size_t height = 0, width = 0;
+    std::vector<stencil_offset> offsets;      ///< forward stencil directions
+    std::vector<std::vector<double>> weights; ///< W for each direction, per pixel (0 where the neighbour is outside)
+    std::vector<double> alpha;                ///< confidence per pixel, 0 outside Omega
+    std::vector<double> rhs;                  ///< b = alpha * xhat
+    std::vector<double> diagonal;             ///< sum_j W_ij + alpha_i
+
+    ar_system() = default;
+
+    /// The system from edge weights already computed (used for coarse grids).
+    ar_system(std::size_t h, std::size_t w, std::vector<stencil_offset> dirs, std::vector<std::vector<double>> wts,
+              std::vector<double> a, std::vector<double> b)
+        : height(h), width(w), offsets(std::move(dirs)), weights(std::move(wts)), alpha(std::move(a)),
+          rhs(std::move(b)) {
+        update_diagonal();
+    }
+
+    /// The system of a guide image [H, W] or [H, W, C] (any arithmetic type), a
+    /// 4- or 8-connected `stencil`, a `similarity` on the guide's pixels (its
+    /// kernel applied to its logit, which may use the pixels' positions),
+    /// observations `xhat` [H, W] and confidences `alpha` [H, W] (0: unobserved).
+    /// Throws `std::invalid_argument` when sizes differ, alpha is negative or not
+    /// finite, an observed xhat is not finite, or nothing is observed.
+    template <class G, class X, class A, similarity S>
+    ar_system(const xt::xexpression<G>& guide, const grid_stencil& stencil, const S& sim,
+              const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence) {
+        const auto g = detail::to_pixel_rows<double>(guide, "ar_system", "guide");
+        height = g.height, width = g.width;
+        stencil.check(extents{height * width, height * width});
+        const xt::xtensor<double, 2> x = xt::cast<double>(xhat.derived_cast());
+        const xt::xtensor<double, 2> a = xt::cast<double>(confidence.derived_cast());
+        detail::require(x.shape(0) == height && x.shape(1) == width && a.shape() == x.shape(), "ar_system", [&] {
+            return "guide " + std::to_string(height) + " x " + std::to_string(width) + ", xhat " +
+                   detail::shape_string(x.shape()) + " and alpha " + detail::shape_string(a.shape()) +
+                   " must have the same size";
+        });
+        const std::size_t n = height * width;
+        alpha.assign(a.begin(), a.end());
+        rhs.assign(n, 0.0);
+        bool observed = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            detail::require(std::isfinite(alpha[i]) && alpha[i] >= 0, "ar_system", [&] {
+                return "alpha must be finite and >= 0, got " + std::to_string(alpha[i]) + " at pixel " + std::to_string(i);
+            });
+            if (alpha[i] > 0) {
+                detail::require(std::isfinite(x.data()[i]), "ar_system", [&] {
+                    return "xhat is not finite at observed pixel " + std::to_string(i);
+                });
+                rhs[i] = alpha[i] * x.data()[i];
+                observed = true;
+            }
+        }
+        detail::require(observed, "ar_system", [] {
+            return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term");
+        });
+
+        // W_ij = kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), once per edge.
+        offsets = forward_offsets(stencil.connectivity);
+        const nonlocal::detail::projected_features<S, double> f(sim, as_rows(g.pixels), true);
+        const auto edge = [&](std::size_t i, std::size_t j) {
+            return S::kernel::apply(nonlocal::detail::logit(sim, (*f).row(i), (*f).row(j), i, j));
+        };
+        weights.assign(offsets.size(), std::vector<double>(n, 0.0));
+        for (std::size_t o = 0; o < offsets.size(); ++o)
+            for (std::size_t r = 0; r < height; ++r)
+                for (std::size_t c = 0; c < width; ++c) {
+                    const std::ptrdiff_t rr = std::ptrdiff_t(r) + offsets[o].dy, cc = std::ptrdiff_t(c) + offsets[o].dx;
+                    if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(height) || cc >= std::ptrdiff_t(width)) continue;
+                    const std::size_t i = r * width + c, j = std::size_t(rr) * width + std::size_t(cc);
+                    weights[o][i] = edge(i, j) + edge(j, i);
+                }
+        update_diagonal();
+    }
+
+    std::size_t size() const noexcept { return height * width; }
+
+    /// Flat index shift of direction o.
+    std::ptrdiff_t shift(std::size_t o) const noexcept { return offsets[o].dy * std::ptrdiff_t(width) + offsets[o].dx; }
+
+    /// y = A x.
+    void apply(const double* x, double* y) const {
+        const std::size_t n = size();
+        for (std::size_t i = 0; i < n; ++i) y[i] = diagonal[i] * x[i];
+        for (std::size_t o = 0; o < offsets.size(); ++o) {
+            const std::size_t s = std::size_t(shift(o));
+            if (s >= n) continue;
+            const double* w = weights[o].data();
+            // Edges (i, i + s): W = 0 where i + s is not a neighbour, so the loops run over
+            // whole rows; each updates distinct y, so both vectorise across pixels.
+            simd::multiply_add<-1>(w, x + s, y, n - s);
+            simd::multiply_add<-1>(w, x, y + s, n - s);
+        }
+    }
+    std::vector<double> apply(const std::vector<double>& x) const {
+        std::vector<double> y(size());
+        apply(x.data(), y.data());
+        return y;
+    }
+
+    /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i).
+    std::vector<double> jacobi_step(const std::vector<double>& x) const {
+        std::vector<double> y = rhs;
+        neighbour_sum(x.data(), y.data());
+        for (std::size_t i = 0; i < size(); ++i) y[i] = diagonal[i] > 0 ? y[i] / diagonal[i] : x[i];
+        return y;
+    }
+
+    /// y += sum_j W_ij x_j.
+    void neighbour_sum(const double* x, double* y) const {
+        const std::size_t n = size();
+        for (std::size_t o = 0; o < offsets.size(); ++o) {
+            const std::size_t s = std::size_t(shift(o));
+            if (s >= n) continue;
+            const double* w = weights[o].data();
+            simd::multiply_add(w, x + s, y, n - s);
+            simd::multiply_add(w, x, y + s, n - s);
+        }
+    }
+
+    /// A in CSR form, columns sorted, for other solvers.
+    csr_matrix assemble() const {
+        const std::size_t n = size();
+        std::vector<std::vector<std::pair<std::size_t, double>>> rows(n);
+        for (std::size_t i = 0; i < n; ++i) rows[i].push_back({i, diagonal[i]});
+        for (std::size_t o = 0; o < offsets.size(); ++o) {
+            const std::size_t s = std::size_t(shift(o));
+            for (std::size_t i = 0; i + s < n; ++i)
+                if (weights[o][i] != 0) {
+                    rows[i].push_back({i + s, -weights[o][i]});
+                    rows[i + s].push_back({i, -weights[o][i]});
+                }
+        }
+        csr_matrix m;
+        m.row_offsets.push_back(0);
+        for (auto& row : rows) {
+            std::sort(row.begin(), row.end());
+            for (auto [c, v] : row) m.columns.push_back(c), m.values.push_back(v);
+            m.row_offsets.push_back(m.columns.size());
+        }
+        return m;
+    }
+
+    void update_diagonal() {
+        const std::size_t n = size();
+        diagonal = alpha;
+        for (std::size_t o = 0; o < offsets.size(); ++o) {
+            const std::size_t s = std::size_t(shift(o));
+            for (std::size_t i = 0; i + s < n; ++i) {
+                diagonal[i] += weights[o][i];
+                diagonal[i + s] += weights[o][i];
+            }
+        }
+    }
+};
+
+/// The colour Gaussian weight of the AR model, w_ij = exp(-|g_i - g_j|^2 / (2 sigma_r^2)
+/// - |p_i - p_j|^2 / (2 sigma_s^2)) (sigma_s infinite: no spatial term), as a
+/// `patch_distance` of radius 0 for a guide of `channels` channels.
+inline patch_distance colour_weights(std::size_t height, std::size_t width, std::size_t channels, double sigma_r,
+                                     double sigma_s = std::numeric_limits<double>::infinity()) {
+    return patch_distance(height, width, 0, sigma_r * std::sqrt(2.0 / double(channels)), 0.0, sigma_s);
+}
+
+}  // namespace nonlocal

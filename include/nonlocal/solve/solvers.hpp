@@ -1,0 +1,306 @@
+#pragma once
+/// @file solve/solvers.hpp
+/// Solvers of the AR system A x = b: Jacobi, multi-colour SOR, preconditioned
+/// conjugate gradients and a multigrid V-cycle (alone or as CG's
+/// preconditioner). Each returns a report; non-convergence is reported in it,
+/// never silent.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "nonlocal/detail/errors.hpp"
+#include "nonlocal/solve/ar_system.hpp"
+
+namespace nonlocal {
+
+/// Stopping rule of the iterative solvers: |b - A x| <= tolerance |b|.
+struct solve_options {
+    double tolerance = 1e-4;
+    std::size_t max_iterations = 1000;
+};
+
+/// What a solve did.
+struct solve_report {
+    std::string method;
+    std::size_t iterations = 0;
+    double relative_residual = 0;
+    bool converged = false;
+    double seconds = 0;
+};
+
+namespace detail {
+
+inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
+    return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+}
+inline double norm(const std::vector<double>& a) { return std::sqrt(dot(a, a)); }
+
+/// r = b - A x; returns |r|.
+inline double residual(const ar_system& A, const std::vector<double>& x, std::vector<double>& r) {
+    A.apply(x.data(), r.data());
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = A.rhs[i] - r[i];
+    return norm(r);
+}
+
+inline void require_size(const ar_system& A, const std::vector<double>& x, std::string_view where) {
+    require(x.size() == A.size(), where, [&] {
+        return "x has " + std::to_string(x.size()) + " entries for a system of " + std::to_string(A.size());
+    });
+}
+
+class stopwatch {
+public:
+    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+
+private:
+    std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace detail
+
+/// Jacobi iterations, each one normalised aggregate of the neighbours plus the data term.
+inline solve_report jacobi(const ar_system& A, std::vector<double>& x, const solve_options& options = {}) {
+    detail::require_size(A, x, "jacobi");
+    const detail::stopwatch clock;
+    solve_report report{"jacobi"};
+    std::vector<double> r(A.size());
+    const double b_norm = detail::norm(A.rhs);
+    for (;;) {
+        report.relative_residual = detail::residual(A, x, r) / b_norm;
+        report.converged = report.relative_residual <= options.tolerance;
+        if (report.converged || report.iterations == options.max_iterations) break;
+        x = A.jacobi_step(x);
+        ++report.iterations;
+    }
+    report.seconds = clock.seconds();
+    return report;
+}
+
+/// Successive over-relaxation in four colours (row and column parity): pixels of
+/// one colour are never 4- or 8-neighbours, so each colour updates in place
+/// independently (red-black ordering generalised to the 8-stencil). omega = 1 is
+/// Gauss-Seidel.
+inline solve_report sor(const ar_system& A, std::vector<double>& x, double omega = 1.6,
+                        const solve_options& options = {}) {
+    detail::require_size(A, x, "sor");
+    detail::require(omega > 0 && omega < 2, "sor", [&] { return "omega must be in (0, 2), got " + std::to_string(omega); });
+    const detail::stopwatch clock;
+    solve_report report{"sor"};
+    std::vector<double> r(A.size());
+    const double b_norm = detail::norm(A.rhs);
+    const std::size_t H = A.height, W = A.width;
+    for (;;) {
+        report.relative_residual = detail::residual(A, x, r) / b_norm;
+        report.converged = report.relative_residual <= options.tolerance;
+        if (report.converged || report.iterations == options.max_iterations) break;
+        for (std::size_t colour = 0; colour < 4; ++colour)
+            for (std::size_t row = colour / 2; row < H; row += 2)
+                for (std::size_t col = colour % 2; col < W; col += 2) {
+                    const std::size_t i = row * W + col;
+                    double s = A.rhs[i];
+                    for (std::size_t o = 0; o < A.offsets.size(); ++o) {
+                        const std::ptrdiff_t sh = A.shift(o);
+                        if (i + sh < A.size() && A.weights[o][i] != 0) s += A.weights[o][i] * x[i + sh];
+                        if (std::ptrdiff_t(i) - sh >= 0 && A.weights[o][i - sh] != 0) s += A.weights[o][i - sh] * x[i - sh];
+                    }
+                    if (A.diagonal[i] > 0) x[i] += omega * (s / A.diagonal[i] - x[i]);
+                }
+        ++report.iterations;
+    }
+    report.seconds = clock.seconds();
+    return report;
+}
+
+/// The diagonal (Jacobi) preconditioner: z = D^-1 r.
+struct jacobi_preconditioner {
+    const ar_system* A;
+    explicit jacobi_preconditioner(const ar_system& system) : A(&system) {}
+    void operator()(const std::vector<double>& r, std::vector<double>& z) const {
+        for (std::size_t i = 0; i < r.size(); ++i) z[i] = A->diagonal[i] > 0 ? r[i] / A->diagonal[i] : r[i];
+    }
+    static constexpr const char* name = "jacobi";
+};
+
+/// Aggregation multigrid: each coarse pixel is a 2 x 2 block of fine ones, and the
+/// coarse system is P^T A P with P piecewise constant: the weights of the fine
+/// edges that cross between two blocks add up into their coarse edge, the alphas
+/// of a block add up, so every level is again an AR system on a stencil. A
+/// V-cycle smooths with damped Jacobi (the same number of sweeps before and
+/// after, so the cycle is symmetric and can precondition CG) and solves the
+/// coarsest level (at most 256 pixels) exactly.
+/// Parameters of the multigrid V-cycle.
+struct multigrid_options {
+    std::size_t smoothing_steps = 2;   ///< damped Jacobi sweeps before and after the coarse correction
+    double damping = 0.8;              ///< Jacobi damping
+    double correction_scale = 1.6;     ///< over-correction of the piecewise-constant prolongation
+};
+
+class multigrid {
+public:
+    explicit multigrid(const ar_system& A, multigrid_options options = {}) : options_(options) {
+        levels_.push_back(&A);
+        while (levels_.back()->size() > 256 && levels_.back()->height > 1 && levels_.back()->width > 1) {
+            owned_.push_back(std::make_unique<ar_system>(coarsen(*levels_.back())));
+            levels_.push_back(owned_.back().get());
+        }
+        factor_coarsest();
+    }
+
+    std::size_t levels() const noexcept { return levels_.size(); }
+    static constexpr const char* name = "multigrid";
+
+    /// z = M^-1 r: one V-cycle from z = 0.
+    void operator()(const std::vector<double>& r, std::vector<double>& z) const { cycle(0, r, z); }
+
+private:
+    static ar_system coarsen(const ar_system& f) {
+        const std::size_t H = (f.height + 1) / 2, W = (f.width + 1) / 2, n = H * W;
+        const auto block = [&](std::size_t i) { return (i / f.width / 2) * W + (i % f.width) / 2; };
+        std::vector<double> alpha(n, 0.0);
+        for (std::size_t i = 0; i < f.size(); ++i) alpha[block(i)] += f.alpha[i];
+        const auto dirs = forward_offsets(8);
+        std::vector<std::vector<double>> weights(dirs.size(), std::vector<double>(n, 0.0));
+        for (std::size_t o = 0; o < f.offsets.size(); ++o)
+            for (std::size_t i = 0; i < f.size(); ++i) {
+                const double w = f.weights[o][i];
+                if (w == 0) continue;
+                const std::size_t a = block(i), b = block(std::size_t(std::ptrdiff_t(i) + f.shift(o)));
+                if (a == b) continue;
+                std::ptrdiff_t dy = std::ptrdiff_t(b / W) - std::ptrdiff_t(a / W), dx = std::ptrdiff_t(b % W) - std::ptrdiff_t(a % W);
+                std::size_t from = a;
+                if (dy < 0 || (dy == 0 && dx < 0)) dy = -dy, dx = -dx, from = b;
+                for (std::size_t d = 0; d < dirs.size(); ++d)
+                    if (dirs[d].dy == dy && dirs[d].dx == dx) weights[d][from] += w;
+            }
+        return ar_system(H, W, dirs, std::move(weights), std::move(alpha), std::vector<double>(n, 0.0));
+    }
+
+    /// Dense Cholesky factor of the coarsest A (positive definite once any alpha > 0;
+    /// a tiny ridge keeps a level without data solvable).
+    void factor_coarsest() {
+        const ar_system& c = *levels_.back();
+        const std::size_t n = c.size();
+        chol_.assign(n * n, 0.0);
+        std::vector<double> e(n, 0.0), col(n);
+        for (std::size_t j = 0; j < n; ++j) {
+            e[j] = 1;
+            c.apply(e.data(), col.data());
+            e[j] = 0;
+            for (std::size_t i = 0; i < n; ++i) chol_[i * n + j] = col[i];
+        }
+        double trace = 0;
+        for (std::size_t i = 0; i < n; ++i) trace += chol_[i * n + i];
+        for (std::size_t i = 0; i < n; ++i) chol_[i * n + i] += 1e-12 * trace / double(n);
+        for (std::size_t j = 0; j < n; ++j) {
+            double d = chol_[j * n + j];
+            for (std::size_t k = 0; k < j; ++k) d -= chol_[j * n + k] * chol_[j * n + k];
+            d = std::sqrt(std::max(d, 1e-300));
+            chol_[j * n + j] = d;
+            for (std::size_t i = j + 1; i < n; ++i) {
+                double s = chol_[i * n + j];
+                for (std::size_t k = 0; k < j; ++k) s -= chol_[i * n + k] * chol_[j * n + k];
+                chol_[i * n + j] = s / d;
+            }
+        }
+    }
+    void solve_coarsest(const std::vector<double>& r, std::vector<double>& z) const {
+        const std::size_t n = r.size();
+        z = r;
+        for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t k = 0; k < i; ++k) z[i] -= chol_[i * n + k] * z[k];
+            z[i] /= chol_[i * n + i];
+        }
+        for (std::size_t i = n; i-- > 0;) {
+            for (std::size_t k = i + 1; k < n; ++k) z[i] -= chol_[k * n + i] * z[k];
+            z[i] /= chol_[i * n + i];
+        }
+    }
+
+    void smooth(const ar_system& A, const std::vector<double>& r, std::vector<double>& z, std::vector<double>& work) const {
+        for (std::size_t s = 0; s < options_.smoothing_steps; ++s) {
+            A.apply(z.data(), work.data());
+            for (std::size_t i = 0; i < z.size(); ++i)
+                if (A.diagonal[i] > 0) z[i] += options_.damping * (r[i] - work[i]) / A.diagonal[i];
+        }
+    }
+
+    void cycle(std::size_t level, const std::vector<double>& r, std::vector<double>& z) const {
+        const ar_system& A = *levels_[level];
+        z.assign(A.size(), 0.0);
+        if (level + 1 == levels_.size()) return solve_coarsest(r, z);
+        std::vector<double> work(A.size());
+        smooth(A, r, z, work);
+        A.apply(z.data(), work.data());
+        const ar_system& C = *levels_[level + 1];
+        std::vector<double> rc(C.size(), 0.0), zc;
+        for (std::size_t i = 0; i < A.size(); ++i) rc[(i / A.width / 2) * C.width + (i % A.width) / 2] += r[i] - work[i];
+        cycle(level + 1, rc, zc);
+        for (std::size_t i = 0; i < A.size(); ++i)
+            z[i] += options_.correction_scale * zc[(i / A.width / 2) * C.width + (i % A.width) / 2];
+        smooth(A, r, z, work);
+    }
+
+    multigrid_options options_;
+    std::vector<const ar_system*> levels_;
+    std::vector<std::unique_ptr<ar_system>> owned_;
+    std::vector<double> chol_;
+};
+
+/// Preconditioned conjugate gradients from the given x (a warm start).
+template <class Preconditioner>
+solve_report pcg(const ar_system& A, std::vector<double>& x, const Preconditioner& M,
+                 const solve_options& options = {}) {
+    detail::require_size(A, x, "pcg");
+    const detail::stopwatch clock;
+    solve_report report{std::string("pcg + ") + Preconditioner::name};
+    const std::size_t n = A.size();
+    std::vector<double> r(n), z(n), p(n), q(n);
+    const double b_norm = detail::norm(A.rhs);
+    report.relative_residual = detail::residual(A, x, r) / b_norm;
+    M(r, z);
+    p = z;
+    double rz = detail::dot(r, z);
+    while (!(report.converged = report.relative_residual <= options.tolerance) &&
+           report.iterations < options.max_iterations) {
+        A.apply(p.data(), q.data());
+        const double step = rz / detail::dot(p, q);
+        for (std::size_t i = 0; i < n; ++i) x[i] += step * p[i], r[i] -= step * q[i];
+        ++report.iterations;
+        report.relative_residual = detail::norm(r) / b_norm;
+        M(r, z);
+        const double rz_next = detail::dot(r, z);
+        for (std::size_t i = 0; i < n; ++i) p[i] = z[i] + rz_next / rz * p[i];
+        rz = rz_next;
+    }
+    report.seconds = clock.seconds();
+    return report;
+}
+
+/// V-cycles alone, from the given x.
+inline solve_report multigrid_solve(const ar_system& A, std::vector<double>& x, const solve_options& options = {}) {
+    detail::require_size(A, x, "multigrid_solve");
+    const detail::stopwatch clock;
+    const multigrid M(A);
+    solve_report report{"multigrid"};
+    const std::size_t n = A.size();
+    std::vector<double> r(n), z(n);
+    const double b_norm = detail::norm(A.rhs);
+    for (;;) {
+        report.relative_residual = detail::residual(A, x, r) / b_norm;
+        report.converged = report.relative_residual <= options.tolerance;
+        if (report.converged || report.iterations == options.max_iterations) break;
+        M(r, z);
+        for (std::size_t i = 0; i < n; ++i) x[i] += z[i];
+        ++report.iterations;
+    }
+    report.seconds = clock.seconds();
+    return report;
+}
+
+}  // namespace nonlocal

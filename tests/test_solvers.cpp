@@ -1,0 +1,192 @@
+// solve/ar_system.hpp, solve/solvers.hpp and filter/depth.hpp: the AR system
+// matrix-free and assembled, its Jacobi step as a weighted aggregate, every
+// solver against a dense solve in double, and the depth tasks' behaviour.
+#include <nonlocal/nonlocal.hpp>
+
+#include "support.hpp"
+
+using namespace nonlocal;
+
+BOOST_AUTO_TEST_SUITE(test_solvers)
+
+namespace {
+/// A random guide, observations on about a third of the pixels.
+struct problem {
+    std::size_t H, W;
+    xt::xtensor<double, 3> guide;
+    xt::xtensor<double, 2> xhat, alpha;
+    problem(std::size_t h, std::size_t w, unsigned seed) : H(h), W(w) {
+        // Colours within 60 of each other keep every weight above exp(-3 * 60^2 / (2 * 40^2)):
+        // a well-posed problem, on which even the stationary methods converge in the budget.
+        guide = test::random_tensor<double, 3>({h, w, 3}, seed, 0, 60);
+        xhat = test::random_tensor<double, 2>({h, w}, seed + 1, 100, 200);
+        const auto u = test::random_tensor<double, 2>({h, w}, seed + 2, 0, 1);
+        alpha = xt::where(u < 0.33, 0.5, 0.0);
+        alpha(0, 0) = 0.5;
+    }
+    ar_system system(int connectivity) const {
+        return ar_system(guide, grid_stencil{H, W, connectivity}, colour_weights(H, W, 3, 40.0), xhat, alpha);
+    }
+};
+
+/// x = A^-1 b by Gaussian elimination with partial pivoting, in double.
+std::vector<double> dense_solve(const ar_system& A) {
+    const std::size_t n = A.size();
+    std::vector<double> M(n * n), e(n, 0.0), col(n), b = A.rhs;
+    for (std::size_t j = 0; j < n; ++j) {
+        e[j] = 1;
+        A.apply(e.data(), col.data());
+        e[j] = 0;
+        for (std::size_t i = 0; i < n; ++i) M[i * n + j] = col[i];
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+        std::size_t p = k;
+        for (std::size_t i = k + 1; i < n; ++i)
+            if (std::abs(M[i * n + k]) > std::abs(M[p * n + k])) p = i;
+        for (std::size_t j = 0; j < n; ++j) std::swap(M[k * n + j], M[p * n + j]);
+        std::swap(b[k], b[p]);
+        for (std::size_t i = k + 1; i < n; ++i) {
+            const double f = M[i * n + k] / M[k * n + k];
+            for (std::size_t j = k; j < n; ++j) M[i * n + j] -= f * M[k * n + j];
+            b[i] -= f * b[k];
+        }
+    }
+    std::vector<double> x(n);
+    for (std::size_t i = n; i-- > 0;) {
+        double s = b[i];
+        for (std::size_t j = i + 1; j < n; ++j) s -= M[i * n + j] * x[j];
+        x[i] = s / M[i * n + i];
+    }
+    return x;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(assembled_equals_matrix_free) {
+    for (int connectivity : {4, 8})
+        for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 7}, {6, 1}, {5, 9}, {17, 12}}) {
+            const problem p(H, W, unsigned(H * W + connectivity));
+            const ar_system A = p.system(connectivity);
+            const csr_matrix m = A.assemble();
+            const auto x = test::random_tensor<double, 1>({H * W}, 9);
+            const std::vector<double> xv(x.begin(), x.end());
+            const auto y = A.apply(xv);
+            for (std::size_t i = 0; i < H * W; ++i) {
+                double s = 0, row_sum = 0;
+                for (std::size_t t = m.row_offsets[i]; t < m.row_offsets[i + 1]; ++t)
+                    s += m.values[t] * xv[m.columns[t]], row_sum += m.values[t];
+                BOOST_TEST(std::abs(s - y[i]) < 1e-9);
+                BOOST_TEST(std::abs(row_sum - A.alpha[i]) < 1e-9);   // a Laplacian plus diag(alpha)
+                for (std::size_t t = m.row_offsets[i] + 1; t < m.row_offsets[i + 1]; ++t)
+                    BOOST_TEST(m.columns[t - 1] < m.columns[t]);
+            }
+        }
+}
+
+BOOST_AUTO_TEST_CASE(jacobi_step_is_the_aggregate) {
+    // W_ij = w_ij + w_ji = 2 w_ij for the symmetric colour weight, so the sweep is the
+    // aggregate with s = w and a data term alpha / 2 (the same ratio).
+    const problem p(7, 8, 3);
+    for (int connectivity : {4, 8}) {
+        const ar_system A = p.system(connectivity);
+        const auto x0 = test::random_tensor<double, 2>({56, 1}, 4, 100, 200);
+        const auto step = A.jacobi_step(std::vector<double>(x0.begin(), x0.end()));
+        xt::xtensor<double, 2> pixels = xt::empty<double>({std::size_t(56), std::size_t(3)});
+        std::copy(p.guide.begin(), p.guide.end(), pixels.begin());
+        const xt::xtensor<double, 2> xhat = xt::reshape_view(p.xhat, {56, 1});
+        const xt::xtensor<double, 1> half_alpha = xt::flatten(p.alpha) / 2;
+        const auto aggregate = weighted_aggregate(pixels, pixels, x0, colour_weights(7, 8, 3, 40.0),
+                                                  grid_stencil{7, 8, connectivity}, sum_with_data(half_alpha, xhat));
+        for (std::size_t i = 0; i < 56; ++i) BOOST_TEST(std::abs(step[i] - aggregate(i, 0)) < 1e-9);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(every_solver_reaches_the_dense_solution) {
+    const problem p(19, 23, 5);
+    for (int connectivity : {4, 8}) {
+        const ar_system A = p.system(connectivity);
+        const auto exact = dense_solve(A);
+        const solve_options tight{1e-10, 20000};
+        const auto check = [&](const solve_report& report, const std::vector<double>& x) {
+            BOOST_TEST_CONTEXT(report.method << ", connectivity " << connectivity) {
+                BOOST_TEST(report.converged);
+                BOOST_TEST(report.relative_residual <= 1e-10);
+                double worst = 0;
+                for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - exact[i]));
+                BOOST_TEST(worst < 1e-6, "largest difference from the dense solve " << worst);
+            }
+        };
+        std::vector<double> x(A.size(), 150.0);
+        check(pcg(A, x, multigrid(A), tight), x);
+        x.assign(A.size(), 150.0);
+        check(pcg(A, x, jacobi_preconditioner(A), tight), x);
+        x.assign(A.size(), 150.0);
+        check(multigrid_solve(A, x, tight), x);
+        x.assign(A.size(), 150.0);
+        check(sor(A, x, 1.5, tight), x);
+        x.assign(A.size(), 150.0);
+        check(jacobi(A, x, tight), x);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(multigrid_levels_and_non_convergence) {
+    const problem p(70, 90, 6);
+    const ar_system A = p.system(8);
+    BOOST_TEST(multigrid(A).levels() == 4u);   // 70 x 90 -> 35 x 45 -> 18 x 23 -> 9 x 12 (108 <= 256 pixels)
+    std::vector<double> x(A.size(), 0.0);
+    const auto report = jacobi(A, x, solve_options{1e-12, 3});
+    BOOST_TEST(!report.converged);
+    BOOST_TEST(report.iterations == 3u);
+    BOOST_TEST(report.relative_residual > 1e-12);
+    test::check_invalid([&] { std::vector<double> short_x(5); pcg(A, short_x, jacobi_preconditioner(A)); },
+                        "pcg", "x has 5 entries for a system of 6300");
+}
+
+BOOST_AUTO_TEST_CASE(depth_tasks) {
+    // A constant depth with holes is a fixed point.
+    const auto guide = test::random_tensor<float, 3>({24, 30, 3}, 7, 0, 255);
+    xt::xtensor<float, 2> flat = xt::ones<float>({24, 30}) * 1234.f;
+    for (std::size_t i = 0; i < flat.size(); i += 3) flat.data()[i] = 0;
+    flat(5, 5) = std::nanf("");
+    const auto filled = fill_depth(flat, guide);
+    BOOST_TEST(filled.report.converged);
+    test::check_close(filled.depth, xt::xtensor<float, 2>(xt::ones<float>({24, 30}) * 1234.f), 1e-2, 0);
+
+    // A sharp colour edge keeps a depth edge: left half dark and near, right half bright and far,
+    // depth observed only on a sparse grid.
+    xt::xtensor<float, 2> edge_guide = xt::zeros<float>({32, 32});
+    xt::xtensor<float, 2> truth = xt::ones<float>({32, 32}) * 100.f;
+    for (std::size_t r = 0; r < 32; ++r)
+        for (std::size_t c = 13; c < 32; ++c) edge_guide(r, c) = 255.f, truth(r, c) = 300.f;
+    xt::xtensor<float, 2> low = xt::empty<float>({8, 8});
+    for (std::size_t r = 0; r < 8; ++r)
+        for (std::size_t c = 0; c < 8; ++c) low(r, c) = truth(4 * r, 4 * c);
+    const auto up = upsample_depth(low, edge_guide, 4);
+    BOOST_TEST(up.report.converged);
+    for (std::size_t r = 0; r < 32; ++r) {
+        BOOST_TEST(std::abs(up.depth(r, 12) - 100.f) < 1.f);   // last dark column
+        BOOST_TEST(std::abs(up.depth(r, 13) - 300.f) < 1.f);   // first bright column
+    }
+    // Denoising averages the noise within regions the guide separates.
+    xt::xtensor<float, 2> noisy = truth;
+    const auto noise = test::random_tensor<float, 2>({32, 32}, 8, -10, 10);
+    noisy += noise;
+    const auto den = denoise_depth(noisy, edge_guide);
+    BOOST_TEST(den.report.converged);
+    BOOST_TEST(xt::mean(xt::square(den.depth - truth))() < xt::mean(xt::square(noisy - truth))() / 4);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input) {
+    const xt::xtensor<float, 2> guide = xt::zeros<float>({4, 5}), none = xt::zeros<float>({4, 5});
+    test::check_invalid([&] { fill_depth(none, guide); }, "ar_system", "nothing is observed");
+    const xt::xtensor<float, 2> other = xt::ones<float>({4, 6});
+    test::check_invalid([&] { fill_depth(other, guide); }, "fill_depth", "depth [4, 6]", "guide 4 x 5");
+    const xt::xtensor<float, 2> low = xt::ones<float>({2, 2});
+    test::check_invalid([&] { upsample_depth(low, guide, 4); }, "upsample_depth", "2 x 2 depth map upsampled by 4");
+    const xt::xtensor<double, 2> bad_alpha = -xt::ones<double>({4, 5});
+    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 4}, colour_weights(4, 5, 1, 10.0), none, bad_alpha); },
+                        "alpha must be finite and >= 0");
+    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 6}, colour_weights(4, 5, 1, 10.0), none, none); },
+                        "connectivity = 6");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
