@@ -27,17 +27,20 @@ enum class depth_solver { pcg_multigrid, multigrid, pcg_jacobi, jacobi, sor };
 /// Parameters of the depth tasks.
 struct depth_options {
     int connectivity = 8;                                          ///< 4 or 8 neighbours
-    double sigma_r = 8.0;                                          ///< colour Gaussian, in guide units (0..255 for 8-bit)
+    double sigma_r = 3.0;                                          ///< colour Gaussian, in guide units (0..255 for 8-bit)
     double sigma_s = std::numeric_limits<double>::infinity();      ///< spatial Gaussian (infinite: none)
     double lambda = 1.0;                                           ///< alpha on observed pixels
+    double min_weight = 1e-3;                                      ///< floor of the edge weights
     depth_solver solver = depth_solver::pcg_multigrid;
     solve_options solve{1e-4, 500};
 };
 
-/// A refined depth map and how its solve went.
+/// A refined depth map and how its solve went; `seconds` counts everything
+/// (weights, warm start, solver set-up and solve), the report the solve alone.
 struct depth_result {
     xt::xtensor<float, 2> depth;
     solve_report report;
+    double seconds = 0;
 };
 
 namespace detail {
@@ -76,9 +79,10 @@ inline std::vector<double> normalised_interpolation(const ar_system& A) {
 template <class G>
 depth_result refine(const xt::xexpression<G>& guide, const xt::xtensor<double, 2>& xhat,
                     const xt::xtensor<double, 2>& alpha, const depth_options& o) {
+    const stopwatch clock;
     const auto g = to_pixel_rows<double>(guide, "depth refinement", "guide");
     const ar_system A(guide, grid_stencil{g.height, g.width, o.connectivity},
-                      colour_weights(g.height, g.width, g.channels, o.sigma_r, o.sigma_s), xhat, alpha);
+                      colour_weights(g.height, g.width, g.channels, o.sigma_r, o.sigma_s), xhat, alpha, o.min_weight);
     std::vector<double> x = normalised_interpolation(A);
     depth_result result;
     switch (o.solver) {
@@ -90,6 +94,7 @@ depth_result refine(const xt::xexpression<G>& guide, const xt::xtensor<double, 2
     }
     result.depth = xt::empty<float>({g.height, g.width});
     for (std::size_t i = 0; i < x.size(); ++i) result.depth.data()[i] = static_cast<float>(x[i]);
+    result.seconds = clock.seconds();
     return result;
 }
 

@@ -79,9 +79,12 @@ public:
     /// observations `xhat` [H, W] and confidences `alpha` [H, W] (0: unobserved).
     /// Throws `std::invalid_argument` when sizes differ, alpha is negative or not
     /// finite, an observed xhat is not finite, or nothing is observed.
+    /// Every edge weight is at least `min_weight`: a floor that keeps pixels whose
+    /// colours differ from all their neighbours connected (and the system well
+    /// conditioned) without tying them to any of them.
     template <class G, class X, class A, similarity S>
     ar_system(const xt::xexpression<G>& guide, const grid_stencil& stencil, const S& sim,
-              const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence) {
+              const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence, double min_weight = 0.0) {
         const auto g = detail::to_pixel_rows<double>(guide, "ar_system", "guide");
         height = g.height, width = g.width;
         stencil.check(extents{height * width, height * width});
@@ -125,7 +128,7 @@ public:
                     const std::ptrdiff_t rr = std::ptrdiff_t(r) + offsets[o].dy, cc = std::ptrdiff_t(c) + offsets[o].dx;
                     if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(height) || cc >= std::ptrdiff_t(width)) continue;
                     const std::size_t i = r * width + c, j = std::size_t(rr) * width + std::size_t(cc);
-                    weights[o][i] = edge(i, j) + edge(j, i);
+                    weights[o][i] = std::max(edge(i, j) + edge(j, i), min_weight);
                 }
         update_diagonal();
     }
@@ -136,19 +139,7 @@ public:
     std::ptrdiff_t shift(std::size_t o) const noexcept { return offsets[o].dy * std::ptrdiff_t(width) + offsets[o].dx; }
 
     /// y = A x.
-    void apply(const double* x, double* y) const {
-        const std::size_t n = size();
-        for (std::size_t i = 0; i < n; ++i) y[i] = diagonal[i] * x[i];
-        for (std::size_t o = 0; o < offsets.size(); ++o) {
-            const std::size_t s = std::size_t(shift(o));
-            if (s >= n) continue;
-            const double* w = weights[o].data();
-            // Edges (i, i + s): W = 0 where i + s is not a neighbour, so the loops run over
-            // whole rows; each updates distinct y, so both vectorise across pixels.
-            simd::multiply_add<-1>(w, x + s, y, n - s);
-            simd::multiply_add<-1>(w, x, y + s, n - s);
-        }
-    }
+    void apply(const double* x, double* y) const { stencil_pass<-1>(diagonal.data(), x, y); }
     std::vector<double> apply(const std::vector<double>& x) const {
         std::vector<double> y(size());
         apply(x.data(), y.data());
@@ -157,22 +148,10 @@ public:
 
     /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i).
     std::vector<double> jacobi_step(const std::vector<double>& x) const {
-        std::vector<double> y = rhs;
-        neighbour_sum(x.data(), y.data());
-        for (std::size_t i = 0; i < size(); ++i) y[i] = diagonal[i] > 0 ? y[i] / diagonal[i] : x[i];
+        std::vector<double> y(size());
+        stencil_pass<1>(nullptr, x.data(), y.data());
+        for (std::size_t i = 0; i < size(); ++i) y[i] = diagonal[i] > 0 ? (y[i] + rhs[i]) / diagonal[i] : x[i];
         return y;
-    }
-
-    /// y += sum_j W_ij x_j.
-    void neighbour_sum(const double* x, double* y) const {
-        const std::size_t n = size();
-        for (std::size_t o = 0; o < offsets.size(); ++o) {
-            const std::size_t s = std::size_t(shift(o));
-            if (s >= n) continue;
-            const double* w = weights[o].data();
-            simd::multiply_add(w, x + s, y, n - s);
-            simd::multiply_add(w, x, y + s, n - s);
-        }
     }
 
     /// A in CSR form, columns sorted, for other solvers.
@@ -196,6 +175,44 @@ public:
             m.row_offsets.push_back(m.columns.size());
         }
         return m;
+    }
+
+    /// y_i = d_i x_i + Sign * sum_j W_ij x_j (d = 0 when null), in one pass over the
+    /// pixels: each reads its neighbours' x and the weights of its edges (W_d[i] to
+    /// i + s_d, W_d[i - s_d] from i - s_d) and writes y once, so the pass streams
+    /// the weights, x and y through memory once; the interior, where every
+    /// neighbour index is inside the image's flat range, runs on SIMD batches.
+    template <int Sign>
+    void stencil_pass(const double* d, const double* x, double* y) const {
+        using batch = xsimd::batch<double>;
+        constexpr std::size_t L = batch::size;
+        const std::size_t n = size();
+        std::size_t reach = 0;
+        for (std::size_t o = 0; o < offsets.size(); ++o) reach = std::max(reach, std::size_t(shift(o)));
+        const auto scalar = [&](std::size_t i) {
+            double acc = 0;
+            for (std::size_t o = 0; o < offsets.size(); ++o) {
+                const std::size_t s = std::size_t(shift(o));
+                if (i + s < n) acc += weights[o][i] * x[i + s];
+                if (i >= s) acc += weights[o][i - s] * x[i - s];
+            }
+            y[i] = (d ? d[i] * x[i] : 0.0) + Sign * acc;
+        };
+        const std::size_t first = std::min(reach, n), last = n > reach ? n - reach : first;
+        std::size_t i = 0;
+        for (; i < first; ++i) scalar(i);
+        for (; i + L <= last; i += L) {
+            batch acc(0.0);
+            for (std::size_t o = 0; o < offsets.size(); ++o) {
+                const std::size_t s = std::size_t(shift(o));
+                const double* w = weights[o].data();
+                acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
+                acc = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
+            }
+            const batch own = d ? batch::load_unaligned(d + i) * batch::load_unaligned(x + i) : batch(0.0);
+            (Sign > 0 ? own + acc : own - acc).store_unaligned(y + i);
+        }
+        for (; i < n; ++i) scalar(i);
     }
 
     void update_diagonal() {

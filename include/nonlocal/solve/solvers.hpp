@@ -138,7 +138,7 @@ struct jacobi_preconditioner {
 struct multigrid_options {
     std::size_t smoothing_steps = 2;   ///< damped Jacobi sweeps before and after the coarse correction
     double damping = 0.8;              ///< Jacobi damping
-    double correction_scale = 1.6;     ///< over-correction of the piecewise-constant prolongation
+    double correction_scale = 1.0;     ///< over-correction of the piecewise-constant prolongation
 };
 
 class multigrid {
@@ -239,10 +239,18 @@ private:
         A.apply(z.data(), work.data());
         const ar_system& C = *levels_[level + 1];
         std::vector<double> rc(C.size(), 0.0), zc;
-        for (std::size_t i = 0; i < A.size(); ++i) rc[(i / A.width / 2) * C.width + (i % A.width) / 2] += r[i] - work[i];
+        for (std::size_t row = 0; row < A.height; ++row) {   // restrict: sum the residual over each block
+            const double* rr = &r[row * A.width];
+            const double* wr = &work[row * A.width];
+            double* cr = &rc[(row / 2) * C.width];
+            for (std::size_t col = 0; col < A.width; ++col) cr[col / 2] += rr[col] - wr[col];
+        }
         cycle(level + 1, rc, zc);
-        for (std::size_t i = 0; i < A.size(); ++i)
-            z[i] += options_.correction_scale * zc[(i / A.width / 2) * C.width + (i % A.width) / 2];
+        for (std::size_t row = 0; row < A.height; ++row) {   // prolong: constant over each block
+            double* zr = &z[row * A.width];
+            const double* cr = &zc[(row / 2) * C.width];
+            for (std::size_t col = 0; col < A.width; ++col) zr[col] += options_.correction_scale * cr[col / 2];
+        }
         smooth(A, r, z, work);
     }
 

@@ -1,0 +1,90 @@
+// Depth refinement with the AR model, one thread:
+//   depth_upsample/x8: Aloe's ground truth subsampled by 8 and upsampled on the
+//     left image (a generated scene when ../shared/data is absent);
+//   ar_apply: one matrix-free A x on that system, in pixels per second.
+//
+//   build/release/benchmarks/bench_depth
+#define STB_IMAGE_IMPLEMENTATION
+#include "images.hpp"
+
+#include <nonlocal/nonlocal.hpp>
+
+#include <benchmark/benchmark.h>
+
+namespace {
+
+struct scene {
+    xt::xtensor<float, 3> guide;
+    xt::xtensor<float, 2> truth;
+};
+
+/// Aloe when present, otherwise a 1110 x 1282 scene of discs and ramps with the same layout.
+const scene& aloe() {
+    static const scene s = [] {
+        scene out;
+        const std::string dir = nonlocal::bench::data_dir();
+        int w = 0, h = 0, c = 0;
+        const auto rgb = nonlocal::bench::load_rgb(dir + "/aloeL.jpg");
+        unsigned char* gt = stbi_load((dir + "/aloeGT.png").c_str(), &w, &h, &c, 1);
+        if (rgb && gt) {
+            out.guide = xt::cast<float>(*rgb);
+            out.truth = xt::empty<float>({std::size_t(h), std::size_t(w)});
+            std::copy(gt, gt + std::size_t(w) * h, out.truth.begin());
+            stbi_image_free(gt);
+            return out;
+        }
+        const std::size_t H = 1110, W = 1282;
+        out.guide = xt::empty<float>({H, W, std::size_t(3)});
+        out.truth = xt::empty<float>({H, W});
+        for (std::size_t r = 0; r < H; ++r)
+            for (std::size_t cc = 0; cc < W; ++cc) {
+                const bool disc = (r - 500.0) * (r - 500.0) + (cc - 600.0) * (cc - 600.0) < 300.0 * 300.0;
+                out.truth(r, cc) = disc ? 150.f : 40.f + 0.05f * float(cc);
+                for (std::size_t ch = 0; ch < 3; ++ch) out.guide(r, cc, ch) = disc ? 200.f - 30.f * ch : 60.f + 20.f * ch;
+            }
+        return out;
+    }();
+    return s;
+}
+
+xt::xtensor<float, 2> subsample(const xt::xtensor<float, 2>& d, std::size_t f) {
+    const std::size_t h = (d.shape(0) + f - 1) / f, w = (d.shape(1) + f - 1) / f;
+    xt::xtensor<float, 2> low = xt::empty<float>({h, w});
+    for (std::size_t r = 0; r < h; ++r)
+        for (std::size_t c = 0; c < w; ++c) low(r, c) = d(r * f, c * f);
+    return low;
+}
+
+void depth_upsample(benchmark::State& state) {
+    const std::size_t factor = state.range(0);
+    const auto low = subsample(aloe().truth, factor);
+    std::size_t iterations = 0;
+    for (auto _ : state) {
+        auto out = nonlocal::upsample_depth(low, aloe().guide, factor);
+        iterations = out.report.iterations;
+        benchmark::DoNotOptimize(out.depth.data());
+    }
+    state.counters["solver_iterations"] = double(iterations);
+    state.counters["Mpix_per_s"] =
+        benchmark::Counter(double(aloe().truth.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(depth_upsample)->ArgName("x")->Arg(8)->Unit(benchmark::kMillisecond);
+
+void ar_apply(benchmark::State& state) {
+    const auto& s = aloe();
+    const std::size_t H = s.truth.shape(0), W = s.truth.shape(1);
+    const xt::xtensor<double, 2> alpha = xt::cast<double>(s.truth > 0.f);
+    const nonlocal::ar_system A(s.guide, nonlocal::grid_stencil{H, W, int(state.range(0))},
+                                nonlocal::colour_weights(H, W, 3, 3.0), s.truth, alpha, 1e-3);
+    std::vector<double> x(A.size(), 1.0), y(A.size());
+    for (auto _ : state) {
+        A.apply(x.data(), y.data());
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["Mpix_per_s"] = benchmark::Counter(double(A.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(ar_apply)->ArgName("connectivity")->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

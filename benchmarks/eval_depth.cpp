@@ -1,0 +1,175 @@
+// The depth protocols of ../shared/data/README.md on Aloe:
+//   guided upsampling x4, x8, x16: ground truth kept at (s r, s c) where non-zero,
+//     the full-resolution left image as guide;
+//   hole filling with noise: ground truth + N(0, 2^2) (fixed seed), a random 30 %
+//     of the pixels and all unknown ones dropped;
+// RMSE in disparity units over the pixels whose ground truth is non-zero, and the
+// wall time, one thread. With OpenCV (ximgproc) in the same run: bicubic,
+// joint bilateral, guided filter and the fast global smoother (normalised:
+// FGS(d c) / FGS(c)), each over a few parameters with the best reported.
+//
+//   build/release/benchmarks/eval_depth [DATA_DIR]
+#define STB_IMAGE_IMPLEMENTATION
+#include "images.hpp"
+
+#include <nonlocal/nonlocal.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+#include <opencv2/ximgproc.hpp>
+#endif
+
+namespace {
+
+using depth_map = xt::xtensor<float, 2>;
+
+template <class F>
+double seconds(F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double rmse(const depth_map& estimate, const depth_map& truth) {
+    double se = 0;
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < truth.size(); ++i)
+        if (truth.data()[i] > 0) {
+            const double e = double(estimate.data()[i]) - truth.data()[i];
+            se += e * e, ++count;
+        }
+    return std::sqrt(se / double(count));
+}
+
+struct result {
+    std::string method;
+    double rmse = INFINITY, seconds = 0;
+};
+void print(const char* task, const result& r) { std::printf("%-10s %-44s %8.3f %8.3f\n", task, r.method.c_str(), r.rmse, r.seconds); }
+
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+cv::Mat as_mat(const depth_map& d) { return cv::Mat(int(d.shape(0)), int(d.shape(1)), CV_32F, const_cast<float*>(d.data())).clone(); }
+depth_map from_mat(const cv::Mat& m) {
+    depth_map d = xt::empty<float>({std::size_t(m.rows), std::size_t(m.cols)});
+    for (int r = 0; r < m.rows; ++r)
+        for (int c = 0; c < m.cols; ++c) d(r, c) = m.at<float>(r, c);
+    return d;
+}
+/// Best of the peers on sparse observations `sparse` (0 = missing) with guide `bgr`.
+std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const cv::Mat& bgr, const depth_map* low,
+                          std::size_t factor) {
+    std::vector<result> out;
+    const cv::Mat d = as_mat(sparse);
+    cv::Mat mask;
+    cv::threshold(d, mask, 0, 1, cv::THRESH_BINARY);
+    // A dense starting point for the local filters: bicubic from the low-resolution map,
+    // or the sparse map filled by normalised box interpolation.
+    cv::Mat dense;
+    if (low) {
+        cv::resize(as_mat(*low), dense, cv::Size(bgr.cols, bgr.rows), 0, 0, cv::INTER_CUBIC);
+        result r{"bicubic"};
+        r.seconds = seconds([&] { cv::resize(as_mat(*low), dense, cv::Size(bgr.cols, bgr.rows), 0, 0, cv::INTER_CUBIC); });
+        r.rmse = rmse(from_mat(dense), truth);
+        out.push_back(r);
+    } else {
+        cv::Mat num, den;
+        cv::boxFilter(d, num, -1, cv::Size(9, 9), cv::Point(-1, -1), false);
+        cv::boxFilter(mask, den, -1, cv::Size(9, 9), cv::Point(-1, -1), false);
+        dense = num / cv::max(den, 1e-6f);
+    }
+    result jbf{"OpenCV jointBilateralFilter"}, gf{"OpenCV guidedFilter"}, fgs{"OpenCV fastGlobalSmootherFilter"};
+    for (double sc : {5.0, 10.0, 20.0})
+        for (double ss : {3.0, 8.0}) {
+            cv::Mat y, guide32;
+            bgr.convertTo(guide32, CV_32F);
+            const double t = seconds([&] { cv::ximgproc::jointBilateralFilter(guide32, dense, y, -1, sc, ss); });
+            const double e = rmse(from_mat(y), truth);
+            if (e < jbf.rmse) jbf.rmse = e, jbf.seconds = t, jbf.method = "OpenCV jointBilateralFilter sc " + std::to_string(int(sc)) + " ss " + std::to_string(int(ss));
+        }
+    for (int radius : {4, 8, 16})
+        for (double eps : {10.0, 100.0}) {
+            cv::Mat y;
+            const double t = seconds([&] { cv::ximgproc::guidedFilter(bgr, dense, y, radius, eps * eps); });
+            const double e = rmse(from_mat(y), truth);
+            if (e < gf.rmse) gf.rmse = e, gf.seconds = t, gf.method = "OpenCV guidedFilter r " + std::to_string(radius) + " eps " + std::to_string(int(eps)) + "^2";
+        }
+    for (double lambda : {10.0, 30.0, 100.0, 300.0, 1000.0})
+        for (double sc : {2.0, 4.0, 8.0, 16.0}) {
+            cv::Mat num, den, dm;
+            const double t = seconds([&] {
+                cv::multiply(d, mask, dm);
+                cv::ximgproc::fastGlobalSmootherFilter(bgr, dm, num, lambda, sc);
+                cv::ximgproc::fastGlobalSmootherFilter(bgr, mask, den, lambda, sc);
+                num = num / cv::max(den, 1e-6f);
+            });
+            const double e = rmse(from_mat(num), truth);
+            if (e < fgs.rmse)
+                fgs.rmse = e, fgs.seconds = t,
+                fgs.method = "OpenCV FGS lambda " + std::to_string(int(lambda)) + " sigma " + std::to_string(int(sc));
+        }
+    out.push_back(jbf), out.push_back(gf), out.push_back(fgs);
+    return out;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::string dir = argc > 1 ? argv[1] : nonlocal::bench::data_dir();
+    const auto rgb = nonlocal::bench::load_rgb(dir + "/aloeL.jpg");
+    int w = 0, h = 0, c = 0;
+    unsigned char* gt8 = stbi_load((dir + "/aloeGT.png").c_str(), &w, &h, &c, 1);
+    if (!rgb || !gt8) {
+        std::printf("skipped: %s/aloeL.jpg or aloeGT.png not found (the reference data is not present)\n", dir.c_str());
+        return 0;
+    }
+    depth_map truth = xt::empty<float>({std::size_t(h), std::size_t(w)});
+    std::copy(gt8, gt8 + std::size_t(w) * h, truth.begin());
+    stbi_image_free(gt8);
+    const xt::xtensor<float, 3> guide = xt::cast<float>(*rgb);
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+    cv::setNumThreads(1);
+    cv::Mat bgr;
+    cv::cvtColor(cv::Mat(h, w, CV_8UC3, const_cast<std::uint8_t*>(rgb->data())), bgr, cv::COLOR_RGB2BGR);
+#else
+    std::printf("OpenCV with ximgproc not found: only nonlocal is evaluated\n");
+#endif
+    std::printf("%-10s %-44s %8s %8s\n", "task", "method", "RMSE", "time s");
+
+    for (std::size_t factor : {4, 8, 16}) {
+        const std::size_t lh = (std::size_t(h) + factor - 1) / factor, lw = (std::size_t(w) + factor - 1) / factor;
+        depth_map low = xt::zeros<float>({lh, lw}), sparse = xt::zeros<float>(truth.shape());
+        for (std::size_t r = 0; r < lh; ++r)
+            for (std::size_t cc = 0; cc < lw; ++cc) low(r, cc) = sparse(r * factor, cc * factor) = truth(r * factor, cc * factor);
+        const std::string task = "x" + std::to_string(factor);
+        nonlocal::depth_result out;
+        const double t = seconds([&] { out = nonlocal::upsample_depth(low, guide, factor); });
+        print(task.c_str(), {"nonlocal upsample_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it)",
+                             rmse(out.depth, truth), t});
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+        for (const auto& r : peers(sparse, truth, bgr, &low, factor)) print(task.c_str(), r);
+#endif
+    }
+
+    // Hole filling with noise.
+    std::mt19937 gen(2014);
+    std::normal_distribution<float> noise(0.f, 2.f);
+    std::bernoulli_distribution dropped(0.3);
+    depth_map holes = truth;
+    for (auto& d : holes) d = (d > 0 && !dropped(gen)) ? d + noise(gen) : 0.f;
+    nonlocal::depth_result out;
+    const double t = seconds([&] { out = nonlocal::fill_depth(holes, guide); });
+    print("holes", {"nonlocal fill_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it)",
+                    rmse(out.depth, truth), t});
+    nonlocal::depth_result den;
+    const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
+    print("holes", {"nonlocal denoise_depth", rmse(den.depth, truth), td});
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+    for (const auto& r : peers(holes, truth, bgr, nullptr, 1)) print("holes", r);
+#endif
+}
