@@ -162,9 +162,11 @@ BOOST_AUTO_TEST_CASE(depth_tasks) {
         for (std::size_t c = 0; c < 8; ++c) low(r, c) = truth(4 * r, 4 * c);
     const auto up = upsample_depth(low, edge_guide, 4);
     BOOST_TEST(up.report.converged);
+    // The weight floor (1e-3 against 2 inside a region) lets about 1 % of the step leak.
     for (std::size_t r = 0; r < 32; ++r) {
-        BOOST_TEST(std::abs(up.depth(r, 12) - 100.f) < 1.f);   // last dark column
-        BOOST_TEST(std::abs(up.depth(r, 13) - 300.f) < 1.f);   // first bright column
+        BOOST_TEST(std::abs(up.depth(r, 12) - 100.f) < 2.f);   // last dark column
+        BOOST_TEST(std::abs(up.depth(r, 13) - 300.f) < 2.f);   // first bright column
+        BOOST_TEST(up.depth(r, 13) - up.depth(r, 12) > 0.98f * 200.f);
     }
     // Denoising averages the noise within regions the guide separates.
     xt::xtensor<float, 2> noisy = truth;
