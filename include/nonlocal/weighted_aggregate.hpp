@@ -88,6 +88,28 @@ constexpr std::size_t checked_rank() {
     return R;
 }
 
+/// q, k and v as contiguous `T` of rank R, with their checked shapes.
+template <class T, std::size_t R>
+struct checked_inputs {
+    contiguous<T, R> q, k, v;
+    aggregate_shape<R> shape;
+
+    template <class Q, class K, class V>
+    checked_inputs(std::string_view where, const xt::xexpression<Q>& q_, const xt::xexpression<K>& k_,
+                   const xt::xexpression<V>& v_)
+        : q(q_), k(k_), v(v_), shape(where, q.shape(), k.shape(), v.shape()) {
+        static_assert(std::floating_point<T>, "nonlocal::weighted_aggregate: inputs must be float or double");
+    }
+
+    template <class Arch, class S, class Nb, class Nm, class Ex>
+    void run(Ex policy, const S& s, const Nb& nb, const Nm& nm, T* out, T* lse) const {
+        aggregate_all<Arch>(thread_count(policy), q, k, v, shape, s, nb, nm, out, lse);
+    }
+};
+
+template <class Q, class K, class V>
+using inputs_of = checked_inputs<common_value_type<Q, K, V>, checked_rank<Q, K, V>()>;
+
 }  // namespace detail
 
 /// The weighted aggregate of values `v` [m, dv] for queries `q` [n, dq] over keys `k` [m, dq]:
@@ -104,13 +126,9 @@ auto weighted_aggregate(Ex policy, const xt::xexpression<Q>& q, const xt::xexpre
                         const xt::xexpression<V>& v, const S& similarity, const Nb& neighborhood,
                         const Nm& normalization) {
     using T = detail::common_value_type<Q, K, V>;
-    static_assert(std::floating_point<T>, "nonlocal::weighted_aggregate: inputs must be float or double");
-    constexpr std::size_t R = detail::checked_rank<Q, K, V>();
-    const detail::contiguous<T, R> qc(q), kc(k), vc(v);
-    const detail::aggregate_shape<R> shape("weighted_aggregate", qc.shape(), kc.shape(), vc.shape());
-    xt::xtensor<T, R> out = xt::empty<T>(shape.out);
-    detail::aggregate_all<Arch>(detail::thread_count(policy), qc, kc, vc, shape, similarity, neighborhood,
-                                normalization, out.data(), static_cast<T*>(nullptr));
+    const detail::inputs_of<Q, K, V> in("weighted_aggregate", q, k, v);
+    xt::xtensor<T, detail::checked_rank<Q, K, V>()> out = xt::empty<T>(in.shape.out);
+    in.template run<Arch>(policy, similarity, neighborhood, normalization, out.data(), static_cast<T*>(nullptr));
     return out;
 }
 
@@ -135,16 +153,15 @@ void weighted_aggregate(Ex policy, const xt::xexpression<Q>& q, const xt::xexpre
                       Out::static_layout == xt::layout_type::row_major,
                   "nonlocal::weighted_aggregate: out must be a row-major container of the inputs' value type");
     static_assert(detail::static_rank<Out> == R, "nonlocal::weighted_aggregate: out must have the inputs' rank");
-    const detail::contiguous<T, R> qc(q), kc(k), vc(v);
-    const detail::aggregate_shape<R> shape("weighted_aggregate", qc.shape(), kc.shape(), vc.shape());
+    const detail::inputs_of<Q, K, V> in("weighted_aggregate", q, k, v);
     std::array<std::size_t, R> out_shape{};
     std::copy(o.shape().begin(), o.shape().end(), out_shape.begin());
-    detail::require(out_shape == shape.out, "weighted_aggregate", [&] {
+    detail::require(out_shape == in.shape.out, "weighted_aggregate", [&] {
         return "out has shape " + detail::shape_string(out_shape) + " but the result is " +
-               detail::shape_string(shape.out);
+               detail::shape_string(in.shape.out);
     });
-    detail::aggregate_all<Arch>(detail::thread_count(policy), qc, kc, vc, shape, similarity, neighborhood,
-                                normalization, o.data() + o.data_offset(), static_cast<T*>(nullptr));
+    in.template run<Arch>(policy, similarity, neighborhood, normalization, o.data() + o.data_offset(),
+                          static_cast<T*>(nullptr));
 }
 
 /// @copydoc weighted_aggregate(Ex, const xt::xexpression<Q>&, const xt::xexpression<K>&, const xt::xexpression<V>&, const S&, const Nb&, const Nm&, xt::xexpression<Out>&)
@@ -173,15 +190,12 @@ auto weighted_aggregate_lse(Ex policy, const xt::xexpression<Q>& q, const xt::xe
                             const xt::xexpression<V>& v, const S& similarity, const Nb& neighborhood,
                             const Nm& normalization) {
     using T = detail::common_value_type<Q, K, V>;
-    static_assert(std::floating_point<T>, "nonlocal::weighted_aggregate_lse: inputs must be float or double");
     constexpr std::size_t R = detail::checked_rank<Q, K, V>();
-    const detail::contiguous<T, R> qc(q), kc(k), vc(v);
-    const detail::aggregate_shape<R> shape("weighted_aggregate_lse", qc.shape(), kc.shape(), vc.shape());
+    const detail::inputs_of<Q, K, V> in("weighted_aggregate_lse", q, k, v);
     std::array<std::size_t, R - 1> lse_shape{};
-    std::copy(shape.out.begin(), shape.out.end() - 1, lse_shape.begin());
-    aggregate_with_lse<T, R> result{xt::empty<T>(shape.out), xt::empty<T>(lse_shape)};
-    detail::aggregate_all<Arch>(detail::thread_count(policy), qc, kc, vc, shape, similarity, neighborhood,
-                                normalization, result.out.data(), result.lse.data());
+    std::copy(in.shape.out.begin(), in.shape.out.end() - 1, lse_shape.begin());
+    aggregate_with_lse<T, R> result{xt::empty<T>(in.shape.out), xt::empty<T>(lse_shape)};
+    in.template run<Arch>(policy, similarity, neighborhood, normalization, result.out.data(), result.lse.data());
     return result;
 }
 

@@ -35,11 +35,14 @@ template <class T>
 void check_radii(std::string_view where, const pixel_rows<T>& img,
                  std::initializer_list<std::pair<const char*, std::size_t>> radii) {
     const std::size_t side = std::max(img.height, img.width);
-    for (const auto& [name, radius] : radii)
+    for (const auto& entry : radii) {
+        const char* name = entry.first;
+        const std::size_t radius = entry.second;
         require(radius <= side, where, [&] {
             return std::string(name) + " = " + std::to_string(radius) + " exceeds the larger side of the " +
                    std::to_string(img.height) + " x " + std::to_string(img.width) + " image";
         });
+    }
 }
 }  // namespace detail
 
