@@ -52,6 +52,38 @@ inline image read_image(const std::string& path) {
     return out;
 }
 
+/// What libpng needs to write an image.
+struct png_rows {
+    const std::string& path;
+    png_uint_32 width, height;
+    int bit_depth, color_type;
+    std::size_t row_bytes;
+    const std::vector<unsigned char>& bytes;
+};
+
+/// Writes rows of samples as a PNG. Nothing here changes after setjmp, so the
+/// error path (a longjmp back into this function) sees consistent values.
+inline void write_png_rows(const png_rows& job) {
+    std::FILE* file = std::fopen(job.path.c_str(), "wb");
+    if (!file) throw std::runtime_error("cannot write " + job.path);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png ? png_create_info_struct(png) : nullptr;
+    if (!png || !info || setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        std::fclose(file);
+        throw std::runtime_error("libpng failed to write " + job.path);
+    }
+    png_init_io(png, file);
+    png_set_IHDR(png, info, job.width, job.height, job.bit_depth, job.color_type, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (png_uint_32 r = 0; r < job.height; ++r)
+        png_write_row(png, const_cast<unsigned char*>(&job.bytes[r * job.row_bytes]));
+    png_write_end(png, nullptr);
+    png_destroy_write_struct(&png, &info);
+    std::fclose(file);
+}
+
 /// Writes pixels [H, W, C] (C = 1 to 4) as a PNG of 8 or 16 bits, rounding and clamping.
 inline void write_png(const std::string& path, const xt::xtensor<float, 3>& pixels, int bit_depth) {
     const std::size_t H = pixels.shape(0), W = pixels.shape(1), C = pixels.shape(2);
@@ -70,23 +102,7 @@ inline void write_png(const std::string& path, const xt::xtensor<float, 3>& pixe
             rows[t] = static_cast<unsigned char>(x);
         }
     }
-    std::FILE* file = std::fopen(path.c_str(), "wb");
-    if (!file) throw std::runtime_error("cannot write " + path);
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-    png_infop info = png ? png_create_info_struct(png) : nullptr;
-    if (!png || !info || setjmp(png_jmpbuf(png))) {
-        png_destroy_write_struct(&png, &info);
-        std::fclose(file);
-        throw std::runtime_error("libpng failed to write " + path);
-    }
-    png_init_io(png, file);
-    png_set_IHDR(png, info, png_uint_32(W), png_uint_32(H), bit_depth == 16 ? 16 : 8, color, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (std::size_t r = 0; r < H; ++r) png_write_row(png, &rows[r * W * C * bytes]);
-    png_write_end(png, nullptr);
-    png_destroy_write_struct(&png, &info);
-    std::fclose(file);
+    write_png_rows({path, png_uint_32(W), png_uint_32(H), bit_depth == 16 ? 16 : 8, color, W * C * bytes, rows});
 }
 
 }  // namespace nonlocal::tools

@@ -21,7 +21,7 @@ struct scaled_dot {
 
     /// Multiplier of <q, k> for features of dimension d.
     std::optional<double> factor;
-    double scale(std::size_t d) const { return factor ? *factor : 1.0; }
+    double scale(std::size_t) const { return factor ? *factor : 1.0; }
 
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
