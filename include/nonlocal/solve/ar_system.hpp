@@ -18,6 +18,7 @@
 /// `sum_with_data`.
 
 #include <algorithm>
+#include <type_traits>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -139,7 +140,9 @@ public:
     std::ptrdiff_t shift(std::size_t o) const noexcept { return offsets[o].dy * std::ptrdiff_t(width) + offsets[o].dx; }
 
     /// y = A x.
-    void apply(const double* x, double* y) const { stencil_pass<-1>(diagonal.data(), x, y); }
+    void apply(const double* x, double* y) const {
+        stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) { store(y, i, own * load(diagonal, i, own) - neighbours); });
+    }
     std::vector<double> apply(const std::vector<double>& x) const {
         std::vector<double> y(size());
         apply(x.data(), y.data());
@@ -149,9 +152,29 @@ public:
     /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i).
     std::vector<double> jacobi_step(const std::vector<double>& x) const {
         std::vector<double> y(size());
-        stencil_pass<1>(nullptr, x.data(), y.data());
-        for (std::size_t i = 0; i < size(); ++i) y[i] = diagonal[i] > 0 ? (y[i] + rhs[i]) / diagonal[i] : x[i];
+        stencil_pass(x.data(), [&](std::size_t i, auto own, auto neighbours) {
+            using V = decltype(own);
+            const V d = load(diagonal, i, own);
+            store(y.data(), i, pick(d > V(0.0), (neighbours + load(rhs, i, own)) / d, own));
+        });
         return y;
+    }
+
+    /// z_out = z + omega D^-1 (r - A z): one damped Jacobi sweep on A z = r, in one pass.
+    void relax(const double* r, const double* z, double* z_out, double omega) const {
+        stencil_pass(z, [&](std::size_t i, auto own, auto neighbours) {
+            using V = decltype(own);
+            const V d = load(diagonal, i, own);
+            const V residual = load(r, i, own) - (d * own - neighbours);
+            store(z_out, i, pick(d > V(0.0), own + V(omega) * residual / d, own));
+        });
+    }
+
+    /// out = r - A z, in one pass.
+    void residual(const double* r, const double* z, double* out) const {
+        stencil_pass(z, [&](std::size_t i, auto own, auto neighbours) {
+            store(out, i, load(r, i, own) - (own * load(diagonal, i, own) - neighbours));
+        });
     }
 
     /// A in CSR form, columns sorted, for other solvers.
@@ -177,13 +200,14 @@ public:
         return m;
     }
 
-    /// y_i = d_i x_i + Sign * sum_j W_ij x_j (d = 0 when null), in one pass over the
-    /// pixels: each reads its neighbours' x and the weights of its edges (W_d[i] to
-    /// i + s_d, W_d[i - s_d] from i - s_d) and writes y once, so the pass streams
-    /// the weights, x and y through memory once; the interior, where every
-    /// neighbour index is inside the image's flat range, runs on SIMD batches.
-    template <int Sign>
-    void stencil_pass(const double* d, const double* x, double* y) const {
+    /// Calls finish(i, x_i, sum_j W_ij x_j) for every pixel i, the last two as SIMD
+    /// batches of the pixels i, i + 1, ... in the interior (where every neighbour
+    /// index lies inside the image's flat range) and as doubles at the ends. One
+    /// pass: each pixel reads its neighbours' x and the weights of its edges (W_d[i]
+    /// to i + s_d, W_d[i - s_d] from i - s_d), so the weights, x and the outputs
+    /// stream through memory once.
+    template <class Finish>
+    void stencil_pass(const double* x, Finish&& finish) const {
         using batch = xsimd::batch<double>;
         constexpr std::size_t L = batch::size;
         const std::size_t n = size();
@@ -196,7 +220,7 @@ public:
                 if (i + s < n) acc += weights[o][i] * x[i + s];
                 if (i >= s) acc += weights[o][i - s] * x[i - s];
             }
-            y[i] = (d ? d[i] * x[i] : 0.0) + Sign * acc;
+            finish(i, x[i], acc);
         };
         const std::size_t first = std::min(reach, n), last = n > reach ? n - reach : first;
         std::size_t i = 0;
@@ -209,10 +233,29 @@ public:
                 acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
                 acc = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
             }
-            const batch own = d ? batch::load_unaligned(d + i) * batch::load_unaligned(x + i) : batch(0.0);
-            (Sign > 0 ? own + acc : own - acc).store_unaligned(y + i);
+            finish(i, batch::load_unaligned(x + i), acc);
         }
         for (; i < n; ++i) scalar(i);
+    }
+
+    /// Element i of an array as a double or as a batch starting at i, matching `like`.
+    template <class V, class A>
+    static V load(const A& a, std::size_t i, V like) {
+        (void)like;
+        const double* p = &a[i];
+        if constexpr (std::is_same_v<V, double>) return *p;
+        else return V::load_unaligned(p);
+    }
+    /// cond ? a : b, lane by lane for batches.
+    template <class C, class V>
+    static V pick(C cond, V a, V b) {
+        if constexpr (std::is_same_v<V, double>) return cond ? a : b;
+        else return xsimd::select(cond, a, b);
+    }
+    template <class V>
+    static void store(double* p, std::size_t i, V v) {
+        if constexpr (std::is_same_v<V, double>) p[i] = v;
+        else v.store_unaligned(p + i);
     }
 
     void update_diagonal() {

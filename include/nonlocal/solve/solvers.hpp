@@ -43,8 +43,7 @@ inline double norm(const std::vector<double>& a) { return std::sqrt(dot(a, a)); 
 
 /// r = b - A x; returns |r|.
 inline double residual(const ar_system& A, const std::vector<double>& x, std::vector<double>& r) {
-    A.apply(x.data(), r.data());
-    for (std::size_t i = 0; i < r.size(); ++i) r[i] = A.rhs[i] - r[i];
+    A.residual(A.rhs.data(), x.data(), r.data());
     return norm(r);
 }
 
@@ -222,11 +221,19 @@ private:
         }
     }
 
-    void smooth(const ar_system& A, const std::vector<double>& r, std::vector<double>& z, std::vector<double>& work) const {
-        for (std::size_t s = 0; s < options_.smoothing_steps; ++s) {
-            A.apply(z.data(), work.data());
+    /// `smoothing_steps` damped Jacobi sweeps on A z = r; from z = 0 when `from_zero`
+    /// (the first sweep is then omega D^-1 r, without a product).
+    void smooth(const ar_system& A, const std::vector<double>& r, std::vector<double>& z, std::vector<double>& work,
+                bool from_zero) const {
+        std::size_t s = 0;
+        if (from_zero && options_.smoothing_steps > 0) {
             for (std::size_t i = 0; i < z.size(); ++i)
-                if (A.diagonal[i] > 0) z[i] += options_.damping * (r[i] - work[i]) / A.diagonal[i];
+                z[i] = A.diagonal[i] > 0 ? options_.damping * r[i] / A.diagonal[i] : 0.0;
+            s = 1;
+        }
+        for (; s < options_.smoothing_steps; ++s) {
+            A.relax(r.data(), z.data(), work.data(), options_.damping);
+            z.swap(work);
         }
     }
 
@@ -235,15 +242,14 @@ private:
         z.assign(A.size(), 0.0);
         if (level + 1 == levels_.size()) return solve_coarsest(r, z);
         std::vector<double> work(A.size());
-        smooth(A, r, z, work);
-        A.apply(z.data(), work.data());
+        smooth(A, r, z, work, true);
+        A.residual(r.data(), z.data(), work.data());
         const ar_system& C = *levels_[level + 1];
         std::vector<double> rc(C.size(), 0.0), zc;
         for (std::size_t row = 0; row < A.height; ++row) {   // restrict: sum the residual over each block
-            const double* rr = &r[row * A.width];
             const double* wr = &work[row * A.width];
             double* cr = &rc[(row / 2) * C.width];
-            for (std::size_t col = 0; col < A.width; ++col) cr[col / 2] += rr[col] - wr[col];
+            for (std::size_t col = 0; col < A.width; ++col) cr[col / 2] += wr[col];
         }
         cycle(level + 1, rc, zc);
         for (std::size_t row = 0; row < A.height; ++row) {   // prolong: constant over each block
@@ -251,7 +257,7 @@ private:
             const double* cr = &zc[(row / 2) * C.width];
             for (std::size_t col = 0; col < A.width; ++col) zr[col] += options_.correction_scale * cr[col / 2];
         }
-        smooth(A, r, z, work);
+        smooth(A, r, z, work, false);
     }
 
     multigrid_options options_;
