@@ -1,4 +1,7 @@
-// The general gather kernel on representative compositions, one thread.
+// weighted_aggregate on representative compositions, one thread: dense
+// attention (the tiled kernel), 2-D neighborhood attention and non-local means
+// on materialised patch features (both the gather kernel; `nlm_denoise` and
+// bench_nlm use the running-sum kernel instead).
 //
 //   build/release/benchmarks/bench_aggregate
 //
