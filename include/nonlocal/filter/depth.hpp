@@ -76,12 +76,10 @@ inline std::vector<double> normalised_interpolation(const ar_system& A) {
     return x;
 }
 
-template <class G>
-depth_result refine(const xt::xexpression<G>& guide, const xt::xtensor<double, 2>& xhat,
-                    const xt::xtensor<double, 2>& alpha, const depth_options& o) {
-    const stopwatch clock;
-    const auto g = to_pixel_rows<double>(guide, "depth refinement", "guide");
-    const ar_system A(guide, grid_stencil{g.height, g.width, o.connectivity},
+/// Builds and solves the system; `clock` started when the task did.
+inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
+                           const xt::xtensor<double, 2>& alpha, const depth_options& o, const stopwatch& clock) {
+    const ar_system A(g, grid_stencil{g.height, g.width, o.connectivity},
                       colour_weights(g.height, g.width, g.channels, o.sigma_r, o.sigma_s), xhat, alpha, o.min_weight);
     std::vector<double> x = normalised_interpolation(A);
     depth_result result;
@@ -120,13 +118,14 @@ inline void require_same_size(std::string_view where, const xt::xtensor<double, 
 /// Throws `std::invalid_argument` when sizes differ or no pixel is valid.
 template <class D, class G>
 depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = {}) {
+    const detail::stopwatch clock;
     const auto d = detail::depth_values(depth, "fill_depth");
     const auto g = detail::to_pixel_rows<double>(guide, "fill_depth", "guide");
     detail::require_same_size("fill_depth", d, g.height, g.width);
     xt::xtensor<double, 2> alpha = xt::zeros<double>(d.shape()), xhat = xt::zeros<double>(d.shape());
     for (std::size_t i = 0; i < d.size(); ++i)
         if (detail::valid_depth(d.data()[i])) alpha.data()[i] = o.lambda, xhat.data()[i] = d.data()[i];
-    return detail::refine(guide, xhat, alpha, o);
+    return detail::refine(g, xhat, alpha, o, clock);
 }
 
 /// Denoises `depth` (and fills its holes): `fill_depth` with a weaker data term
@@ -143,6 +142,7 @@ depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpressio
 template <class D, class G>
 depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression<G>& guide, std::size_t factor,
                             const depth_options& o = {}) {
+    const detail::stopwatch clock;
     const auto d = detail::depth_values(low, "upsample_depth");
     const auto g = detail::to_pixel_rows<double>(guide, "upsample_depth", "guide");
     const std::size_t h = d.shape(0), w = d.shape(1);
@@ -157,7 +157,7 @@ depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression
     for (std::size_t r = 0; r < h; ++r)
         for (std::size_t c = 0; c < w; ++c)
             if (detail::valid_depth(d(r, c))) alpha(factor * r, factor * c) = o.lambda, xhat(factor * r, factor * c) = d(r, c);
-    return detail::refine(guide, xhat, alpha, o);
+    return detail::refine(g, xhat, alpha, o, clock);
 }
 
 }  // namespace nonlocal

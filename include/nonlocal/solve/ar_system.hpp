@@ -85,8 +85,14 @@ public:
     /// conditioned) without tying them to any of them.
     template <class G, class X, class A, similarity S>
     ar_system(const xt::xexpression<G>& guide, const grid_stencil& stencil, const S& sim,
+              const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence, double min_weight = 0.0)
+        : ar_system(detail::to_pixel_rows<double>(guide, "ar_system", "guide"), stencil, sim, xhat, confidence,
+                    min_weight) {}
+
+    /// The same from a guide already given as pixel rows.
+    template <class X, class A, similarity S>
+    ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim,
               const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence, double min_weight = 0.0) {
-        const auto g = detail::to_pixel_rows<double>(guide, "ar_system", "guide");
         height = g.height, width = g.width;
         stencil.check(extents{height * width, height * width});
         const xt::xtensor<double, 2> x = xt::cast<double>(xhat.derived_cast());
