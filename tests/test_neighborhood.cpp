@@ -114,6 +114,40 @@ BOOST_AUTO_TEST_CASE(stencil_is_symmetric) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(wide_stencils_match_their_definition) {
+    // N(i) = { j != i : max(|dy|, |dx|) <= radius } (8) or |dy| + |dx| <= radius (4), on grids
+    // narrower and shorter than the stencil too; the forward offsets hold each edge once.
+    for (int connectivity : {4, 8})
+        for (std::size_t radius : {1, 2, 3})
+            for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 5}, {4, 1}, {2, 3}, {6, 7}}) {
+                const grid_stencil g{H, W, connectivity, radius};
+                std::set<std::pair<std::size_t, std::size_t>> edges;
+                for (std::size_t i = 0; i < H * W; ++i) {
+                    keys expected;
+                    for (std::size_t j = 0; j < H * W; ++j) {
+                        const auto dy = std::size_t(std::abs(std::ptrdiff_t(i / W) - std::ptrdiff_t(j / W)));
+                        const auto dx = std::size_t(std::abs(std::ptrdiff_t(i % W) - std::ptrdiff_t(j % W)));
+                        if (j != i && (connectivity == 8 ? std::max(dy, dx) : dy + dx) <= radius) expected.push_back(j);
+                    }
+                    BOOST_TEST(keys_of(g, i, H * W) == expected);
+                    for (std::size_t j : expected) edges.insert({std::min(i, j), std::max(i, j)});
+                }
+                std::size_t forward_edges = 0;
+                for (const auto& o : g.forward_offsets()) {
+                    BOOST_TEST((o.dy > 0 || (o.dy == 0 && o.dx > 0)));
+                    for (std::size_t r = 0; r + std::size_t(o.dy) < H; ++r)
+                        for (std::size_t c = 0; c < W; ++c)
+                            if (std::ptrdiff_t(c) + o.dx >= 0 && std::ptrdiff_t(c) + o.dx < std::ptrdiff_t(W)) {
+                                const std::size_t i = r * W + c, j = (r + std::size_t(o.dy)) * W + std::size_t(std::ptrdiff_t(c) + o.dx);
+                                BOOST_TEST(edges.count({i, j}) == 1u);
+                                ++forward_edges;
+                            }
+                }
+                BOOST_TEST(forward_edges == edges.size());
+            }
+    test::check_invalid([] { grid_stencil{3, 3, 8, 0}.check(extents{9, 9}); }, "grid_stencil", "radius = 0");
+}
+
 BOOST_AUTO_TEST_CASE(patch_group_by_hand) {
     const patch_group p{4, 6, 2, 3};
     BOOST_TEST(keys_of(p, px(0, 0, 6), 24) == (keys{px(0, 0, 6), px(0, 3, 6), px(2, 0, 6), px(2, 3, 6)}));

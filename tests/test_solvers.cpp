@@ -24,10 +24,13 @@ struct problem {
         alpha = xt::where(u < 0.33, 0.5, 0.0);
         alpha(0, 0) = 0.5;
     }
-    ar_system system(int connectivity) const {
-        return ar_system(guide, grid_stencil{H, W, connectivity}, colour_weights(H, W, 3, 40.0), xhat, alpha);
+    ar_system system(int connectivity, std::size_t radius = 1) const {
+        return ar_system(guide, grid_stencil{H, W, connectivity, radius}, colour_weights(H, W, 3, 40.0), xhat, alpha);
     }
 };
+
+/// The stencils every test runs on: 4 and 8 neighbours, a diamond and squares wider than one pixel.
+const std::vector<std::pair<int, std::size_t>> stencils = {{4, 1}, {8, 1}, {4, 2}, {8, 2}, {8, 3}};
 
 /// x = A^-1 b by Gaussian elimination with partial pivoting, in double.
 std::vector<double> dense_solve(const ar_system& A) {
@@ -62,10 +65,10 @@ std::vector<double> dense_solve(const ar_system& A) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(assembled_equals_matrix_free) {
-    for (int connectivity : {4, 8})
-        for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 7}, {6, 1}, {5, 9}, {17, 12}}) {
-            const problem p(H, W, unsigned(H * W + connectivity));
-            const ar_system A = p.system(connectivity);
+    for (auto [connectivity, radius] : stencils)
+        for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 7}, {6, 1}, {2, 3}, {5, 9}, {17, 12}}) {
+            const problem p(H, W, unsigned(H * W + connectivity + radius));
+            const ar_system A = p.system(connectivity, radius);
             const csr_matrix m = A.assemble();
             const auto x = test::random_tensor<double, 1>({H * W}, 9);
             const std::vector<double> xv(x.begin(), x.end());
@@ -86,8 +89,8 @@ BOOST_AUTO_TEST_CASE(jacobi_step_is_the_aggregate) {
     // W_ij = w_ij + w_ji = 2 w_ij for the symmetric colour weight, so the sweep is the
     // aggregate with s = w and a data term alpha / 2 (the same ratio).
     const problem p(7, 8, 3);
-    for (int connectivity : {4, 8}) {
-        const ar_system A = p.system(connectivity);
+    for (auto [connectivity, radius] : stencils) {
+        const ar_system A = p.system(connectivity, radius);
         const auto x0 = test::random_tensor<double, 2>({56, 1}, 4, 100, 200);
         const auto step = A.jacobi_step(std::vector<double>(x0.begin(), x0.end()));
         xt::xtensor<double, 2> pixels = xt::empty<double>({std::size_t(56), std::size_t(3)});
@@ -95,19 +98,19 @@ BOOST_AUTO_TEST_CASE(jacobi_step_is_the_aggregate) {
         const xt::xtensor<double, 2> xhat = xt::reshape_view(p.xhat, {56, 1});
         const xt::xtensor<double, 1> half_alpha = xt::flatten(p.alpha) / 2;
         const auto aggregate = weighted_aggregate(pixels, pixels, x0, colour_weights(7, 8, 3, 40.0),
-                                                  grid_stencil{7, 8, connectivity}, sum_with_data(half_alpha, xhat));
+                                                  grid_stencil{7, 8, connectivity, radius}, sum_with_data(half_alpha, xhat));
         for (std::size_t i = 0; i < 56; ++i) BOOST_TEST(std::abs(step[i] - aggregate(i, 0)) < 1e-9);
     }
 }
 
 BOOST_AUTO_TEST_CASE(every_solver_reaches_the_dense_solution) {
     const problem p(19, 23, 5);
-    for (int connectivity : {4, 8}) {
-        const ar_system A = p.system(connectivity);
+    for (auto [connectivity, radius] : stencils) {
+        const ar_system A = p.system(connectivity, radius);
         const auto exact = dense_solve(A);
         const solve_options tight{1e-10, 20000};
         const auto check = [&](const solve_report& report, const std::vector<double>& x) {
-            BOOST_TEST_CONTEXT(report.method << ", connectivity " << connectivity) {
+            BOOST_TEST_CONTEXT(report.method << ", connectivity " << connectivity << ", radius " << radius) {
                 BOOST_TEST(report.converged);
                 BOOST_TEST(report.relative_residual <= 1e-10);
                 double worst = 0;

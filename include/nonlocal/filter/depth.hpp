@@ -26,7 +26,8 @@ enum class depth_solver { pcg_multigrid, multigrid, pcg_jacobi, jacobi, sor };
 
 /// Parameters of the depth tasks.
 struct depth_options {
-    int connectivity = 8;                                          ///< 4 or 8 neighbours
+    int connectivity = 8;                                          ///< 4 (diamond) or 8 (square) neighbours
+    std::size_t radius = 1;                                        ///< of the stencil (1: 4 or 8 neighbours)
     double sigma_r = 3.0;                                          ///< colour Gaussian, in guide units (0..255 for 8-bit)
     double sigma_s = std::numeric_limits<double>::infinity();      ///< spatial Gaussian (infinite: none)
     double lambda = 1.0;                                           ///< alpha on observed pixels
@@ -79,7 +80,7 @@ inline std::vector<double> normalised_interpolation(const ar_system& A) {
 /// Builds and solves the system; `clock` started when the task did.
 inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
                            const xt::xtensor<double, 2>& alpha, const depth_options& o, const stopwatch& clock) {
-    const ar_system A(g, grid_stencil{g.height, g.width, o.connectivity},
+    const ar_system A(g, grid_stencil{g.height, g.width, o.connectivity, o.radius},
                       colour_weights(g.height, g.width, g.channels, o.sigma_r, o.sigma_s), xhat, alpha, o.min_weight);
     std::vector<double> x = normalised_interpolation(A);
     depth_result result;

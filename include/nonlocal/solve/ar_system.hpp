@@ -4,7 +4,8 @@
 ///
 ///     min_x  sum_i sum_{j in N(i)} w_ij (x_i - x_j)^2 + sum_i alpha_i (x_i - xhat_i)^2
 ///
-/// on a height x width grid whose neighbourhood is a 4- or 8-connected stencil.
+/// on a height x width grid whose neighbourhood is a `grid_stencil` (4 or 8
+/// neighbours, or a window of any radius).
 /// Its normal equations are A x = b with A the graph Laplacian of the
 /// symmetrised weights W_ij = w_ij + w_ji plus diag(alpha), and b = alpha xhat.
 /// The weights are computed once, by any similarity on the guide's pixels
@@ -43,17 +44,6 @@ struct csr_matrix {
     std::vector<double> values;
 };
 
-/// One direction of the stencil: the edge from pixel (r, c) to (r + dy, c + dx).
-struct stencil_offset {
-    std::ptrdiff_t dy = 0, dx = 0;
-};
-
-/// The forward half of a 4- or 8-connected stencil (each undirected edge once).
-inline std::vector<stencil_offset> forward_offsets(int connectivity) {
-    if (connectivity == 4) return {{0, 1}, {1, 0}};
-    return {{0, 1}, {1, -1}, {1, 0}, {1, 1}};
-}
-
 /// The AR system A x = b on a grid.
 class ar_system {
 public:
@@ -75,7 +65,7 @@ public:
     }
 
     /// The system of a guide image [H, W] or [H, W, C] (any arithmetic type), a
-    /// 4- or 8-connected `stencil`, a `similarity` on the guide's pixels (its
+    /// `stencil` (4 or 8 neighbours or a wider window), a `similarity` on the guide's pixels (its
     /// kernel applied to its logit, which may use the pixels' positions),
     /// observations `xhat` [H, W] and confidences `alpha` [H, W] (0: unobserved).
     /// Throws `std::invalid_argument` when sizes differ, alpha is negative or not
@@ -123,7 +113,7 @@ public:
         });
 
         // W_ij = kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), once per edge.
-        offsets = forward_offsets(stencil.connectivity);
+        offsets = stencil.forward_offsets();
         const nonlocal::detail::projected_features<S, double> f(sim, as_rows(g.pixels), true);
         const auto edge = [&](std::size_t i, std::size_t j) {
             return S::kernel::apply(nonlocal::detail::logit(sim, (*f).row(i), (*f).row(j), i, j));
@@ -141,6 +131,13 @@ public:
     }
 
     std::size_t size() const noexcept { return height * width; }
+
+    /// The largest |dy| or |dx| of the stencil.
+    std::size_t reach() const noexcept {
+        std::size_t r = 0;
+        for (const auto& o : offsets) r = std::max({r, std::size_t(o.dy), std::size_t(std::abs(o.dx))});
+        return r;
+    }
 
     /// Flat index shift of direction o.
     std::ptrdiff_t shift(std::size_t o) const noexcept { return offsets[o].dy * std::ptrdiff_t(width) + offsets[o].dx; }

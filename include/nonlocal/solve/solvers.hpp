@@ -81,10 +81,11 @@ inline solve_report jacobi(const ar_system& A, std::vector<double>& x, const sol
     return report;
 }
 
-/// Successive over-relaxation in four colours (row and column parity): pixels of
-/// one colour are never 4- or 8-neighbours, so each colour updates in place
-/// independently (red-black ordering generalised to the 8-stencil). omega = 1 is
-/// Gauss-Seidel.
+/// Successive over-relaxation in (R + 1)^2 colours for a stencil of reach R
+/// (row and column modulo R + 1; four colours for 4 or 8 neighbours): pixels of
+/// one colour are never neighbours, so each colour updates in place
+/// independently (red-black ordering generalised to wider stencils). omega = 1
+/// is Gauss-Seidel.
 inline solve_report sor(const ar_system& A, std::vector<double>& x, double omega = 1.6,
                         const solve_options& options = {}) {
     detail::require_size(A, x, "sor");
@@ -93,14 +94,14 @@ inline solve_report sor(const ar_system& A, std::vector<double>& x, double omega
     solve_report report{"sor"};
     std::vector<double> r(A.size());
     const double b_norm = detail::norm(A.rhs);
-    const std::size_t H = A.height, W = A.width;
+    const std::size_t H = A.height, W = A.width, period = A.reach() + 1;
     for (;;) {
         report.relative_residual = detail::residual(A, x, r) / b_norm;
         report.converged = report.relative_residual <= options.tolerance;
         if (report.converged || report.iterations == options.max_iterations) break;
-        for (std::size_t colour = 0; colour < 4; ++colour)
-            for (std::size_t row = colour / 2; row < H; row += 2)
-                for (std::size_t col = colour % 2; col < W; col += 2) {
+        for (std::size_t colour = 0; colour < period * period; ++colour)
+            for (std::size_t row = colour / period; row < H; row += period)
+                for (std::size_t col = colour % period; col < W; col += period) {
                     const std::size_t i = row * W + col;
                     double s = A.rhs[i];
                     for (std::size_t o = 0; o < A.offsets.size(); ++o) {
@@ -158,12 +159,19 @@ public:
     void operator()(const std::vector<double>& r, std::vector<double>& z) const { cycle(0, r, z); }
 
 private:
+    /// The 2 x 2 aggregate of `f`: a fine edge of reach R joins blocks at most
+    /// ceil(R / 2) apart, so the coarse stencil is the square of that radius.
     static ar_system coarsen(const ar_system& f) {
         const std::size_t H = (f.height + 1) / 2, W = (f.width + 1) / 2, n = H * W;
         const auto block = [&](std::size_t i) { return (i / f.width / 2) * W + (i % f.width) / 2; };
         std::vector<double> alpha(n, 0.0);
         for (std::size_t i = 0; i < f.size(); ++i) alpha[block(i)] += f.alpha[i];
-        const auto dirs = forward_offsets(8);
+        const grid_stencil coarse{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
+        const auto dirs = coarse.forward_offsets();
+        // Direction index of a forward (dy, dx), dy in [0, R], dx in [-R, R].
+        const auto R = std::ptrdiff_t(coarse.radius);
+        std::vector<std::size_t> index(std::size_t((R + 1) * (2 * R + 1)), dirs.size());
+        for (std::size_t d = 0; d < dirs.size(); ++d) index[std::size_t(dirs[d].dy * (2 * R + 1) + dirs[d].dx + R)] = d;
         std::vector<std::vector<double>> weights(dirs.size(), std::vector<double>(n, 0.0));
         for (std::size_t o = 0; o < f.offsets.size(); ++o)
             for (std::size_t i = 0; i < f.size(); ++i) {
@@ -174,8 +182,7 @@ private:
                 std::ptrdiff_t dy = std::ptrdiff_t(b / W) - std::ptrdiff_t(a / W), dx = std::ptrdiff_t(b % W) - std::ptrdiff_t(a % W);
                 std::size_t from = a;
                 if (dy < 0 || (dy == 0 && dx < 0)) dy = -dy, dx = -dx, from = b;
-                for (std::size_t d = 0; d < dirs.size(); ++d)
-                    if (dirs[d].dy == dy && dirs[d].dx == dx) weights[d][from] += w;
+                weights[index[std::size_t(dy * (2 * R + 1) + dx + R)]][from] += w;
             }
         return ar_system(H, W, dirs, std::move(weights), std::move(alpha), std::vector<double>(n, 0.0));
     }
