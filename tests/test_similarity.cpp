@@ -25,6 +25,8 @@ BOOST_AUTO_TEST_CASE(logits_by_hand) {
     BOOST_TEST(logit_of(gaussian{}, {1, 2}, {3, 4}) == 11.0);
     BOOST_TEST(logit_of(squared_euclidean{}, {1, 2, 3}, {4, 6, 3}) == 25.0);
     BOOST_TEST(logit_of(gaussian_distance{2.0}, {1, 2, 3}, {4, 6, 3}) == -6.25);
+    BOOST_TEST(logit_of(laplacian_distance{2.0}, {1, 2, 3}, {4, 6, 3}) == -3.5);   // (3 + 4 + 0) / 2
+    BOOST_TEST(logit_of(laplacian_distance{4.0}, {5, -1}, {1, 1}) == -1.5);
     BOOST_TEST(std::abs(logit_of(cosine{}, {1, 0}, {1, 1}) - 1 / std::sqrt(2.0)) < 1e-15);
     BOOST_TEST(logit_of(cosine{}, {0, 0}, {1, 1}) == 0.0);
     BOOST_TEST(std::abs(scaled_dot_product{}.scale(64) - 0.125) < 1e-15);
@@ -42,6 +44,8 @@ BOOST_AUTO_TEST_CASE(float_logits_match_double) {
 BOOST_AUTO_TEST_CASE(bandwidth_must_be_finite_and_positive) {
     for (double h : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()})
         test::check_invalid([&] { gaussian_distance{h}; }, "gaussian_distance", "h must be finite and positive");
+    for (double h : {0.0, -2.0, std::numeric_limits<double>::quiet_NaN()})
+        test::check_invalid([&] { laplacian_distance{h}; }, "laplacian_distance", "h must be finite and positive");
 }
 
 BOOST_AUTO_TEST_CASE(projections) {

@@ -144,45 +144,119 @@ BOOST_AUTO_TEST_CASE(multigrid_levels_and_non_convergence) {
                         "pcg", "x has 5 entries for a system of 6300");
 }
 
-BOOST_AUTO_TEST_CASE(depth_tasks) {
-    // A constant depth with holes is a fixed point.
-    const auto guide = test::random_tensor<float, 3>({24, 30, 3}, 7, 0, 255);
-    xt::xtensor<float, 2> flat = xt::ones<float>({24, 30}) * 1234.f;
-    for (std::size_t i = 0; i < flat.size(); i += 3) flat.data()[i] = 0;
-    flat(5, 5) = std::nanf("");
-    const auto filled = fill_depth(flat, guide);
-    BOOST_TEST(filled.report.converged);
-    test::check_close(filled.depth, xt::xtensor<float, 2>(xt::ones<float>({24, 30}) * 1234.f), 1e-2, 0);
-
-    // A sharp colour edge keeps a depth edge: left half dark and near, right half bright and far,
-    // depth observed only on a sparse grid.
-    xt::xtensor<float, 2> edge_guide = xt::zeros<float>({32, 32});
-    xt::xtensor<float, 2> truth = xt::ones<float>({32, 32}) * 100.f;
-    for (std::size_t r = 0; r < 32; ++r)
-        for (std::size_t c = 13; c < 32; ++c) edge_guide(r, c) = 255.f, truth(r, c) = 300.f;
-    xt::xtensor<float, 2> low = xt::empty<float>({8, 8});
-    for (std::size_t r = 0; r < 8; ++r)
-        for (std::size_t c = 0; c < 8; ++c) low(r, c) = truth(4 * r, 4 * c);
-    const auto up = upsample_depth(low, edge_guide, 4);
-    BOOST_TEST(up.report.converged);
-    // The weight floor (1e-3 against 2 inside a region) lets about 1 % of the step leak.
-    for (std::size_t r = 0; r < 32; ++r) {
-        BOOST_TEST(std::abs(up.depth(r, 12) - 100.f) < 2.f);   // last dark column
-        BOOST_TEST(std::abs(up.depth(r, 13) - 300.f) < 2.f);   // first bright column
-        BOOST_TEST(up.depth(r, 13) - up.depth(r, 12) > 0.98f * 200.f);
+BOOST_AUTO_TEST_CASE(solvers_take_other_right_hand_sides) {
+    // pcg, multigrid, Jacobi and SOR on A x = b for a b other than the system's own,
+    // against a dense solve of the same b.
+    const problem p(13, 11, 12);
+    const ar_system A = p.system(8, 2);
+    ar_system other = A;
+    const auto b = test::random_tensor<double, 1>({A.size()}, 13, -5, 5);
+    other.rhs.assign(b.begin(), b.end());
+    const auto exact = dense_solve(other);
+    const solve_options tight{1e-10, 20000};
+    const multigrid M(A);
+    for (int method = 0; method < 4; ++method) {
+        std::vector<double> x(A.size(), 0.0);
+        const auto report = method == 0   ? pcg(A, other.rhs, x, M, tight)
+                            : method == 1 ? multigrid_solve(A, other.rhs, x, M, tight)
+                            : method == 2 ? sor(A, other.rhs, x, 1.5, tight)
+                                          : jacobi(A, other.rhs, x, tight);
+        BOOST_TEST_CONTEXT(report.method) {
+            BOOST_TEST(report.converged);
+            for (std::size_t i = 0; i < x.size(); ++i) BOOST_TEST(std::abs(x[i] - exact[i]) < 1e-6);
+        }
     }
-    // Denoising averages the noise within regions the guide separates.
-    xt::xtensor<float, 2> noisy = truth;
-    const auto noise = test::random_tensor<float, 2>({32, 32}, 8, -10, 10);
-    noisy += noise;
-    const auto den = denoise_depth(noisy, edge_guide);
-    BOOST_TEST(den.report.converged);
-    BOOST_TEST(xt::mean(xt::square(den.depth - truth))() < xt::mean(xt::square(noisy - truth))() / 4);
+    std::vector<double> x(A.size());
+    test::check_invalid([&] { pcg(A, std::vector<double>(3), x, M); }, "pcg", "b has 3 entries for a system of 143");
+}
+
+BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
+    // depth = K(m d) / K(m) with K = eps (L + eps I)^-1, eps = 0.5 x the observed fraction:
+    // against two dense solves of (L + eps I) on a small problem whose observations all
+    // reach every pixel (close colours: K(m) far above the fallback's delta).
+    const std::size_t H = 9, W = 10;
+    const auto guide = test::random_tensor<double, 3>({H, W, 3}, 21, 0, 3);
+    xt::xtensor<double, 2> depth = test::random_tensor<double, 2>({H, W}, 22, 50, 90);
+    const auto u = test::random_tensor<double, 2>({H, W}, 23, 0, 1);
+    xt::xtensor<double, 2> mask = xt::where(u < 0.3, 1.0, 0.0);
+    mask(4, 4) = 1;
+    depth = xt::where(mask > 0, depth, 0.0);
+    const double fraction = xt::sum(mask)() / double(H * W), eps = 0.5 * fraction;
+    depth_options o;
+    o.solve = {1e-12, 1000};
+    for (auto colour : {colour_kernel::laplacian, colour_kernel::gaussian}) {
+        o.colour = colour;
+        const auto out = fill_depth(depth, guide, o);
+        BOOST_TEST(out.report.converged);
+        const xt::xtensor<double, 2> all_eps = xt::zeros<double>({H, W}) + eps;
+        const auto system = [&](const xt::xtensor<double, 2>& values) {
+            return colour == colour_kernel::laplacian
+                       ? ar_system(guide, grid_stencil{H, W, 8}, laplacian_distance(3.0), values, all_eps, 1e-3)
+                       : ar_system(guide, grid_stencil{H, W, 8}, colour_weights(H, W, 3, 3.0), values, all_eps, 1e-3);
+        };
+        const auto kd = dense_solve(system(depth)), km = dense_solve(system(mask));
+        const double delta = 1e-3 * fraction;
+        const auto x0 = detail::normalised_interpolation(H, W, std::vector<double>(mask.begin(), mask.end()),
+                                                         std::vector<double>(depth.begin(), depth.end()));
+        for (std::size_t i = 0; i < H * W; ++i) {
+            BOOST_TEST(km[i] > 100 * delta);
+            BOOST_TEST(std::abs(out.depth.data()[i] - (kd[i] + delta * x0[i]) / (km[i] + delta)) < 1e-3);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(depth_tasks) {
+    for (auto model : {depth_model::normalised, depth_model::ar})
+        for (auto colour : {colour_kernel::laplacian, colour_kernel::gaussian}) {
+            BOOST_TEST_CONTEXT("model " << int(model) << ", colour kernel " << int(colour)) {
+                depth_options o;
+                o.model = model, o.colour = colour;
+                // A constant depth with holes is a fixed point.
+                const auto guide = test::random_tensor<float, 3>({24, 30, 3}, 7, 0, 255);
+                xt::xtensor<float, 2> flat = xt::ones<float>({24, 30}) * 1234.f;
+                for (std::size_t i = 0; i < flat.size(); i += 3) flat.data()[i] = 0;
+                flat(5, 5) = std::nanf("");
+                const auto filled = fill_depth(flat, guide, o);
+                BOOST_TEST(filled.report.converged);
+                test::check_close(filled.depth, xt::xtensor<float, 2>(xt::ones<float>({24, 30}) * 1234.f), 1e-2, 0);
+
+                // A sharp colour edge keeps a depth edge: left half dark and near, right half bright
+                // and far, depth observed only on a sparse grid.
+                xt::xtensor<float, 2> edge_guide = xt::zeros<float>({32, 32});
+                xt::xtensor<float, 2> truth = xt::ones<float>({32, 32}) * 100.f;
+                for (std::size_t r = 0; r < 32; ++r)
+                    for (std::size_t c = 13; c < 32; ++c) edge_guide(r, c) = 255.f, truth(r, c) = 300.f;
+                xt::xtensor<float, 2> low = xt::empty<float>({8, 8});
+                for (std::size_t r = 0; r < 8; ++r)
+                    for (std::size_t c = 0; c < 8; ++c) low(r, c) = truth(4 * r, 4 * c);
+                depth_options sharp = o;
+                sharp.min_weight = 1e-5;
+                const auto up = upsample_depth(low, edge_guide, 4, sharp);
+                BOOST_TEST(up.report.converged);
+                // The weight floor lets a fraction of the step leak: about min_weight / 2 (the
+                // weight inside a region) in the AR model, min_weight / eps (eps = 0.5 / 16) in the
+                // normalised one; with 1e-5 both stay far below 1 %.
+                for (std::size_t r = 0; r < 32; ++r) {
+                    BOOST_TEST(std::abs(up.depth(r, 12) - 100.f) < 2.f);   // last dark column
+                    BOOST_TEST(std::abs(up.depth(r, 13) - 300.f) < 2.f);   // first bright column
+                    BOOST_TEST(up.depth(r, 13) - up.depth(r, 12) > 0.98f * 200.f);
+                }
+                // Denoising averages the noise within regions the guide separates.
+                xt::xtensor<float, 2> noisy = truth;
+                const auto noise = test::random_tensor<float, 2>({32, 32}, 8, -10, 10);
+                noisy += noise;
+                const auto den = denoise_depth(noisy, edge_guide, {.model = model, .colour = colour, .lambda = 0.2});
+                BOOST_TEST(den.report.converged);
+                BOOST_TEST(xt::mean(xt::square(den.depth - truth))() < xt::mean(xt::square(noisy - truth))() / 4);
+            }
+        }
 }
 
 BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> guide = xt::zeros<float>({4, 5}), none = xt::zeros<float>({4, 5});
-    test::check_invalid([&] { fill_depth(none, guide); }, "ar_system", "nothing is observed");
+    test::check_invalid([&] { fill_depth(none, guide); }, "fill_depth", "nothing is observed");
+    test::check_invalid([&] { fill_depth(none, guide, {.model = depth_model::ar}); }, "fill_depth", "nothing is observed");
+    test::check_invalid([&] { upsample_depth(none, guide, 1); }, "upsample_depth", "nothing is observed");
     const xt::xtensor<float, 2> other = xt::ones<float>({4, 6});
     test::check_invalid([&] { fill_depth(other, guide); }, "fill_depth", "depth [4, 6]", "guide 4 x 5");
     const xt::xtensor<float, 2> low = xt::ones<float>({2, 2});

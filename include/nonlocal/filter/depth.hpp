@@ -5,10 +5,24 @@
 /// finite) is missing; nothing is quantised. Each task builds the system, warm
 /// starts from a normalised interpolation of the observations, solves, and
 /// returns the depth with the solver's report.
+///
+/// Two estimators share the system's edge weights W:
+/// - `depth_model::normalised` (the default): with L the Laplacian of W, m the
+///   mask of observed pixels and d their depth, K = eps (L + eps I)^-1 is an
+///   edge-aware smoothing kernel and the depth is K(m d) / K(m), a normalised
+///   convolution (Knutsson and Westin 1993) whose kernel follows the colour
+///   edges: each pixel averages the observations it is well connected to. Two
+///   solves of one AR system (alpha = eps on every pixel) that share a
+///   multigrid hierarchy. eps = `epsilon_scale` x the observed fraction keeps
+///   the kernel's reach proportional to the spacing of the observations.
+/// - `depth_model::ar`: the AR model's minimiser itself, alpha = lambda on the
+///   observed pixels: a harmonic interpolation between them.
 
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <memory>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -16,6 +30,7 @@
 
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/filter/image.hpp"
+#include "nonlocal/similarity/distance.hpp"
 #include "nonlocal/solve/ar_system.hpp"
 #include "nonlocal/solve/solvers.hpp"
 
@@ -24,13 +39,23 @@ namespace nonlocal {
 /// Solvers for the depth tasks.
 enum class depth_solver { pcg_multigrid, multigrid, pcg_jacobi, jacobi, sor };
 
+/// The estimator built on the AR system (see the file's comment).
+enum class depth_model { normalised, ar };
+
+/// The colour weight of an edge: exp(-|g_i - g_j|_1 / sigma_r) (`laplacian_distance`)
+/// or exp(-|g_i - g_j|^2 / (2 sigma_r^2)) (`colour_weights`).
+enum class colour_kernel { laplacian, gaussian };
+
 /// Parameters of the depth tasks.
 struct depth_options {
+    depth_model model = depth_model::normalised;
     int connectivity = 8;                                          ///< 4 (diamond) or 8 (square) neighbours
     std::size_t radius = 1;                                        ///< of the stencil (1: 4 or 8 neighbours)
-    double sigma_r = 3.0;                                          ///< colour Gaussian, in guide units (0..255 for 8-bit)
+    colour_kernel colour = colour_kernel::laplacian;
+    double sigma_r = 3.0;                                          ///< colour bandwidth, in guide units (0..255 for 8-bit)
     double sigma_s = std::numeric_limits<double>::infinity();      ///< spatial Gaussian (infinite: none)
-    double lambda = 1.0;                                           ///< alpha on observed pixels
+    double epsilon_scale = 0.5;                                    ///< normalised: eps = this x observed fraction
+    double lambda = 1.0;                                           ///< ar: alpha on observed pixels
     double min_weight = 1e-3;                                      ///< floor of the edge weights
     depth_solver solver = depth_solver::pcg_multigrid;
     solve_options solve{1e-4, 500};
@@ -49,15 +74,16 @@ namespace detail {
 inline bool valid_depth(double d) { return std::isfinite(d) && d > 0; }
 
 /// x0 = box(alpha xhat) / box(alpha), the box growing until it covers an observation:
-/// a cheap normalised interpolation from integral images.
-inline std::vector<double> normalised_interpolation(const ar_system& A) {
-    const std::size_t H = A.height, W = A.width;
+/// a cheap normalised interpolation from integral images, of `alpha` and
+/// `rhs` = alpha xhat on an H x W grid.
+inline std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const std::vector<double>& alpha,
+                                                    const std::vector<double>& rhs) {
     std::vector<double> sw((H + 1) * (W + 1), 0.0), swx((H + 1) * (W + 1), 0.0);
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 0; c < W; ++c) {
             const std::size_t i = (r + 1) * (W + 1) + c + 1;
-            sw[i] = A.alpha[r * W + c] + sw[i - 1] + sw[i - W - 1] - sw[i - W - 2];
-            swx[i] = A.rhs[r * W + c] + swx[i - 1] + swx[i - W - 1] - swx[i - W - 2];
+            sw[i] = alpha[r * W + c] + sw[i - 1] + sw[i - W - 1] - sw[i - W - 2];
+            swx[i] = rhs[r * W + c] + swx[i - 1] + swx[i - W - 1] - swx[i - W - 2];
         }
     const auto box = [&](const std::vector<double>& s, std::size_t r0, std::size_t c0, std::size_t r1, std::size_t c1) {
         return s[r1 * (W + 1) + c1] - s[r0 * (W + 1) + c1] - s[r1 * (W + 1) + c0] + s[r0 * (W + 1) + c0];
@@ -76,20 +102,86 @@ inline std::vector<double> normalised_interpolation(const ar_system& A) {
             }
     return x;
 }
+inline std::vector<double> normalised_interpolation(const ar_system& A) {
+    return normalised_interpolation(A.height, A.width, A.alpha, A.rhs);
+}
 
-/// Builds and solves the system; `clock` started when the task did.
-inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
-                           const xt::xtensor<double, 2>& alpha, const depth_options& o, const stopwatch& clock) {
-    const ar_system A(g, grid_stencil{g.height, g.width, o.connectivity, o.radius},
-                      colour_weights(g.height, g.width, g.channels, o.sigma_r, o.sigma_s), xhat, alpha, o.min_weight);
-    std::vector<double> x = normalised_interpolation(A);
-    depth_result result;
+/// Solves A x = b from x with the chosen solver (`M`: a multigrid of A, built when needed).
+inline solve_report solve(const ar_system& A, const std::vector<double>& b, std::vector<double>& x,
+                          const depth_options& o, std::unique_ptr<multigrid>& M) {
+    if ((o.solver == depth_solver::pcg_multigrid || o.solver == depth_solver::multigrid) && !M)
+        M = std::make_unique<multigrid>(A);
     switch (o.solver) {
-        case depth_solver::pcg_multigrid: result.report = pcg(A, x, multigrid(A), o.solve); break;
-        case depth_solver::multigrid: result.report = multigrid_solve(A, x, o.solve); break;
-        case depth_solver::pcg_jacobi: result.report = pcg(A, x, jacobi_preconditioner(A), o.solve); break;
-        case depth_solver::jacobi: result.report = jacobi(A, x, o.solve); break;
-        case depth_solver::sor: result.report = sor(A, x, 1.6, o.solve); break;
+        case depth_solver::pcg_multigrid: return pcg(A, b, x, *M, o.solve);
+        case depth_solver::multigrid: return multigrid_solve(A, b, x, *M, o.solve);
+        case depth_solver::pcg_jacobi: return pcg(A, b, x, jacobi_preconditioner(A), o.solve);
+        case depth_solver::jacobi: return jacobi(A, b, x, o.solve);
+        case depth_solver::sor: return sor(A, b, x, 1.6, o.solve);
+    }
+    return {};
+}
+
+/// The AR system of the guide with the chosen colour kernel and stencil, the
+/// spatial Gaussian applied per stencil direction.
+inline ar_system depth_system(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
+                              const xt::xtensor<double, 2>& alpha, const depth_options& o) {
+    const grid_stencil stencil{g.height, g.width, o.connectivity, o.radius};
+    ar_system A = o.colour == colour_kernel::laplacian
+                      ? ar_system(g, stencil, laplacian_distance(o.sigma_r), xhat, alpha, o.min_weight)
+                      : ar_system(g, stencil, colour_weights(g.height, g.width, g.channels, o.sigma_r), xhat, alpha,
+                                  o.min_weight);
+    if (std::isfinite(o.sigma_s)) {
+        for (std::size_t d = 0; d < A.offsets.size(); ++d) {
+            const double dy = double(A.offsets[d].dy), dx = double(A.offsets[d].dx);
+            const double falloff = std::exp(-(dy * dy + dx * dx) / (2 * o.sigma_s * o.sigma_s));
+            for (double& w : A.weights[d]) w = w == 0 ? 0.0 : std::max(w * falloff, o.min_weight);
+        }
+        A.update_diagonal();
+    }
+    return A;
+}
+
+/// Builds and solves the system for the observed pixels (`observed` 1, else 0)
+/// of `xhat`; `clock` started when the task did.
+inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
+                           const xt::xtensor<double, 2>& observed, const depth_options& o, std::string_view where,
+                           const stopwatch& clock) {
+    const std::size_t n = g.height * g.width;
+    const double fraction = xt::sum(observed)() / double(n);
+    require(fraction > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
+    std::unique_ptr<multigrid> M;
+    depth_result result;
+    std::vector<double> x;
+    if (o.model == depth_model::ar) {
+        const ar_system A = depth_system(g, xhat, xt::xtensor<double, 2>(o.lambda * observed), o);
+        x = normalised_interpolation(A);
+        result.report = solve(A, A.rhs, x, o, M);
+    } else {
+        // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
+        const double eps = o.epsilon_scale * fraction;
+        const ar_system A = depth_system(g, xhat * observed, xt::xtensor<double, 2>(xt::zeros_like(observed) + eps), o);
+        // x0 = the normalised box interpolation of m d.
+        const std::vector<double> mask(observed.begin(), observed.end()), b_mask = [&] {
+            std::vector<double> b(mask);
+            for (double& v : b) v *= eps;
+            return b;
+        }();
+        const xt::xtensor<double, 2> masked = xhat * observed;
+        const std::vector<double> x0 =
+            normalised_interpolation(g.height, g.width, mask, std::vector<double>(masked.begin(), masked.end()));
+        // K(m) first; K(m d) from x0 K(m), exact where the depth is constant.
+        std::vector<double> km(n, fraction), kd(n);
+        const solve_report rm = solve(A, b_mask, km, o, M);
+        for (std::size_t i = 0; i < n; ++i) kd[i] = x0[i] * km[i];
+        const solve_report rd = solve(A, A.rhs, kd, o, M);
+        result.report = {"normalised " + rd.method, rd.iterations + rm.iterations,
+                         std::max(rd.relative_residual, rm.relative_residual), rd.converged && rm.converged,
+                         rd.seconds + rm.seconds};
+        // Where K(m) is tiny (no observation well connected) x0 takes over; delta is far above
+        // the solves' error and far below K(m) near observations (about `fraction`).
+        const double delta = 1e-3 * fraction;
+        x.resize(n);
+        for (std::size_t i = 0; i < n; ++i) x[i] = (kd[i] + delta * x0[i]) / (km[i] + delta);
     }
     result.depth = xt::empty<float>({g.height, g.width});
     for (std::size_t i = 0; i < x.size(); ++i) result.depth.data()[i] = static_cast<float>(x[i]);
@@ -118,15 +210,16 @@ inline void require_same_size(std::string_view where, const xt::xtensor<double, 
 /// [H, W] or [H, W, C]: the AR model with alpha = lambda on the valid pixels.
 /// Throws `std::invalid_argument` when sizes differ or no pixel is valid.
 template <class D, class G>
-depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = {}) {
+depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = {},
+                        std::string_view where = "fill_depth") {
     const detail::stopwatch clock;
-    const auto d = detail::depth_values(depth, "fill_depth");
-    const auto g = detail::to_pixel_rows<double>(guide, "fill_depth", "guide");
-    detail::require_same_size("fill_depth", d, g.height, g.width);
-    xt::xtensor<double, 2> alpha = xt::zeros<double>(d.shape()), xhat = xt::zeros<double>(d.shape());
+    const auto d = detail::depth_values(depth, where);
+    const auto g = detail::to_pixel_rows<double>(guide, where, "guide");
+    detail::require_same_size(where, d, g.height, g.width);
+    xt::xtensor<double, 2> observed = xt::zeros<double>(d.shape()), xhat = xt::zeros<double>(d.shape());
     for (std::size_t i = 0; i < d.size(); ++i)
-        if (detail::valid_depth(d.data()[i])) alpha.data()[i] = o.lambda, xhat.data()[i] = d.data()[i];
-    return detail::refine(g, xhat, alpha, o, clock);
+        if (detail::valid_depth(d.data()[i])) observed.data()[i] = 1, xhat.data()[i] = d.data()[i];
+    return detail::refine(g, xhat, observed, o, where, clock);
 }
 
 /// Denoises `depth` (and fills its holes): `fill_depth` with a weaker data term
@@ -134,7 +227,7 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G
 template <class D, class G>
 depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide,
                            depth_options o = {.lambda = 0.2}) {
-    return fill_depth(depth, guide, o);
+    return fill_depth(depth, guide, o, "denoise_depth");
 }
 
 /// Upsamples `low` [h, w] by `factor` onto the grid of `guide` [H, W(, C)]: pixel
@@ -154,11 +247,11 @@ depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression
                                std::to_string(factor) + " does not fit a " + std::to_string(g.height) + " x " +
                                std::to_string(g.width) + " guide";
                     });
-    xt::xtensor<double, 2> alpha = xt::zeros<double>({g.height, g.width}), xhat = alpha;
+    xt::xtensor<double, 2> observed = xt::zeros<double>({g.height, g.width}), xhat = observed;
     for (std::size_t r = 0; r < h; ++r)
         for (std::size_t c = 0; c < w; ++c)
-            if (detail::valid_depth(d(r, c))) alpha(factor * r, factor * c) = o.lambda, xhat(factor * r, factor * c) = d(r, c);
-    return detail::refine(g, xhat, alpha, o, clock);
+            if (detail::valid_depth(d(r, c))) observed(factor * r, factor * c) = 1, xhat(factor * r, factor * c) = d(r, c);
+    return detail::refine(g, xhat, observed, o, "upsample_depth", clock);
 }
 
 }  // namespace nonlocal

@@ -155,12 +155,16 @@ public:
     /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i).
     std::vector<double> jacobi_step(const std::vector<double>& x) const {
         std::vector<double> y(size());
-        stencil_pass(x.data(), [&](std::size_t i, auto own, auto neighbours) {
+        jacobi_step(rhs.data(), x.data(), y.data());
+        return y;
+    }
+    /// The same sweep on A x = b for another right-hand side b: y_i = (sum_j W_ij x_j + b_i) / (sum_j W_ij + alpha_i).
+    void jacobi_step(const double* b, const double* x, double* y) const {
+        stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) {
             using V = decltype(own);
             const V d = load(diagonal, i, own);
-            store(y.data(), i, pick(d > V(0.0), (neighbours + load(rhs, i, own)) / d, own));
+            store(y, i, pick(d > V(0.0), (neighbours + load(b, i, own)) / d, own));
         });
-        return y;
     }
 
     /// z_out = z + omega D^-1 (r - A z): one damped Jacobi sweep on A z = r, in one pass.

@@ -42,9 +42,13 @@ inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
 inline double norm(const std::vector<double>& a) { return std::sqrt(dot(a, a)); }
 
 /// r = b - A x; returns |r|.
-inline double residual(const ar_system& A, const std::vector<double>& x, std::vector<double>& r) {
-    A.residual(A.rhs.data(), x.data(), r.data());
+inline double residual(const ar_system& A, const std::vector<double>& b, const std::vector<double>& x,
+                       std::vector<double>& r) {
+    A.residual(b.data(), x.data(), r.data());
     return norm(r);
+}
+inline double residual(const ar_system& A, const std::vector<double>& x, std::vector<double>& r) {
+    return residual(A, A.rhs, x, r);
 }
 
 inline void require_size(const ar_system& A, const std::vector<double>& x, std::string_view where) {
@@ -63,22 +67,44 @@ private:
 
 }  // namespace detail
 
-/// Jacobi iterations, each one normalised aggregate of the neighbours plus the data term.
-inline solve_report jacobi(const ar_system& A, std::vector<double>& x, const solve_options& options = {}) {
-    detail::require_size(A, x, "jacobi");
-    const detail::stopwatch clock;
-    solve_report report{"jacobi"};
+namespace detail {
+/// The checks and the loop every iterative solver shares: |b - A x| / |b| before each
+/// iteration, `step(x, r)` (r = b - A x) until the tolerance or the budget is reached.
+template <class Step>
+solve_report iterate(const char* method, const ar_system& A, const std::vector<double>& b, std::vector<double>& x,
+                     const solve_options& options, Step&& step) {
+    require_size(A, x, method);
+    require(b.size() == A.size(), method, [&] {
+        return "b has " + std::to_string(b.size()) + " entries for a system of " + std::to_string(A.size());
+    });
+    const stopwatch clock;
+    solve_report report{method};
     std::vector<double> r(A.size());
-    const double b_norm = detail::norm(A.rhs);
+    const double b_norm = norm(b);
     for (;;) {
-        report.relative_residual = detail::residual(A, x, r) / b_norm;
+        report.relative_residual = residual(A, b, x, r) / b_norm;
         report.converged = report.relative_residual <= options.tolerance;
         if (report.converged || report.iterations == options.max_iterations) break;
-        x = A.jacobi_step(x);
+        step(x, r);
         ++report.iterations;
     }
     report.seconds = clock.seconds();
     return report;
+}
+}  // namespace detail
+
+/// Jacobi iterations on A x = b, each one normalised aggregate of the neighbours
+/// plus the data term (`ar_system::jacobi_step` when b is the system's own).
+inline solve_report jacobi(const ar_system& A, const std::vector<double>& b, std::vector<double>& x,
+                           const solve_options& options = {}) {
+    std::vector<double> next(A.size());
+    return detail::iterate("jacobi", A, b, x, options, [&](std::vector<double>& xk, const std::vector<double>&) {
+        A.jacobi_step(b.data(), xk.data(), next.data());
+        xk.swap(next);
+    });
+}
+inline solve_report jacobi(const ar_system& A, std::vector<double>& x, const solve_options& options = {}) {
+    return jacobi(A, A.rhs, x, options);
 }
 
 /// Successive over-relaxation in (R + 1)^2 colours for a stencil of reach R
@@ -86,35 +112,27 @@ inline solve_report jacobi(const ar_system& A, std::vector<double>& x, const sol
 /// one colour are never neighbours, so each colour updates in place
 /// independently (red-black ordering generalised to wider stencils). omega = 1
 /// is Gauss-Seidel.
-inline solve_report sor(const ar_system& A, std::vector<double>& x, double omega = 1.6,
+inline solve_report sor(const ar_system& A, const std::vector<double>& b, std::vector<double>& x, double omega = 1.6,
                         const solve_options& options = {}) {
-    detail::require_size(A, x, "sor");
     detail::require(omega > 0 && omega < 2, "sor", [&] { return "omega must be in (0, 2), got " + std::to_string(omega); });
-    const detail::stopwatch clock;
-    solve_report report{"sor"};
-    std::vector<double> r(A.size());
-    const double b_norm = detail::norm(A.rhs);
     const std::size_t H = A.height, W = A.width, period = A.reach() + 1;
-    for (;;) {
-        report.relative_residual = detail::residual(A, x, r) / b_norm;
-        report.converged = report.relative_residual <= options.tolerance;
-        if (report.converged || report.iterations == options.max_iterations) break;
+    return detail::iterate("sor", A, b, x, options, [&](std::vector<double>& xk, const std::vector<double>&) {
         for (std::size_t colour = 0; colour < period * period; ++colour)
             for (std::size_t row = colour / period; row < H; row += period)
                 for (std::size_t col = colour % period; col < W; col += period) {
                     const std::size_t i = row * W + col;
-                    double s = A.rhs[i];
+                    double s = b[i];
                     for (std::size_t o = 0; o < A.offsets.size(); ++o) {
                         const std::ptrdiff_t sh = A.shift(o);
-                        if (i + sh < A.size() && A.weights[o][i] != 0) s += A.weights[o][i] * x[i + sh];
-                        if (std::ptrdiff_t(i) - sh >= 0 && A.weights[o][i - sh] != 0) s += A.weights[o][i - sh] * x[i - sh];
+                        if (i + sh < A.size() && A.weights[o][i] != 0) s += A.weights[o][i] * xk[i + sh];
+                        if (std::ptrdiff_t(i) - sh >= 0 && A.weights[o][i - sh] != 0) s += A.weights[o][i - sh] * xk[i - sh];
                     }
-                    if (A.diagonal[i] > 0) x[i] += omega * (s / A.diagonal[i] - x[i]);
+                    if (A.diagonal[i] > 0) xk[i] += omega * (s / A.diagonal[i] - xk[i]);
                 }
-        ++report.iterations;
-    }
-    report.seconds = clock.seconds();
-    return report;
+    });
+}
+inline solve_report sor(const ar_system& A, std::vector<double>& x, double omega = 1.6, const solve_options& options = {}) {
+    return sor(A, A.rhs, x, omega, options);
 }
 
 /// The diagonal (Jacobi) preconditioner: z = D^-1 r.
@@ -273,17 +291,21 @@ private:
     std::vector<double> chol_;
 };
 
-/// Preconditioned conjugate gradients from the given x (a warm start).
+/// Preconditioned conjugate gradients on A x = b from the given x (a warm start).
+/// Solving for several right-hand sides of one system shares its preconditioner.
 template <class Preconditioner>
-solve_report pcg(const ar_system& A, std::vector<double>& x, const Preconditioner& M,
+solve_report pcg(const ar_system& A, const std::vector<double>& b, std::vector<double>& x, const Preconditioner& M,
                  const solve_options& options = {}) {
     detail::require_size(A, x, "pcg");
+    detail::require(b.size() == A.size(), "pcg", [&] {
+        return "b has " + std::to_string(b.size()) + " entries for a system of " + std::to_string(A.size());
+    });
     const detail::stopwatch clock;
     solve_report report{std::string("pcg + ") + Preconditioner::name};
     const std::size_t n = A.size();
     std::vector<double> r(n), z(n), p(n), q(n);
-    const double b_norm = detail::norm(A.rhs);
-    report.relative_residual = detail::residual(A, x, r) / b_norm;
+    const double b_norm = detail::norm(b);
+    report.relative_residual = detail::residual(A, b, x, r) / b_norm;
     M(r, z);
     p = z;
     double rz = detail::dot(r, z);
@@ -303,25 +325,25 @@ solve_report pcg(const ar_system& A, std::vector<double>& x, const Preconditione
     return report;
 }
 
-/// V-cycles alone, from the given x.
+/// Preconditioned conjugate gradients on the system's own A x = b.
+template <class Preconditioner>
+solve_report pcg(const ar_system& A, std::vector<double>& x, const Preconditioner& M, const solve_options& options = {}) {
+    return pcg(A, A.rhs, x, M, options);
+}
+
+/// V-cycles of `M` (a multigrid of A) alone on A x = b, from the given x.
+inline solve_report multigrid_solve(const ar_system& A, const std::vector<double>& b, std::vector<double>& x,
+                                    const multigrid& M, const solve_options& options = {}) {
+    std::vector<double> z(A.size());
+    return detail::iterate("multigrid", A, b, x, options, [&](std::vector<double>& xk, const std::vector<double>& r) {
+        M(r, z);
+        for (std::size_t i = 0; i < xk.size(); ++i) xk[i] += z[i];
+    });
+}
+/// V-cycles alone on the system's own A x = b, from the given x.
 inline solve_report multigrid_solve(const ar_system& A, std::vector<double>& x, const solve_options& options = {}) {
     detail::require_size(A, x, "multigrid_solve");
-    const detail::stopwatch clock;
-    const multigrid M(A);
-    solve_report report{"multigrid"};
-    const std::size_t n = A.size();
-    std::vector<double> r(n), z(n);
-    const double b_norm = detail::norm(A.rhs);
-    for (;;) {
-        report.relative_residual = detail::residual(A, x, r) / b_norm;
-        report.converged = report.relative_residual <= options.tolerance;
-        if (report.converged || report.iterations == options.max_iterations) break;
-        M(r, z);
-        for (std::size_t i = 0; i < n; ++i) x[i] += z[i];
-        ++report.iterations;
-    }
-    report.seconds = clock.seconds();
-    return report;
+    return multigrid_solve(A, A.rhs, x, multigrid(A), options);
 }
 
 }  // namespace nonlocal
