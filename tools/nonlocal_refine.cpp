@@ -1,7 +1,8 @@
 // nonlocal-refine: colour-guided depth refinement with the linear AR model.
 //
 //   nonlocal-refine --guide RGB --depth DEPTH --out OUT [--mode fill|denoise|upsample] [--factor F]
-//                   [--sigma-r S] [--lambda L] [--solver pcg|multigrid|pcg-jacobi|jacobi|sor] [--tol T]
+//                   [--model normalised|ar] [--colour laplacian|gaussian] [--sigma-r S] [--radius R]
+//                   [--lambda L] [--solver pcg|multigrid|pcg-jacobi|jacobi|sor] [--tol T] [--threads N]
 //
 // DEPTH is an 8- or 16-bit PNG or a float32 .npy; 0 (or non-finite) is missing.
 // OUT is written by extension: .png as 16 bit in the input's units, .npy as float32.
@@ -18,7 +19,7 @@
 
 int main(int argc, char** argv) {
     CLI::App app{"Colour-guided depth refinement (linear AR model)"};
-    std::string guide_path, depth_path, out_path, mode = "fill", solver = "pcg";
+    std::string guide_path, depth_path, out_path, mode = "fill", solver = "pcg", model = "normalised", colour = "laplacian";
     std::size_t factor = 1;
     nonlocal::depth_options options;
     app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG or JPEG")->required();
@@ -27,9 +28,19 @@ int main(int argc, char** argv) {
     app.add_option("--mode", mode, "fill, denoise or upsample")->check(CLI::IsMember({"fill", "denoise", "upsample"}))
         ->capture_default_str();
     app.add_option("--factor", factor, "upsampling factor (mode upsample)")->check(CLI::PositiveNumber);
-    app.add_option("--sigma-r", options.sigma_r, "colour Gaussian, in guide units")->check(CLI::PositiveNumber)
+    app.add_option("--model", model, "normalised (K(m d) / K(m)) or ar (the AR model's minimiser)")
+        ->check(CLI::IsMember({"normalised", "ar"}))->capture_default_str();
+    app.add_option("--colour", colour, "colour weight: laplacian exp(-|dI|_1 / s) or gaussian exp(-|dI|^2 / 2 s^2)")
+        ->check(CLI::IsMember({"laplacian", "gaussian"}))->capture_default_str();
+    app.add_option("--sigma-r", options.sigma_r, "colour bandwidth s, in guide units")->check(CLI::PositiveNumber)
         ->capture_default_str();
-    auto* lambda = app.add_option("--lambda", options.lambda, "confidence of the observations")->check(CLI::PositiveNumber);
+    app.add_option("--radius", options.radius, "stencil radius (1: the 8 neighbours)")->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_option("--epsilon-scale", options.epsilon_scale, "normalised model: eps = this x observed fraction")
+        ->check(CLI::PositiveNumber)->capture_default_str();
+    app.add_option("--threads", options.threads, "threads of the solver's passes")->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    auto* lambda = app.add_option("--lambda", options.lambda, "model ar: confidence of the observations")->check(CLI::PositiveNumber);
     app.add_option("--solver", solver, "pcg (multigrid-preconditioned), multigrid, pcg-jacobi, jacobi or sor")
         ->check(CLI::IsMember({"pcg", "multigrid", "pcg-jacobi", "jacobi", "sor"}))->capture_default_str();
     app.add_option("--tol", options.solve.tolerance, "relative residual to reach")->check(CLI::PositiveNumber)
@@ -42,6 +53,8 @@ int main(int argc, char** argv) {
         {"pcg-jacobi", nonlocal::depth_solver::pcg_jacobi}, {"jacobi", nonlocal::depth_solver::jacobi},
         {"sor", nonlocal::depth_solver::sor}};
     options.solver = solvers.at(solver);
+    options.model = model == "ar" ? nonlocal::depth_model::ar : nonlocal::depth_model::normalised;
+    options.colour = colour == "gaussian" ? nonlocal::colour_kernel::gaussian : nonlocal::colour_kernel::laplacian;
     try {
         const auto guide = nonlocal::tools::read_image(guide_path);
         const auto depth_image = nonlocal::tools::read_image(depth_path);

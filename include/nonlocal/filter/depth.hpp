@@ -58,6 +58,7 @@ struct depth_options {
     double lambda = 1.0;                                           ///< ar: alpha on observed pixels
     double min_weight = 1e-3;                                      ///< floor of the edge weights
     depth_solver solver = depth_solver::pcg_multigrid;
+    int threads = 1;                                               ///< of the solver's passes over the pixels
     solve_options solve{1e-4, 500};
 };
 
@@ -130,6 +131,7 @@ inline ar_system depth_system(const pixel_rows<double>& g, const xt::xtensor<dou
                       ? ar_system(g, stencil, laplacian_distance(o.sigma_r), xhat, alpha, o.min_weight)
                       : ar_system(g, stencil, colour_weights(g.height, g.width, g.channels, o.sigma_r), xhat, alpha,
                                   o.min_weight);
+    A.threads = o.threads;
     if (std::isfinite(o.sigma_s)) {
         for (std::size_t d = 0; d < A.offsets.size(); ++d) {
             const double dy = double(A.offsets[d].dy), dx = double(A.offsets[d].dx);
@@ -222,11 +224,13 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G
     return detail::refine(g, xhat, observed, o, where, clock);
 }
 
-/// Denoises `depth` (and fills its holes): `fill_depth` with a weaker data term
-/// (lambda = 0.2 by default), so the colour-guided smoothness averages the noise.
+/// Denoises `depth` (and fills its holes): `fill_depth` with more smoothing by
+/// default (the normalised model's kernel reaching twice as many observations,
+/// epsilon_scale = 0.25; the AR model's data term weaker, lambda = 0.2), so the
+/// colour-guided smoothness averages the noise.
 template <class D, class G>
 depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide,
-                           depth_options o = {.lambda = 0.2}) {
+                           depth_options o = {.epsilon_scale = 0.25, .lambda = 0.2}) {
     return fill_depth(depth, guide, o, "denoise_depth");
 }
 

@@ -29,6 +29,7 @@
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/filter/image.hpp"
 #include "nonlocal/kernel/logit.hpp"
 #include "nonlocal/neighborhood/grid_stencil.hpp"
@@ -53,6 +54,7 @@ public:
     std::vector<double> alpha;                ///< confidence per pixel, 0 outside Omega
     std::vector<double> rhs;                  ///< b = alpha * xhat
     std::vector<double> diagonal;             ///< sum_j W_ij + alpha_i
+    int threads = 1;                          ///< threads of each pass over the pixels (apply, relax, residual, Jacobi)
 
     ar_system() = default;
 
@@ -229,20 +231,25 @@ public:
             }
             finish(i, x[i], acc);
         };
-        const std::size_t first = std::min(reach, n), last = n > reach ? n - reach : first;
-        std::size_t i = 0;
-        for (; i < first; ++i) scalar(i);
-        for (; i + L <= last; i += L) {
-            batch acc(0.0);
-            for (std::size_t o = 0; o < offsets.size(); ++o) {
-                const std::size_t s = std::size_t(shift(o));
-                const double* w = weights[o].data();
-                acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
-                acc = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
+        const std::size_t first = std::min(reach, n), last = std::max(first, n > reach ? n - reach : 0);
+        for (std::size_t i = 0; i < first; ++i) scalar(i);
+        // The interior in `threads` chunks of whole batches: every pixel is computed the same
+        // way whatever the thread count, so the results are too.
+        const std::size_t batches = (last - first) / L, chunks = std::size_t(std::max(threads, 1));
+        detail::parallel_for(chunks, threads, [&](std::size_t t) {
+            const std::size_t end = first + batches * (t + 1) / chunks * L;
+            for (std::size_t i = first + batches * t / chunks * L; i < end; i += L) {
+                batch acc(0.0);
+                for (std::size_t o = 0; o < offsets.size(); ++o) {
+                    const std::size_t s = std::size_t(shift(o));
+                    const double* w = weights[o].data();
+                    acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
+                    acc = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
+                }
+                finish(i, batch::load_unaligned(x + i), acc);
             }
-            finish(i, batch::load_unaligned(x + i), acc);
-        }
-        for (; i < n; ++i) scalar(i);
+        });
+        for (std::size_t i = first + batches * L; i < n; ++i) scalar(i);
     }
 
     /// Element i of an array as a double or as a batch starting at i, matching `like`.

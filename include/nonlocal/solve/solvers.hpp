@@ -184,10 +184,10 @@ private:
         const auto block = [&](std::size_t i) { return (i / f.width / 2) * W + (i % f.width) / 2; };
         std::vector<double> alpha(n, 0.0);
         for (std::size_t i = 0; i < f.size(); ++i) alpha[block(i)] += f.alpha[i];
-        const grid_stencil coarse{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
-        const auto dirs = coarse.forward_offsets();
+        const grid_stencil stencil{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
+        const auto dirs = stencil.forward_offsets();
         // Direction index of a forward (dy, dx), dy in [0, R], dx in [-R, R].
-        const auto R = std::ptrdiff_t(coarse.radius);
+        const auto R = std::ptrdiff_t(stencil.radius);
         std::vector<std::size_t> index(std::size_t((R + 1) * (2 * R + 1)), dirs.size());
         for (std::size_t d = 0; d < dirs.size(); ++d) index[std::size_t(dirs[d].dy * (2 * R + 1) + dirs[d].dx + R)] = d;
         std::vector<std::vector<double>> weights(dirs.size(), std::vector<double>(n, 0.0));
@@ -202,7 +202,9 @@ private:
                 if (dy < 0 || (dy == 0 && dx < 0)) dy = -dy, dx = -dx, from = b;
                 weights[index[std::size_t(dy * (2 * R + 1) + dx + R)]][from] += w;
             }
-        return ar_system(H, W, dirs, std::move(weights), std::move(alpha), std::vector<double>(n, 0.0));
+        ar_system coarse_system(H, W, dirs, std::move(weights), std::move(alpha), std::vector<double>(n, 0.0));
+        coarse_system.threads = f.threads;
+        return coarse_system;
     }
 
     /// Dense Cholesky factor of the coarsest A (positive definite once any alpha > 0;
