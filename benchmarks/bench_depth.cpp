@@ -1,6 +1,8 @@
 // Depth refinement with the AR model, one thread:
-//   depth_upsample/x8: Aloe's ground truth subsampled by 8 and upsampled on the
-//     left image (a generated scene when ../shared/data is absent);
+//   depth_upsample/x:8/ar:0|1/threads:1|2: Aloe's ground truth subsampled by 8 and
+//     upsampled on the left image (a generated scene when ../shared/data is absent)
+//     with the normalised model (ar:0, the default) or the AR model's minimiser,
+//     on one thread or two;
 //   ar_apply: one matrix-free A x on that system, in pixels per second.
 //
 //   build/release/benchmarks/bench_depth
@@ -59,8 +61,10 @@ void depth_upsample(benchmark::State& state) {
     const std::size_t factor = state.range(0);
     const auto low = subsample(aloe().truth, factor);
     std::size_t iterations = 0;
+    const auto model = state.range(1) ? nonlocal::depth_model::ar : nonlocal::depth_model::normalised;
+    const int threads = int(state.range(2));
     for (auto _ : state) {
-        auto out = nonlocal::upsample_depth(low, aloe().guide, factor);
+        auto out = nonlocal::upsample_depth(low, aloe().guide, factor, {.model = model, .threads = threads});
         iterations = out.report.iterations;
         benchmark::DoNotOptimize(out.depth.data());
     }
@@ -68,7 +72,13 @@ void depth_upsample(benchmark::State& state) {
     state.counters["Mpix_per_s"] =
         benchmark::Counter(double(aloe().truth.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(depth_upsample)->ArgName("x")->Arg(8)->Unit(benchmark::kMillisecond);
+BENCHMARK(depth_upsample)
+    ->ArgNames({"x", "ar", "threads"})
+    ->Args({8, 0, 1})
+    ->Args({8, 1, 1})
+    ->Args({8, 0, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void ar_apply(benchmark::State& state) {
     const auto& s = aloe();

@@ -50,7 +50,7 @@ struct result {
     std::string method;
     double rmse = INFINITY, seconds = 0;
 };
-void print(const char* task, const result& r) { std::printf("%-10s %-44s %8.3f %8.3f\n", task, r.method.c_str(), r.rmse, r.seconds); }
+void print(const char* task, const result& r) { std::printf("%-10s %-56s %8.3f %8.3f\n", task, r.method.c_str(), r.rmse, r.seconds); }
 
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
 cv::Mat as_mat(const depth_map& d) { return cv::Mat(int(d.shape(0)), int(d.shape(1)), CV_32F, const_cast<float*>(d.data())).clone(); }
@@ -61,8 +61,7 @@ depth_map from_mat(const cv::Mat& m) {
     return d;
 }
 /// Best of the peers on sparse observations `sparse` (0 = missing) with guide `bgr`.
-std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const cv::Mat& bgr, const depth_map* low,
-                          std::size_t factor) {
+std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const cv::Mat& bgr, const depth_map* low) {
     std::vector<result> out;
     const cv::Mat d = as_mat(sparse);
     cv::Mat mask;
@@ -139,7 +138,7 @@ int main(int argc, char** argv) {
 #else
     std::printf("OpenCV with ximgproc not found: only nonlocal is evaluated\n");
 #endif
-    std::printf("%-10s %-44s %8s %8s\n", "task", "method", "RMSE", "time s");
+    std::printf("%-10s %-56s %8s %8s\n", "task", "method", "RMSE", "time s");
 
     for (std::size_t factor : {4, 8, 16}) {
         const std::size_t lh = (std::size_t(h) + factor - 1) / factor, lw = (std::size_t(w) + factor - 1) / factor;
@@ -147,12 +146,14 @@ int main(int argc, char** argv) {
         for (std::size_t r = 0; r < lh; ++r)
             for (std::size_t cc = 0; cc < lw; ++cc) low(r, cc) = sparse(r * factor, cc * factor) = truth(r * factor, cc * factor);
         const std::string task = "x" + std::to_string(factor);
-        nonlocal::depth_result out;
-        const double t = seconds([&] { out = nonlocal::upsample_depth(low, guide, factor); });
-        print(task.c_str(), {"nonlocal upsample_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it)",
-                             rmse(out.depth, truth), t});
+        for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::ar}) {
+            nonlocal::depth_result out;
+            const double t = seconds([&] { out = nonlocal::upsample_depth(low, guide, factor, {.model = model}); });
+            print(task.c_str(), {"nonlocal upsample_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it)",
+                                 rmse(out.depth, truth), t});
+        }
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-        for (const auto& r : peers(sparse, truth, bgr, &low, factor)) print(task.c_str(), r);
+        for (const auto& r : peers(sparse, truth, bgr, &low)) print(task.c_str(), r);
 #endif
     }
 
@@ -162,14 +163,16 @@ int main(int argc, char** argv) {
     std::bernoulli_distribution dropped(0.3);
     depth_map holes = truth;
     for (auto& d : holes) d = (d > 0 && !dropped(gen)) ? d + noise(gen) : 0.f;
-    nonlocal::depth_result out;
-    const double t = seconds([&] { out = nonlocal::fill_depth(holes, guide); });
-    print("holes", {"nonlocal fill_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it)",
-                    rmse(out.depth, truth), t});
+    for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::ar}) {
+        nonlocal::depth_result out;
+        const double t = seconds([&] { out = nonlocal::fill_depth(holes, guide, {.model = model}); });
+        print("holes", {"nonlocal fill_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it)",
+                        rmse(out.depth, truth), t});
+    }
     nonlocal::depth_result den;
     const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
     print("holes", {"nonlocal denoise_depth", rmse(den.depth, truth), td});
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-    for (const auto& r : peers(holes, truth, bgr, nullptr, 1)) print("holes", r);
+    for (const auto& r : peers(holes, truth, bgr, nullptr)) print("holes", r);
 #endif
 }
