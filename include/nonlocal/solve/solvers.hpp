@@ -168,12 +168,18 @@ public:
             levels_.push_back(owned_.back().get());
         }
         factor_coarsest();
+        for (const ar_system* level : levels_) {
+            work_.emplace_back(level->size());
+            rhs_.emplace_back(level->size());
+            solution_.emplace_back(level->size());
+        }
     }
 
     std::size_t levels() const noexcept { return levels_.size(); }
     static constexpr const char* name = "multigrid";
 
-    /// z = M^-1 r: one V-cycle from z = 0.
+    /// z = M^-1 r: one V-cycle from z = 0. Not reentrant: one cycle at a time per object
+    /// (its buffers are allocated once, with the hierarchy).
     void operator()(const std::vector<double>& r, std::vector<double>& z) const { cycle(0, r, z); }
 
 private:
@@ -266,13 +272,15 @@ private:
 
     void cycle(std::size_t level, const std::vector<double>& r, std::vector<double>& z) const {
         const ar_system& A = *levels_[level];
-        z.assign(A.size(), 0.0);
         if (level + 1 == levels_.size()) return solve_coarsest(r, z);
-        std::vector<double> work(A.size());
+        if (options_.smoothing_steps == 0) z.assign(A.size(), 0.0);
+        else z.resize(A.size());
+        std::vector<double>& work = work_[level];
         smooth(A, r, z, work, true);
         A.residual(r.data(), z.data(), work.data());
         const ar_system& C = *levels_[level + 1];
-        std::vector<double> rc(C.size(), 0.0), zc;
+        std::vector<double>&rc = rhs_[level + 1], &zc = solution_[level + 1];
+        std::fill(rc.begin(), rc.end(), 0.0);
         for (std::size_t row = 0; row < A.height; ++row) {   // restrict: sum the residual over each block
             const double* wr = &work[row * A.width];
             double* cr = &rc[(row / 2) * C.width];
@@ -291,6 +299,8 @@ private:
     std::vector<const ar_system*> levels_;
     std::vector<std::unique_ptr<ar_system>> owned_;
     std::vector<double> chol_;
+    // Per-level buffers of a cycle, allocated once: a multigrid object runs one cycle at a time.
+    mutable std::vector<std::vector<double>> work_, rhs_, solution_;
 };
 
 /// Preconditioned conjugate gradients on A x = b from the given x (a warm start).
@@ -315,9 +325,10 @@ solve_report pcg(const ar_system& A, const std::vector<double>& b, std::vector<d
            report.iterations < options.max_iterations) {
         A.apply(p.data(), q.data());
         const double step = rz / detail::dot(p, q);
-        for (std::size_t i = 0; i < n; ++i) x[i] += step * p[i], r[i] -= step * q[i];
+        double rr = 0;   // |r|^2 in the same pass as the update
+        for (std::size_t i = 0; i < n; ++i) x[i] += step * p[i], r[i] -= step * q[i], rr += r[i] * r[i];
         ++report.iterations;
-        report.relative_residual = detail::norm(r) / b_norm;
+        report.relative_residual = std::sqrt(rr) / b_norm;
         M(r, z);
         const double rz_next = detail::dot(r, z);
         for (std::size_t i = 0; i < n; ++i) p[i] = z[i] + rz_next / rz * p[i];
