@@ -2,8 +2,8 @@
 //   depth_upsample/x:8/ar:0|1/threads:1|2: Aloe's ground truth subsampled by 8 and
 //     upsampled on the left image (a generated scene when ../shared/data is absent)
 //     with the normalised model (ar:0, the default) or the AR model's minimiser,
-//     on one thread or two;
-//   ar_apply: one matrix-free A x on that system, in pixels per second.
+//     on one thread or two, solved in double or in float;
+//   ar_apply<double|float>: one matrix-free A x on that system, in pixels per second.
 //
 //   build/release/benchmarks/bench_depth
 #define STB_IMAGE_IMPLEMENTATION
@@ -63,8 +63,10 @@ void depth_upsample(benchmark::State& state) {
     std::size_t iterations = 0;
     const auto model = state.range(1) ? nonlocal::depth_model::ar : nonlocal::depth_model::normalised;
     const int threads = int(state.range(2));
+    const bool single = state.range(3) != 0;
     for (auto _ : state) {
-        auto out = nonlocal::upsample_depth(low, aloe().guide, factor, {.model = model, .threads = threads});
+        auto out = nonlocal::upsample_depth(low, aloe().guide, factor,
+                                            {.model = model, .threads = threads, .single_precision = single});
         iterations = out.report.iterations;
         benchmark::DoNotOptimize(out.depth.data());
     }
@@ -73,27 +75,31 @@ void depth_upsample(benchmark::State& state) {
         benchmark::Counter(double(aloe().truth.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(depth_upsample)
-    ->ArgNames({"x", "ar", "threads"})
-    ->Args({8, 0, 1})
-    ->Args({8, 1, 1})
-    ->Args({8, 0, 2})
+    ->ArgNames({"x", "ar", "threads", "float"})
+    ->Args({8, 0, 1, 0})
+    ->Args({8, 0, 1, 1})
+    ->Args({8, 1, 1, 0})
+    ->Args({8, 1, 1, 1})
+    ->Args({8, 0, 2, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+template <class T>
 void ar_apply(benchmark::State& state) {
     const auto& s = aloe();
     const std::size_t H = s.truth.shape(0), W = s.truth.shape(1);
     const xt::xtensor<double, 2> alpha = xt::cast<double>(s.truth > 0.f);
-    const nonlocal::ar_system A(s.guide, nonlocal::grid_stencil{H, W, int(state.range(0))},
-                                nonlocal::colour_weights(H, W, 3, 3.0), s.truth, alpha, 1e-3);
-    std::vector<double> x(A.size(), 1.0), y(A.size());
+    const nonlocal::ar_system<T> A(s.guide, nonlocal::grid_stencil{H, W, int(state.range(0))},
+                                   nonlocal::colour_weights(H, W, 3, 3.0), s.truth, alpha, 1e-3);
+    std::vector<T> x(A.size(), T(1)), y(A.size());
     for (auto _ : state) {
         A.apply(x.data(), y.data());
         benchmark::DoNotOptimize(y.data());
     }
     state.counters["Mpix_per_s"] = benchmark::Counter(double(A.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(ar_apply)->ArgName("connectivity")->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
+BENCHMARK(ar_apply<double>)->ArgName("connectivity")->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
+BENCHMARK(ar_apply<float>)->ArgName("connectivity")->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

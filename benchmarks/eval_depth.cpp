@@ -146,12 +146,15 @@ int main(int argc, char** argv) {
         for (std::size_t r = 0; r < lh; ++r)
             for (std::size_t cc = 0; cc < lw; ++cc) low(r, cc) = sparse(r * factor, cc * factor) = truth(r * factor, cc * factor);
         const std::string task = "x" + std::to_string(factor);
-        for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::ar}) {
-            nonlocal::depth_result out;
-            const double t = seconds([&] { out = nonlocal::upsample_depth(low, guide, factor, {.model = model}); });
-            print(task.c_str(), {"nonlocal upsample_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it)",
-                                 rmse(out.depth, truth), t});
-        }
+        for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::ar})
+            for (bool single : {false, true}) {
+                nonlocal::depth_result out;
+                const double t = seconds(
+                    [&] { out = nonlocal::upsample_depth(low, guide, factor, {.model = model, .single_precision = single}); });
+                print(task.c_str(), {"nonlocal upsample_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) +
+                                         " it" + (single ? ", float)" : ")"),
+                                     rmse(out.depth, truth), t});
+            }
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
         for (const auto& r : peers(sparse, truth, bgr, &low)) print(task.c_str(), r);
 #endif
@@ -163,12 +166,14 @@ int main(int argc, char** argv) {
     std::bernoulli_distribution dropped(0.3);
     depth_map holes = truth;
     for (auto& d : holes) d = (d > 0 && !dropped(gen)) ? d + noise(gen) : 0.f;
-    for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::ar}) {
-        nonlocal::depth_result out;
-        const double t = seconds([&] { out = nonlocal::fill_depth(holes, guide, {.model = model}); });
-        print("holes", {"nonlocal fill_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it)",
-                        rmse(out.depth, truth), t});
-    }
+    for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::ar})
+        for (bool single : {false, true}) {
+            nonlocal::depth_result out;
+            const double t = seconds([&] { out = nonlocal::fill_depth(holes, guide, {.model = model, .single_precision = single}); });
+            print("holes", {"nonlocal fill_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it" +
+                                (single ? ", float)" : ")"),
+                            rmse(out.depth, truth), t});
+        }
     nonlocal::depth_result den;
     const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
     print("holes", {"nonlocal denoise_depth", rmse(den.depth, truth), td});

@@ -2,7 +2,7 @@
 //
 //   nonlocal-refine --guide RGB --depth DEPTH --out OUT [--mode fill|denoise|upsample] [--factor F]
 //                   [--model normalised|ar] [--colour laplacian|gaussian] [--sigma-r S] [--radius R]
-//                   [--lambda L] [--solver pcg|multigrid|pcg-jacobi|jacobi|sor] [--tol T] [--threads N]
+//                   [--lambda L] [--solver pcg|multigrid|pcg-jacobi|jacobi|sor] [--tol T] [--threads N] [--double]
 //
 // DEPTH is an 8- or 16-bit PNG or a float32 .npy; 0 (or non-finite) is missing.
 // OUT is written by extension: .png as 16 bit in the input's units, .npy as float32.
@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber)->capture_default_str();
     app.add_option("--threads", options.threads, "threads of the solver's passes")->check(CLI::PositiveNumber)
         ->capture_default_str();
+    bool double_precision = false;
+    app.add_flag("--double", double_precision, "solve in double precision (default: float)");
     auto* lambda = app.add_option("--lambda", options.lambda, "model ar: confidence of the observations")->check(CLI::PositiveNumber);
     app.add_option("--solver", solver, "pcg (multigrid-preconditioned), multigrid, pcg-jacobi, jacobi or sor")
         ->check(CLI::IsMember({"pcg", "multigrid", "pcg-jacobi", "jacobi", "sor"}))->capture_default_str();
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
         {"pcg-jacobi", nonlocal::depth_solver::pcg_jacobi}, {"jacobi", nonlocal::depth_solver::jacobi},
         {"sor", nonlocal::depth_solver::sor}};
     options.solver = solvers.at(solver);
+    options.single_precision = !double_precision;
     options.model = model == "ar" ? nonlocal::depth_model::ar : nonlocal::depth_model::normalised;
     options.colour = colour == "gaussian" ? nonlocal::colour_kernel::gaussian : nonlocal::colour_kernel::laplacian;
     try {

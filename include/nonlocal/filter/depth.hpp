@@ -59,6 +59,7 @@ struct depth_options {
     double min_weight = 1e-3;                                      ///< floor of the edge weights
     depth_solver solver = depth_solver::pcg_multigrid;
     int threads = 1;                                               ///< of the solver's passes over the pixels
+    bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
     solve_options solve{1e-4, 500};
 };
 
@@ -77,8 +78,9 @@ inline bool valid_depth(double d) { return std::isfinite(d) && d > 0; }
 /// x0 = box(alpha xhat) / box(alpha), the box growing until it covers an observation:
 /// a cheap normalised interpolation from integral images, of `alpha` and
 /// `rhs` = alpha xhat on an H x W grid.
-inline std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const std::vector<double>& alpha,
-                                                    const std::vector<double>& rhs) {
+template <class T>
+std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const std::vector<T>& alpha,
+                                             const std::vector<T>& rhs) {
     std::vector<double> sw((H + 1) * (W + 1), 0.0), swx((H + 1) * (W + 1), 0.0);
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 0; c < W; ++c) {
@@ -103,15 +105,17 @@ inline std::vector<double> normalised_interpolation(std::size_t H, std::size_t W
             }
     return x;
 }
-inline std::vector<double> normalised_interpolation(const ar_system& A) {
+template <class T>
+std::vector<double> normalised_interpolation(const ar_system<T>& A) {
     return normalised_interpolation(A.height, A.width, A.alpha, A.rhs);
 }
 
 /// Solves A x = b from x with the chosen solver (`M`: a multigrid of A, built when needed).
-inline solve_report solve(const ar_system& A, const std::vector<double>& b, std::vector<double>& x,
-                          const depth_options& o, std::unique_ptr<multigrid>& M) {
+template <class T>
+solve_report solve(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x, const depth_options& o,
+                   std::unique_ptr<multigrid<T>>& M) {
     if ((o.solver == depth_solver::pcg_multigrid || o.solver == depth_solver::multigrid) && !M)
-        M = std::make_unique<multigrid>(A);
+        M = std::make_unique<multigrid<T>>(A);
     switch (o.solver) {
         case depth_solver::pcg_multigrid: return pcg(A, b, x, *M, o.solve);
         case depth_solver::multigrid: return multigrid_solve(A, b, x, *M, o.solve);
@@ -124,19 +128,20 @@ inline solve_report solve(const ar_system& A, const std::vector<double>& b, std:
 
 /// The AR system of the guide with the chosen colour kernel and stencil, the
 /// spatial Gaussian applied per stencil direction.
-inline ar_system depth_system(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
-                              const xt::xtensor<double, 2>& alpha, const depth_options& o) {
+template <class T>
+ar_system<T> depth_system(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
+                          const xt::xtensor<double, 2>& alpha, const depth_options& o) {
     const grid_stencil stencil{g.height, g.width, o.connectivity, o.radius};
-    ar_system A = o.colour == colour_kernel::laplacian
-                      ? ar_system(g, stencil, laplacian_distance(o.sigma_r), xhat, alpha, o.min_weight)
-                      : ar_system(g, stencil, colour_weights(g.height, g.width, g.channels, o.sigma_r), xhat, alpha,
-                                  o.min_weight);
+    ar_system<T> A = o.colour == colour_kernel::laplacian
+                         ? ar_system<T>(g, stencil, laplacian_distance(o.sigma_r), xhat, alpha, o.min_weight)
+                         : ar_system<T>(g, stencil, colour_weights(g.height, g.width, g.channels, o.sigma_r), xhat,
+                                        alpha, o.min_weight);
     A.threads = o.threads;
     if (std::isfinite(o.sigma_s)) {
         for (std::size_t d = 0; d < A.offsets.size(); ++d) {
             const double dy = double(A.offsets[d].dy), dx = double(A.offsets[d].dx);
             const double falloff = std::exp(-(dy * dy + dx * dx) / (2 * o.sigma_s * o.sigma_s));
-            for (double& w : A.weights[d]) w = w == 0 ? 0.0 : std::max(w * falloff, o.min_weight);
+            for (T& w : A.weights[d]) w = w == 0 ? T(0) : T(std::max(double(w) * falloff, o.min_weight));
         }
         A.update_diagonal();
     }
@@ -144,37 +149,37 @@ inline ar_system depth_system(const pixel_rows<double>& g, const xt::xtensor<dou
 }
 
 /// Builds and solves the system for the observed pixels (`observed` 1, else 0)
-/// of `xhat`; `clock` started when the task did.
-inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
-                           const xt::xtensor<double, 2>& observed, const depth_options& o, std::string_view where,
-                           const stopwatch& clock) {
+/// of `xhat` in precision T; `clock` started when the task did.
+template <class T>
+depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
+                    const xt::xtensor<double, 2>& observed, const depth_options& o, const stopwatch& clock) {
     const std::size_t n = g.height * g.width;
     const double fraction = xt::sum(observed)() / double(n);
-    require(fraction > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
-    std::unique_ptr<multigrid> M;
+    std::unique_ptr<multigrid<T>> M;
     depth_result result;
     std::vector<double> x;
     if (o.model == depth_model::ar) {
-        const ar_system A = depth_system(g, xhat, xt::xtensor<double, 2>(o.lambda * observed), o);
-        x = normalised_interpolation(A);
-        result.report = solve(A, A.rhs, x, o, M);
+        const ar_system<T> A = depth_system<T>(g, xhat, xt::xtensor<double, 2>(o.lambda * observed), o);
+        const std::vector<double> x0 = normalised_interpolation(A);
+        std::vector<T> xt(x0.begin(), x0.end());
+        result.report = solve(A, A.rhs, xt, o, M);
+        x.assign(xt.begin(), xt.end());
     } else {
         // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
         const double eps = o.epsilon_scale * fraction;
-        const ar_system A = depth_system(g, xhat * observed, xt::xtensor<double, 2>(xt::zeros_like(observed) + eps), o);
+        const ar_system<T> A =
+            depth_system<T>(g, xhat * observed, xt::xtensor<double, 2>(xt::zeros_like(observed) + eps), o);
+        const std::vector<double> mask(observed.begin(), observed.end());
+        std::vector<T> b_mask(n);
+        for (std::size_t i = 0; i < n; ++i) b_mask[i] = T(eps * mask[i]);
         // x0 = the normalised box interpolation of m d.
-        const std::vector<double> mask(observed.begin(), observed.end()), b_mask = [&] {
-            std::vector<double> b(mask);
-            for (double& v : b) v *= eps;
-            return b;
-        }();
         const xt::xtensor<double, 2> masked = xhat * observed;
         const std::vector<double> x0 =
             normalised_interpolation(g.height, g.width, mask, std::vector<double>(masked.begin(), masked.end()));
         // K(m) first; K(m d) from x0 K(m), exact where the depth is constant.
-        std::vector<double> km(n, fraction), kd(n);
+        std::vector<T> km(n, T(fraction)), kd(n);
         const solve_report rm = solve(A, b_mask, km, o, M);
-        for (std::size_t i = 0; i < n; ++i) kd[i] = x0[i] * km[i];
+        for (std::size_t i = 0; i < n; ++i) kd[i] = T(x0[i] * km[i]);
         const solve_report rd = solve(A, A.rhs, kd, o, M);
         result.report = {"normalised " + rd.method, rd.iterations + rm.iterations,
                          std::max(rd.relative_residual, rm.relative_residual), rd.converged && rm.converged,
@@ -189,6 +194,13 @@ inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double
     for (std::size_t i = 0; i < x.size(); ++i) result.depth.data()[i] = static_cast<float>(x[i]);
     result.seconds = clock.seconds();
     return result;
+}
+
+inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
+                           const xt::xtensor<double, 2>& observed, const depth_options& o, std::string_view where,
+                           const stopwatch& clock) {
+    require(xt::sum(observed)() > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
+    return o.single_precision ? refine<float>(g, xhat, observed, o, clock) : refine<double>(g, xhat, observed, o, clock);
 }
 
 template <class D>

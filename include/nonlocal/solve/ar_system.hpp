@@ -45,22 +45,27 @@ struct csr_matrix {
     std::vector<double> values;
 };
 
-/// The AR system A x = b on a grid.
+/// The AR system A x = b on a grid, its weights, data term and the vectors its
+/// passes read and write in precision T (double by default; float halves the
+/// memory traffic of the solvers, which are bound by it).
+template <class T = double>
 class ar_system {
 public:
+    using value_type = T;
+
     std::size_t height = 0, width = 0;
     std::vector<stencil_offset> offsets;      ///< forward stencil directions
-    std::vector<std::vector<double>> weights; ///< W for each direction, per pixel (0 where the neighbour is outside)
-    std::vector<double> alpha;                ///< confidence per pixel, 0 outside Omega
-    std::vector<double> rhs;                  ///< b = alpha * xhat
-    std::vector<double> diagonal;             ///< sum_j W_ij + alpha_i
+    std::vector<std::vector<T>> weights;      ///< W for each direction, per pixel (0 where the neighbour is outside)
+    std::vector<T> alpha;                     ///< confidence per pixel, 0 outside Omega
+    std::vector<T> rhs;                       ///< b = alpha * xhat
+    std::vector<T> diagonal;                  ///< sum_j W_ij + alpha_i
     int threads = 1;                          ///< threads of each pass over the pixels (apply, relax, residual, Jacobi)
 
     ar_system() = default;
 
     /// The system from edge weights already computed (used for coarse grids).
-    ar_system(std::size_t h, std::size_t w, std::vector<stencil_offset> dirs, std::vector<std::vector<double>> wts,
-              std::vector<double> a, std::vector<double> b)
+    ar_system(std::size_t h, std::size_t w, std::vector<stencil_offset> dirs, std::vector<std::vector<T>> wts,
+              std::vector<T> a, std::vector<T> b)
         : height(h), width(w), offsets(std::move(dirs)), weights(std::move(wts)), alpha(std::move(a)),
           rhs(std::move(b)) {
         update_diagonal();
@@ -95,18 +100,20 @@ public:
                    " must have the same size";
         });
         const std::size_t n = height * width;
-        alpha.assign(a.begin(), a.end());
-        rhs.assign(n, 0.0);
+        alpha.assign(n, T(0));
+        rhs.assign(n, T(0));
         bool observed = false;
         for (std::size_t i = 0; i < n; ++i) {
-            detail::require(std::isfinite(alpha[i]) && alpha[i] >= 0, "ar_system", [&] {
-                return "alpha must be finite and >= 0, got " + std::to_string(alpha[i]) + " at pixel " + std::to_string(i);
+            const double ai = a.data()[i];
+            detail::require(std::isfinite(ai) && ai >= 0, "ar_system", [&] {
+                return "alpha must be finite and >= 0, got " + std::to_string(ai) + " at pixel " + std::to_string(i);
             });
-            if (alpha[i] > 0) {
+            if (ai > 0) {
                 detail::require(std::isfinite(x.data()[i]), "ar_system", [&] {
                     return "xhat is not finite at observed pixel " + std::to_string(i);
                 });
-                rhs[i] = alpha[i] * x.data()[i];
+                alpha[i] = T(ai);
+                rhs[i] = T(ai * x.data()[i]);
                 observed = true;
             }
         }
@@ -120,14 +127,14 @@ public:
         const auto edge = [&](std::size_t i, std::size_t j) {
             return S::kernel::apply(nonlocal::detail::logit(sim, (*f).row(i), (*f).row(j), i, j));
         };
-        weights.assign(offsets.size(), std::vector<double>(n, 0.0));
+        weights.assign(offsets.size(), std::vector<T>(n, T(0)));
         for (std::size_t o = 0; o < offsets.size(); ++o)
             for (std::size_t r = 0; r < height; ++r)
                 for (std::size_t c = 0; c < width; ++c) {
                     const std::ptrdiff_t rr = std::ptrdiff_t(r) + offsets[o].dy, cc = std::ptrdiff_t(c) + offsets[o].dx;
                     if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(height) || cc >= std::ptrdiff_t(width)) continue;
                     const std::size_t i = r * width + c, j = std::size_t(rr) * width + std::size_t(cc);
-                    weights[o][i] = std::max(edge(i, j) + edge(j, i), min_weight);
+                    weights[o][i] = T(std::max(edge(i, j) + edge(j, i), min_weight));
                 }
         update_diagonal();
     }
@@ -145,42 +152,42 @@ public:
     std::ptrdiff_t shift(std::size_t o) const noexcept { return offsets[o].dy * std::ptrdiff_t(width) + offsets[o].dx; }
 
     /// y = A x.
-    void apply(const double* x, double* y) const {
+    void apply(const T* x, T* y) const {
         stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) { store(y, i, own * load(diagonal, i, own) - neighbours); });
     }
-    std::vector<double> apply(const std::vector<double>& x) const {
-        std::vector<double> y(size());
+    std::vector<T> apply(const std::vector<T>& x) const {
+        std::vector<T> y(size());
         apply(x.data(), y.data());
         return y;
     }
 
     /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i).
-    std::vector<double> jacobi_step(const std::vector<double>& x) const {
-        std::vector<double> y(size());
+    std::vector<T> jacobi_step(const std::vector<T>& x) const {
+        std::vector<T> y(size());
         jacobi_step(rhs.data(), x.data(), y.data());
         return y;
     }
     /// The same sweep on A x = b for another right-hand side b: y_i = (sum_j W_ij x_j + b_i) / (sum_j W_ij + alpha_i).
-    void jacobi_step(const double* b, const double* x, double* y) const {
+    void jacobi_step(const T* b, const T* x, T* y) const {
         stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) {
             using V = decltype(own);
             const V d = load(diagonal, i, own);
-            store(y, i, pick(d > V(0.0), (neighbours + load(b, i, own)) / d, own));
+            store(y, i, pick(d > V(T(0)), (neighbours + load(b, i, own)) / d, own));
         });
     }
 
     /// z_out = z + omega D^-1 (r - A z): one damped Jacobi sweep on A z = r, in one pass.
-    void relax(const double* r, const double* z, double* z_out, double omega) const {
+    void relax(const T* r, const T* z, T* z_out, double omega) const {
         stencil_pass(z, [&](std::size_t i, auto own, auto neighbours) {
             using V = decltype(own);
             const V d = load(diagonal, i, own);
             const V residual = load(r, i, own) - (d * own - neighbours);
-            store(z_out, i, pick(d > V(0.0), own + V(omega) * residual / d, own));
+            store(z_out, i, pick(d > V(T(0)), own + V(T(omega)) * residual / d, own));
         });
     }
 
     /// out = r - A z, in one pass.
-    void residual(const double* r, const double* z, double* out) const {
+    void residual(const T* r, const T* z, T* out) const {
         stencil_pass(z, [&](std::size_t i, auto own, auto neighbours) {
             store(out, i, load(r, i, own) - (own * load(diagonal, i, own) - neighbours));
         });
@@ -190,13 +197,13 @@ public:
     csr_matrix assemble() const {
         const std::size_t n = size();
         std::vector<std::vector<std::pair<std::size_t, double>>> rows(n);
-        for (std::size_t i = 0; i < n; ++i) rows[i].push_back({i, diagonal[i]});
+        for (std::size_t i = 0; i < n; ++i) rows[i].push_back({i, double(diagonal[i])});
         for (std::size_t o = 0; o < offsets.size(); ++o) {
             const std::size_t s = std::size_t(shift(o));
             for (std::size_t i = 0; i + s < n; ++i)
                 if (weights[o][i] != 0) {
-                    rows[i].push_back({i + s, -weights[o][i]});
-                    rows[i + s].push_back({i, -weights[o][i]});
+                    rows[i].push_back({i + s, -double(weights[o][i])});
+                    rows[i + s].push_back({i, -double(weights[o][i])});
                 }
         }
         csr_matrix m;
@@ -211,19 +218,19 @@ public:
 
     /// Calls finish(i, x_i, sum_j W_ij x_j) for every pixel i, the last two as SIMD
     /// batches of the pixels i, i + 1, ... in the interior (where every neighbour
-    /// index lies inside the image's flat range) and as doubles at the ends. One
+    /// index lies inside the image's flat range) and as scalars at the ends. One
     /// pass: each pixel reads its neighbours' x and the weights of its edges (W_d[i]
     /// to i + s_d, W_d[i - s_d] from i - s_d), so the weights, x and the outputs
     /// stream through memory once.
     template <class Finish>
-    void stencil_pass(const double* x, Finish&& finish) const {
-        using batch = xsimd::batch<double>;
+    void stencil_pass(const T* x, Finish&& finish) const {
+        using batch = xsimd::batch<T>;
         constexpr std::size_t L = batch::size;
         const std::size_t n = size();
         std::size_t reach = 0;
         for (std::size_t o = 0; o < offsets.size(); ++o) reach = std::max(reach, std::size_t(shift(o)));
         const auto scalar = [&](std::size_t i) {
-            double acc = 0;
+            T acc = 0;
             for (std::size_t o = 0; o < offsets.size(); ++o) {
                 const std::size_t s = std::size_t(shift(o));
                 if (i + s < n) acc += weights[o][i] * x[i + s];
@@ -239,10 +246,10 @@ public:
         detail::parallel_for(chunks, threads, [&](std::size_t t) {
             const std::size_t end = first + batches * (t + 1) / chunks * L;
             for (std::size_t i = first + batches * t / chunks * L; i < end; i += L) {
-                batch acc(0.0);
+                batch acc(T(0));
                 for (std::size_t o = 0; o < offsets.size(); ++o) {
                     const std::size_t s = std::size_t(shift(o));
-                    const double* w = weights[o].data();
+                    const T* w = weights[o].data();
                     acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
                     acc = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
                 }
@@ -252,23 +259,23 @@ public:
         for (std::size_t i = first + batches * L; i < n; ++i) scalar(i);
     }
 
-    /// Element i of an array as a double or as a batch starting at i, matching `like`.
+    /// Element i of an array as a scalar or as a batch starting at i, matching `like`.
     template <class V, class A>
     static V load(const A& a, std::size_t i, V like) {
         (void)like;
-        const double* p = &a[i];
-        if constexpr (std::is_same_v<V, double>) return *p;
+        const T* p = &a[i];
+        if constexpr (std::is_arithmetic_v<V>) return *p;
         else return V::load_unaligned(p);
     }
     /// cond ? a : b, lane by lane for batches.
     template <class C, class V>
     static V pick(C cond, V a, V b) {
-        if constexpr (std::is_same_v<V, double>) return cond ? a : b;
+        if constexpr (std::is_arithmetic_v<V>) return cond ? a : b;
         else return xsimd::select(cond, a, b);
     }
     template <class V>
-    static void store(double* p, std::size_t i, V v) {
-        if constexpr (std::is_same_v<V, double>) p[i] = v;
+    static void store(T* p, std::size_t i, V v) {
+        if constexpr (std::is_arithmetic_v<V>) p[i] = v;
         else v.store_unaligned(p + i);
     }
 

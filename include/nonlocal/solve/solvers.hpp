@@ -36,22 +36,42 @@ struct solve_report {
 
 namespace detail {
 
-inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
-    return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+/// Inner products accumulate in double whatever the precision of the vectors, in
+/// 8 independent partial sums: one chain of dependent additions would cost an add
+/// latency (4 cycles) per element; 8 lanes of partial sums vectorise and overlap.
+template <class T>
+double dot(const T* a, const T* b, std::size_t n) {
+    constexpr std::size_t lanes = 8;
+    double partial[lanes] = {};
+    std::size_t i = 0;
+    for (; i + lanes <= n; i += lanes)
+        for (std::size_t k = 0; k < lanes; ++k) partial[k] += double(a[i + k]) * double(b[i + k]);
+    double sum = 0;
+    for (; i < n; ++i) sum += double(a[i]) * double(b[i]);
+    for (double p : partial) sum += p;
+    return sum;
 }
-inline double norm(const std::vector<double>& a) { return std::sqrt(dot(a, a)); }
+template <class T>
+double dot(const std::vector<T>& a, const std::vector<T>& b) {
+    return dot(a.data(), b.data(), a.size());
+}
+template <class T>
+double norm(const std::vector<T>& a) { return std::sqrt(dot(a, a)); }
 
 /// r = b - A x; returns |r|.
-inline double residual(const ar_system& A, const std::vector<double>& b, const std::vector<double>& x,
-                       std::vector<double>& r) {
+template <class T>
+double residual(const ar_system<T>& A, const std::vector<T>& b, const std::vector<T>& x,
+                       std::vector<T>& r) {
     A.residual(b.data(), x.data(), r.data());
     return norm(r);
 }
-inline double residual(const ar_system& A, const std::vector<double>& x, std::vector<double>& r) {
+template <class T>
+double residual(const ar_system<T>& A, const std::vector<T>& x, std::vector<T>& r) {
     return residual(A, A.rhs, x, r);
 }
 
-inline void require_size(const ar_system& A, const std::vector<double>& x, std::string_view where) {
+template <class T>
+void require_size(const ar_system<T>& A, const std::vector<T>& x, std::string_view where) {
     require(x.size() == A.size(), where, [&] {
         return "x has " + std::to_string(x.size()) + " entries for a system of " + std::to_string(A.size());
     });
@@ -70,8 +90,8 @@ private:
 namespace detail {
 /// The checks and the loop every iterative solver shares: |b - A x| / |b| before each
 /// iteration, `step(x, r)` (r = b - A x) until the tolerance or the budget is reached.
-template <class Step>
-solve_report iterate(const char* method, const ar_system& A, const std::vector<double>& b, std::vector<double>& x,
+template <class T, class Step>
+solve_report iterate(const char* method, const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x,
                      const solve_options& options, Step&& step) {
     require_size(A, x, method);
     require(b.size() == A.size(), method, [&] {
@@ -79,7 +99,7 @@ solve_report iterate(const char* method, const ar_system& A, const std::vector<d
     });
     const stopwatch clock;
     solve_report report{method};
-    std::vector<double> r(A.size());
+    std::vector<T> r(A.size());
     const double b_norm = norm(b);
     for (;;) {
         report.relative_residual = residual(A, b, x, r) / b_norm;
@@ -95,15 +115,17 @@ solve_report iterate(const char* method, const ar_system& A, const std::vector<d
 
 /// Jacobi iterations on A x = b, each one normalised aggregate of the neighbours
 /// plus the data term (`ar_system::jacobi_step` when b is the system's own).
-inline solve_report jacobi(const ar_system& A, const std::vector<double>& b, std::vector<double>& x,
+template <class T>
+solve_report jacobi(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x,
                            const solve_options& options = {}) {
-    std::vector<double> next(A.size());
-    return detail::iterate("jacobi", A, b, x, options, [&](std::vector<double>& xk, const std::vector<double>&) {
+    std::vector<T> next(A.size());
+    return detail::iterate("jacobi", A, b, x, options, [&](std::vector<T>& xk, const std::vector<T>&) {
         A.jacobi_step(b.data(), xk.data(), next.data());
         xk.swap(next);
     });
 }
-inline solve_report jacobi(const ar_system& A, std::vector<double>& x, const solve_options& options = {}) {
+template <class T>
+solve_report jacobi(const ar_system<T>& A, std::vector<T>& x, const solve_options& options = {}) {
     return jacobi(A, A.rhs, x, options);
 }
 
@@ -112,11 +134,12 @@ inline solve_report jacobi(const ar_system& A, std::vector<double>& x, const sol
 /// one colour are never neighbours, so each colour updates in place
 /// independently (red-black ordering generalised to wider stencils). omega = 1
 /// is Gauss-Seidel.
-inline solve_report sor(const ar_system& A, const std::vector<double>& b, std::vector<double>& x, double omega = 1.6,
+template <class T>
+solve_report sor(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x, double omega = 1.6,
                         const solve_options& options = {}) {
     detail::require(omega > 0 && omega < 2, "sor", [&] { return "omega must be in (0, 2), got " + std::to_string(omega); });
     const std::size_t H = A.height, W = A.width, period = A.reach() + 1;
-    return detail::iterate("sor", A, b, x, options, [&](std::vector<double>& xk, const std::vector<double>&) {
+    return detail::iterate("sor", A, b, x, options, [&](std::vector<T>& xk, const std::vector<T>&) {
         for (std::size_t colour = 0; colour < period * period; ++colour)
             for (std::size_t row = colour / period; row < H; row += period)
                 for (std::size_t col = colour % period; col < W; col += period) {
@@ -131,15 +154,17 @@ inline solve_report sor(const ar_system& A, const std::vector<double>& b, std::v
                 }
     });
 }
-inline solve_report sor(const ar_system& A, std::vector<double>& x, double omega = 1.6, const solve_options& options = {}) {
+template <class T>
+solve_report sor(const ar_system<T>& A, std::vector<T>& x, double omega = 1.6, const solve_options& options = {}) {
     return sor(A, A.rhs, x, omega, options);
 }
 
 /// The diagonal (Jacobi) preconditioner: z = D^-1 r.
+template <class T = double>
 struct jacobi_preconditioner {
-    const ar_system* A;
-    explicit jacobi_preconditioner(const ar_system& system) : A(&system) {}
-    void operator()(const std::vector<double>& r, std::vector<double>& z) const {
+    const ar_system<T>* A;
+    explicit jacobi_preconditioner(const ar_system<T>& system) : A(&system) {}
+    void operator()(const std::vector<T>& r, std::vector<T>& z) const {
         for (std::size_t i = 0; i < r.size(); ++i) z[i] = A->diagonal[i] > 0 ? r[i] / A->diagonal[i] : r[i];
     }
     static constexpr const char* name = "jacobi";
@@ -159,16 +184,17 @@ struct multigrid_options {
     double correction_scale = 1.0;     ///< over-correction of the piecewise-constant prolongation
 };
 
+template <class T = double>
 class multigrid {
 public:
-    explicit multigrid(const ar_system& A, multigrid_options options = {}) : options_(options) {
+    explicit multigrid(const ar_system<T>& A, multigrid_options options = {}) : options_(options) {
         levels_.push_back(&A);
         while (levels_.back()->size() > 256 && levels_.back()->height > 1 && levels_.back()->width > 1) {
-            owned_.push_back(std::make_unique<ar_system>(coarsen(*levels_.back())));
+            owned_.push_back(std::make_unique<ar_system<T>>(coarsen(*levels_.back())));
             levels_.push_back(owned_.back().get());
         }
         factor_coarsest();
-        for (const ar_system* level : levels_) {
+        for (const ar_system<T>* level : levels_) {
             work_.emplace_back(level->size());
             rhs_.emplace_back(level->size());
             solution_.emplace_back(level->size());
@@ -180,15 +206,15 @@ public:
 
     /// z = M^-1 r: one V-cycle from z = 0. Not reentrant: one cycle at a time per object
     /// (its buffers are allocated once, with the hierarchy).
-    void operator()(const std::vector<double>& r, std::vector<double>& z) const { cycle(0, r, z); }
+    void operator()(const std::vector<T>& r, std::vector<T>& z) const { cycle(0, r, z); }
 
 private:
     /// The 2 x 2 aggregate of `f`: a fine edge of reach R joins blocks at most
     /// ceil(R / 2) apart, so the coarse stencil is the square of that radius.
-    static ar_system coarsen(const ar_system& f) {
+    static ar_system<T> coarsen(const ar_system<T>& f) {
         const std::size_t H = (f.height + 1) / 2, W = (f.width + 1) / 2, n = H * W;
         const auto block = [&](std::size_t i) { return (i / f.width / 2) * W + (i % f.width) / 2; };
-        std::vector<double> alpha(n, 0.0);
+        std::vector<T> alpha(n, 0.0);
         for (std::size_t i = 0; i < f.size(); ++i) alpha[block(i)] += f.alpha[i];
         const grid_stencil stencil{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
         const auto dirs = stencil.forward_offsets();
@@ -196,7 +222,7 @@ private:
         const auto R = std::ptrdiff_t(stencil.radius);
         std::vector<std::size_t> index(std::size_t((R + 1) * (2 * R + 1)), dirs.size());
         for (std::size_t d = 0; d < dirs.size(); ++d) index[std::size_t(dirs[d].dy * (2 * R + 1) + dirs[d].dx + R)] = d;
-        std::vector<std::vector<double>> weights(dirs.size(), std::vector<double>(n, 0.0));
+        std::vector<std::vector<T>> weights(dirs.size(), std::vector<T>(n, 0.0));
         for (std::size_t o = 0; o < f.offsets.size(); ++o)
             for (std::size_t i = 0; i < f.size(); ++i) {
                 const double w = f.weights[o][i];
@@ -208,7 +234,7 @@ private:
                 if (dy < 0 || (dy == 0 && dx < 0)) dy = -dy, dx = -dx, from = b;
                 weights[index[std::size_t(dy * (2 * R + 1) + dx + R)]][from] += w;
             }
-        ar_system coarse_system(H, W, dirs, std::move(weights), std::move(alpha), std::vector<double>(n, 0.0));
+        ar_system<T> coarse_system(H, W, dirs, std::move(weights), std::move(alpha), std::vector<T>(n, 0.0));
         coarse_system.threads = f.threads;
         return coarse_system;
     }
@@ -216,10 +242,10 @@ private:
     /// Dense Cholesky factor of the coarsest A (positive definite once any alpha > 0;
     /// a tiny ridge keeps a level without data solvable).
     void factor_coarsest() {
-        const ar_system& c = *levels_.back();
+        const ar_system<T>& c = *levels_.back();
         const std::size_t n = c.size();
         chol_.assign(n * n, 0.0);
-        std::vector<double> e(n, 0.0), col(n);
+        std::vector<T> e(n, 0.0), col(n);
         for (std::size_t j = 0; j < n; ++j) {
             e[j] = 1;
             c.apply(e.data(), col.data());
@@ -241,27 +267,28 @@ private:
             }
         }
     }
-    void solve_coarsest(const std::vector<double>& r, std::vector<double>& z) const {
+    void solve_coarsest(const std::vector<T>& r, std::vector<T>& z) const {
         const std::size_t n = r.size();
-        z = r;
+        std::vector<double> y(r.begin(), r.end());
         for (std::size_t i = 0; i < n; ++i) {
-            for (std::size_t k = 0; k < i; ++k) z[i] -= chol_[i * n + k] * z[k];
-            z[i] /= chol_[i * n + i];
+            for (std::size_t k = 0; k < i; ++k) y[i] -= chol_[i * n + k] * y[k];
+            y[i] /= chol_[i * n + i];
         }
         for (std::size_t i = n; i-- > 0;) {
-            for (std::size_t k = i + 1; k < n; ++k) z[i] -= chol_[k * n + i] * z[k];
-            z[i] /= chol_[i * n + i];
+            for (std::size_t k = i + 1; k < n; ++k) y[i] -= chol_[k * n + i] * y[k];
+            y[i] /= chol_[i * n + i];
         }
+        z.assign(y.begin(), y.end());
     }
 
     /// `smoothing_steps` damped Jacobi sweeps on A z = r; from z = 0 when `from_zero`
     /// (the first sweep is then omega D^-1 r, without a product).
-    void smooth(const ar_system& A, const std::vector<double>& r, std::vector<double>& z, std::vector<double>& work,
+    void smooth(const ar_system<T>& A, const std::vector<T>& r, std::vector<T>& z, std::vector<T>& work,
                 bool from_zero) const {
         std::size_t s = 0;
         if (from_zero && options_.smoothing_steps > 0) {
             for (std::size_t i = 0; i < z.size(); ++i)
-                z[i] = A.diagonal[i] > 0 ? options_.damping * r[i] / A.diagonal[i] : 0.0;
+                z[i] = A.diagonal[i] > 0 ? T(options_.damping) * r[i] / A.diagonal[i] : T(0);
             s = 1;
         }
         for (; s < options_.smoothing_steps; ++s) {
@@ -270,43 +297,44 @@ private:
         }
     }
 
-    void cycle(std::size_t level, const std::vector<double>& r, std::vector<double>& z) const {
-        const ar_system& A = *levels_[level];
+    void cycle(std::size_t level, const std::vector<T>& r, std::vector<T>& z) const {
+        const ar_system<T>& A = *levels_[level];
         if (level + 1 == levels_.size()) return solve_coarsest(r, z);
         if (options_.smoothing_steps == 0) z.assign(A.size(), 0.0);
         else z.resize(A.size());
-        std::vector<double>& work = work_[level];
+        std::vector<T>& work = work_[level];
         smooth(A, r, z, work, true);
         A.residual(r.data(), z.data(), work.data());
-        const ar_system& C = *levels_[level + 1];
-        std::vector<double>&rc = rhs_[level + 1], &zc = solution_[level + 1];
+        const ar_system<T>& C = *levels_[level + 1];
+        std::vector<T>&rc = rhs_[level + 1], &zc = solution_[level + 1];
         std::fill(rc.begin(), rc.end(), 0.0);
         for (std::size_t row = 0; row < A.height; ++row) {   // restrict: sum the residual over each block
-            const double* wr = &work[row * A.width];
-            double* cr = &rc[(row / 2) * C.width];
+            const T* wr = &work[row * A.width];
+            T* cr = &rc[(row / 2) * C.width];
             for (std::size_t col = 0; col < A.width; ++col) cr[col / 2] += wr[col];
         }
         cycle(level + 1, rc, zc);
         for (std::size_t row = 0; row < A.height; ++row) {   // prolong: constant over each block
-            double* zr = &z[row * A.width];
-            const double* cr = &zc[(row / 2) * C.width];
-            for (std::size_t col = 0; col < A.width; ++col) zr[col] += options_.correction_scale * cr[col / 2];
+            T* zr = &z[row * A.width];
+            const T* cr = &zc[(row / 2) * C.width];
+            const T scale = T(options_.correction_scale);
+            for (std::size_t col = 0; col < A.width; ++col) zr[col] += scale * cr[col / 2];
         }
         smooth(A, r, z, work, false);
     }
 
     multigrid_options options_;
-    std::vector<const ar_system*> levels_;
-    std::vector<std::unique_ptr<ar_system>> owned_;
-    std::vector<double> chol_;
+    std::vector<const ar_system<T>*> levels_;
+    std::vector<std::unique_ptr<ar_system<T>>> owned_;
+    std::vector<double> chol_;   // the coarsest level in double, whatever T
     // Per-level buffers of a cycle, allocated once: a multigrid object runs one cycle at a time.
-    mutable std::vector<std::vector<double>> work_, rhs_, solution_;
+    mutable std::vector<std::vector<T>> work_, rhs_, solution_;
 };
 
 /// Preconditioned conjugate gradients on A x = b from the given x (a warm start).
 /// Solving for several right-hand sides of one system shares its preconditioner.
-template <class Preconditioner>
-solve_report pcg(const ar_system& A, const std::vector<double>& b, std::vector<double>& x, const Preconditioner& M,
+template <class T, class Preconditioner>
+solve_report pcg(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x, const Preconditioner& M,
                  const solve_options& options = {}) {
     detail::require_size(A, x, "pcg");
     detail::require(b.size() == A.size(), "pcg", [&] {
@@ -315,7 +343,7 @@ solve_report pcg(const ar_system& A, const std::vector<double>& b, std::vector<d
     const detail::stopwatch clock;
     solve_report report{std::string("pcg + ") + Preconditioner::name};
     const std::size_t n = A.size();
-    std::vector<double> r(n), z(n), p(n), q(n);
+    std::vector<T> r(n), z(n), p(n), q(n);
     const double b_norm = detail::norm(b);
     report.relative_residual = detail::residual(A, b, x, r) / b_norm;
     M(r, z);
@@ -324,14 +352,23 @@ solve_report pcg(const ar_system& A, const std::vector<double>& b, std::vector<d
     while (!(report.converged = report.relative_residual <= options.tolerance) &&
            report.iterations < options.max_iterations) {
         A.apply(p.data(), q.data());
-        const double step = rz / detail::dot(p, q);
-        double rr = 0;   // |r|^2 in the same pass as the update
-        for (std::size_t i = 0; i < n; ++i) x[i] += step * p[i], r[i] -= step * q[i], rr += r[i] * r[i];
+        const T step = T(rz / detail::dot(p, q));
+        constexpr std::size_t lanes = 8;   // |r|^2 in the same pass, in partial sums as in detail::dot
+        double partial[lanes] = {}, rr = 0;
+        std::size_t i = 0;
+        for (; i + lanes <= n; i += lanes)
+            for (std::size_t k = 0; k < lanes; ++k) {
+                x[i + k] += step * p[i + k], r[i + k] -= step * q[i + k];
+                partial[k] += double(r[i + k]) * double(r[i + k]);
+            }
+        for (; i < n; ++i) x[i] += step * p[i], r[i] -= step * q[i], rr += double(r[i]) * double(r[i]);
+        for (double v : partial) rr += v;
         ++report.iterations;
         report.relative_residual = std::sqrt(rr) / b_norm;
         M(r, z);
         const double rz_next = detail::dot(r, z);
-        for (std::size_t i = 0; i < n; ++i) p[i] = z[i] + rz_next / rz * p[i];
+        const T beta = T(rz_next / rz);
+        for (std::size_t i = 0; i < n; ++i) p[i] = z[i] + beta * p[i];
         rz = rz_next;
     }
     report.seconds = clock.seconds();
@@ -339,22 +376,24 @@ solve_report pcg(const ar_system& A, const std::vector<double>& b, std::vector<d
 }
 
 /// Preconditioned conjugate gradients on the system's own A x = b.
-template <class Preconditioner>
-solve_report pcg(const ar_system& A, std::vector<double>& x, const Preconditioner& M, const solve_options& options = {}) {
+template <class T, class Preconditioner>
+solve_report pcg(const ar_system<T>& A, std::vector<T>& x, const Preconditioner& M, const solve_options& options = {}) {
     return pcg(A, A.rhs, x, M, options);
 }
 
 /// V-cycles of `M` (a multigrid of A) alone on A x = b, from the given x.
-inline solve_report multigrid_solve(const ar_system& A, const std::vector<double>& b, std::vector<double>& x,
-                                    const multigrid& M, const solve_options& options = {}) {
-    std::vector<double> z(A.size());
-    return detail::iterate("multigrid", A, b, x, options, [&](std::vector<double>& xk, const std::vector<double>& r) {
+template <class T>
+solve_report multigrid_solve(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x,
+                                    const multigrid<T>& M, const solve_options& options = {}) {
+    std::vector<T> z(A.size());
+    return detail::iterate("multigrid", A, b, x, options, [&](std::vector<T>& xk, const std::vector<T>& r) {
         M(r, z);
         for (std::size_t i = 0; i < xk.size(); ++i) xk[i] += z[i];
     });
 }
 /// V-cycles alone on the system's own A x = b, from the given x.
-inline solve_report multigrid_solve(const ar_system& A, std::vector<double>& x, const solve_options& options = {}) {
+template <class T>
+solve_report multigrid_solve(const ar_system<T>& A, std::vector<T>& x, const solve_options& options = {}) {
     detail::require_size(A, x, "multigrid_solve");
     return multigrid_solve(A, A.rhs, x, multigrid(A), options);
 }
