@@ -313,6 +313,10 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { fill_depth(none, guide); }, "fill_depth", "nothing is observed");
     test::check_invalid([&] { fill_depth(none, guide, {.model = depth_model::ar}); }, "fill_depth", "nothing is observed");
     test::check_invalid([&] { upsample_depth(none, guide, 1); }, "upsample_depth", "nothing is observed");
+    const xt::xtensor<float, 2> some = xt::ones<float>({4, 5});
+    test::check_invalid([&] { fill_depth(some, guide, {.epsilon_scale = 0}); }, "fill_depth", "epsilon_scale = 0");
+    test::check_invalid([&] { denoise_depth(some, guide, {.lambda = -1}); }, "denoise_depth", "lambda = -1");
+    test::check_invalid([&] { fill_depth(some, guide, {.threads = 0}); }, "fill_depth", "threads = 0");
     const xt::xtensor<float, 2> other = xt::ones<float>({4, 6});
     test::check_invalid([&] { fill_depth(other, guide); }, "fill_depth", "depth [4, 6]", "guide 4 x 5");
     const xt::xtensor<float, 2> low = xt::ones<float>({2, 2});

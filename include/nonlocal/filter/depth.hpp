@@ -200,6 +200,13 @@ inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double
                            const xt::xtensor<double, 2>& observed, const depth_options& o, std::string_view where,
                            const stopwatch& clock) {
     require(xt::sum(observed)() > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
+    require(std::isfinite(o.epsilon_scale) && o.epsilon_scale > 0 && std::isfinite(o.lambda) && o.lambda > 0 &&
+                o.threads >= 1,
+            where, [&] {
+                return "needs finite epsilon_scale > 0, finite lambda > 0 and threads >= 1, got epsilon_scale = " +
+                       std::to_string(o.epsilon_scale) + ", lambda = " + std::to_string(o.lambda) +
+                       ", threads = " + std::to_string(o.threads);
+            });
     return o.single_precision ? refine<float>(g, xhat, observed, o, clock) : refine<double>(g, xhat, observed, o, clock);
 }
 
@@ -221,7 +228,8 @@ inline void require_same_size(std::string_view where, const xt::xtensor<double, 
 }  // namespace detail
 
 /// Fills the missing pixels (0 or not finite) of `depth` [H, W] guided by `guide`
-/// [H, W] or [H, W, C]: the AR model with alpha = lambda on the valid pixels.
+/// [H, W] or [H, W, C], with the valid pixels as the observations of `o.model`
+/// (the normalised model by default; the AR model with alpha = lambda on them).
 /// Throws `std::invalid_argument` when sizes differ or no pixel is valid.
 template <class D, class G>
 depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = {},
