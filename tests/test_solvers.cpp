@@ -223,6 +223,23 @@ BOOST_AUTO_TEST_CASE(threads_do_not_change_results) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(depth_tasks_run_concurrently) {
+    // A dataset refined one pair per thread: every call owns its system and buffers,
+    // so concurrent calls give what sequential ones do.
+    std::vector<xt::xtensor<float, 3>> guides;
+    std::vector<xt::xtensor<float, 2>> depths;
+    for (unsigned k = 0; k < 4; ++k) {
+        guides.push_back(test::random_tensor<float, 3>({20 + k, 25, 3}, 30 + k, 0, 255));
+        xt::xtensor<float, 2> d = test::random_tensor<float, 2>({20 + k, 25}, 40 + k, 10, 90);
+        for (std::size_t i = 0; i < d.size(); i += 2) d.data()[i] = 0;
+        depths.push_back(d);
+    }
+    std::vector<xt::xtensor<float, 2>> sequential(4), concurrent(4);
+    for (std::size_t k = 0; k < 4; ++k) sequential[k] = fill_depth(depths[k], guides[k]).depth;
+    detail::parallel_for(4, 2, [&](std::size_t k) { concurrent[k] = fill_depth(depths[k], guides[k]).depth; });
+    for (std::size_t k = 0; k < 4; ++k) BOOST_TEST(concurrent[k] == sequential[k]);
+}
+
 BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
     // depth = K(m d) / K(m) with K = eps (L + eps I)^-1, eps = 0.5 x the observed fraction:
     // against two dense solves of (L + eps I) on a small problem whose observations all
