@@ -223,6 +223,36 @@ BOOST_AUTO_TEST_CASE(threads_do_not_change_results) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
+    // The fused sweeps follow each other in chunks of at least 4096 pixels: images
+    // smaller and larger than that, every stencil, both precisions, bit for bit.
+    const auto check = [](auto tag, std::size_t H, std::size_t W, int connectivity, std::size_t radius) {
+        using T = decltype(tag);
+        const problem p(H, W, unsigned(H * W + radius));
+        const ar_system<T> A(p.guide, grid_stencil{H, W, connectivity, radius}, colour_weights(H, W, 3, 40.0), p.xhat,
+                             p.alpha);
+        const auto z0 = test::random_tensor<T, 1>({H * W}, 50, 100, 200);
+        const auto r = test::random_tensor<T, 1>({H * W}, 51, -1, 1);
+        std::vector<T> z(z0.begin(), z0.end()), once(H * W), twice(H * W), work(H * W);
+        A.relax(r.data(), z.data(), once.data(), 0.8);
+        A.relax(r.data(), once.data(), twice.data(), 0.8);
+        A.relax_twice(r.data(), z.data(), work.data(), 0.8);
+        std::vector<T> residual(H * W), swept(z0.begin(), z0.end()), fused_work(H * W);
+        A.residual(r.data(), once.data(), residual.data());
+        A.relax_and_residual(r.data(), swept.data(), fused_work.data(), 0.8);
+        BOOST_TEST_CONTEXT(H << " x " << W << ", connectivity " << connectivity << ", radius " << radius) {
+            BOOST_TEST(z == twice);
+            BOOST_TEST(fused_work == once);
+            BOOST_TEST(swept == residual);
+        }
+    };
+    for (auto [connectivity, radius] : stencils)
+        for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 37}, {9, 7}, {70, 90}, {131, 67}}) {
+            check(double{}, H, W, connectivity, radius);
+            check(float{}, H, W, connectivity, radius);
+        }
+}
+
 BOOST_AUTO_TEST_CASE(depth_tasks_run_concurrently) {
     // A dataset refined one pair per thread: every call owns its system and buffers,
     // so concurrent calls give what sequential ones do.

@@ -176,14 +176,7 @@ public:
     }
 
     /// z_out = z + omega D^-1 (r - A z): one damped Jacobi sweep on A z = r, in one pass.
-    void relax(const T* r, const T* z, T* z_out, double omega) const {
-        stencil_pass(z, [&](std::size_t i, auto own, auto neighbours) {
-            using V = decltype(own);
-            const V d = load(diagonal, i, own);
-            const V residual = load(r, i, own) - (d * own - neighbours);
-            store(z_out, i, pick(d > V(T(0)), own + V(T(omega)) * residual / d, own));
-        });
-    }
+    void relax(const T* r, const T* z, T* z_out, double omega) const { stencil_pass(z, relaxation(r, z_out, omega)); }
 
     /// out = r - A z, in one pass.
     void residual(const T* r, const T* z, T* out) const {
@@ -223,11 +216,56 @@ public:
     /// stream through memory once.
     template <class Finish>
     void stencil_pass(const T* x, Finish&& finish) const {
+        // `threads` chunks of whole batches: every pixel is computed the same way whatever
+        // the thread count, so the results are too.
+        const auto [first, stop] = vector_zone();
+        const std::size_t n = size(), batches = (stop - first) / lanes, chunks = std::size_t(std::max(threads, 1));
+        detail::parallel_for(chunks, threads, [&](std::size_t t) {
+            const std::size_t begin = t == 0 ? 0 : first + batches * t / chunks * lanes;
+            const std::size_t end = t + 1 == chunks ? n : first + batches * (t + 1) / chunks * lanes;
+            stencil_range(x, begin, end, finish);
+        });
+    }
+
+    /// Two damped Jacobi sweeps on A z = r (`relax` twice) in one pass over memory (see
+    /// `pipelined`): z is overwritten by the result, `work` by the first sweep. Equal,
+    /// bit for bit, to two `relax` calls.
+    void relax_twice(const T* r, T* z, T* work, double omega) const {
+        pipelined(z, relaxation(r, work, omega), work, relaxation(r, z, omega));
+    }
+
+    /// A damped Jacobi sweep on A z = r followed by its residual, in one pass over
+    /// memory: `work` receives the swept z, z the residual r - A (swept z). Equal, bit
+    /// for bit, to `relax` then `residual`.
+    void relax_and_residual(const T* r, T* z, T* work, double omega) const {
+        pipelined(z, relaxation(r, work, omega), work, [this, r, z](std::size_t i, auto own, auto neighbours) {
+            store(z, i, load(r, i, own) - (own * load(diagonal, i, own) - neighbours));
+        });
+    }
+
+    /// Two stencil passes in one pass over memory, on the calling thread: the first
+    /// over x (its `finish` writes y), the second over y, following the first far
+    /// enough behind to read only finished pixels of y and close enough that they are
+    /// still in cache. The second may write into x where the first no longer reads.
+    template <class First, class Second>
+    void pipelined(const T* x, First&& first, const T* y, Second&& second) const {
+        const std::size_t n = size(), lag = reach_in_pixels() + 2 * lanes + 1, step = std::max<std::size_t>(4096, lag);
+        std::size_t done = 0;   // the second pass has done [0, done)
+        for (std::size_t begin = 0; begin < n; begin += step) {
+            const std::size_t end = std::min(n, begin + step);
+            stencil_range(x, begin, end, first);
+            const std::size_t ready = end == n ? n : (end > lag ? end - lag : 0);
+            if (ready > done) stencil_range(y, done, ready, second), done = ready;
+        }
+    }
+
+    /// Calls the stencil pass's `finish` for the pixels of [begin, end): the batches
+    /// that start there in the vector zone, each pixel outside it as a scalar.
+    template <class Finish>
+    void stencil_range(const T* x, std::size_t begin, std::size_t end, Finish&& finish) const {
         using batch = xsimd::batch<T>;
-        constexpr std::size_t L = batch::size;
         const std::size_t n = size();
-        std::size_t reach = 0;
-        for (std::size_t o = 0; o < offsets.size(); ++o) reach = std::max(reach, std::size_t(shift(o)));
+        const auto [first, stop] = vector_zone();
         const auto scalar = [&](std::size_t i) {
             T acc = 0;
             for (std::size_t o = 0; o < offsets.size(); ++o) {
@@ -237,25 +275,45 @@ public:
             }
             finish(i, x[i], acc);
         };
-        const std::size_t first = std::min(reach, n), last = std::max(first, n > reach ? n - reach : 0);
-        for (std::size_t i = 0; i < first; ++i) scalar(i);
-        // The interior in `threads` chunks of whole batches: every pixel is computed the same
-        // way whatever the thread count, so the results are too.
-        const std::size_t batches = (last - first) / L, chunks = std::size_t(std::max(threads, 1));
-        detail::parallel_for(chunks, threads, [&](std::size_t t) {
-            const std::size_t end = first + batches * (t + 1) / chunks * L;
-            for (std::size_t i = first + batches * t / chunks * L; i < end; i += L) {
-                batch acc(T(0));
-                for (std::size_t o = 0; o < offsets.size(); ++o) {
-                    const std::size_t s = std::size_t(shift(o));
-                    const T* w = weights[o].data();
-                    acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
-                    acc = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
-                }
-                finish(i, batch::load_unaligned(x + i), acc);
+        for (std::size_t i = begin; i < std::min(end, first); ++i) scalar(i);
+        const std::size_t from = std::max(begin, first);
+        for (std::size_t i = first + (from - first + lanes - 1) / lanes * lanes; i < std::min(end, stop); i += lanes) {
+            batch acc(T(0));
+            for (std::size_t o = 0; o < offsets.size(); ++o) {
+                const std::size_t s = std::size_t(shift(o));
+                const T* w = weights[o].data();
+                acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
+                acc = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
             }
-        });
-        for (std::size_t i = first + batches * L; i < n; ++i) scalar(i);
+            finish(i, batch::load_unaligned(x + i), acc);
+        }
+        for (std::size_t i = std::max(begin, stop); i < end; ++i) scalar(i);
+    }
+
+    /// The `finish` of a damped Jacobi sweep: out_i = z_i + omega (r_i - (A z)_i) / d_i.
+    auto relaxation(const T* r, T* out, double omega) const {
+        return [this, r, out, omega](std::size_t i, auto own, auto neighbours) {
+            using V = decltype(own);
+            const V d = load(diagonal, i, own);
+            const V residual = load(r, i, own) - (d * own - neighbours);
+            store(out, i, pick(d > V(T(0)), own + V(T(omega)) * residual / d, own));
+        };
+    }
+
+    static constexpr std::size_t lanes = xsimd::batch<T>::size;
+
+    /// The largest flat shift of the stencil.
+    std::size_t reach_in_pixels() const noexcept {
+        std::size_t reach = 0;
+        for (std::size_t o = 0; o < offsets.size(); ++o) reach = std::max(reach, std::size_t(shift(o)));
+        return reach;
+    }
+    /// [first, stop): the pixels computed in whole batches (every neighbour index inside
+    /// the flat range); the others are computed as scalars.
+    std::pair<std::size_t, std::size_t> vector_zone() const noexcept {
+        const std::size_t n = size(), reach = reach_in_pixels();
+        const std::size_t first = std::min(reach, n), last = std::max(first, n > reach ? n - reach : 0);
+        return {first, first + (last - first) / lanes * lanes};
     }
 
     /// Element i of an array as a scalar or as a batch starting at i, matching `like`.
