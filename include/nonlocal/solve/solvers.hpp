@@ -287,9 +287,16 @@ private:
     void smooth(const ar_system<T>& A, const std::vector<T>& r, std::vector<T>& z, std::vector<T>& work,
                 bool from_zero, std::size_t steps) const {
         std::size_t s = 0;
-        if (from_zero && steps > 0) {
-            for (std::size_t i = 0; i < z.size(); ++i)
-                z[i] = A.diagonal[i] > 0 ? T(options_.damping) * r[i] / A.diagonal[i] : T(0);
+        if (from_zero && steps > 0) {   // z = omega D^-1 r, in batches (a division per pixel)
+            using batch = xsimd::batch<T>;
+            const T omega = T(options_.damping);
+            std::size_t i = 0;
+            for (; i + batch::size <= z.size(); i += batch::size) {
+                const batch d = batch::load_unaligned(&A.diagonal[i]);
+                xsimd::select(d > batch(T(0)), batch(omega) * batch::load_unaligned(&r[i]) / d, batch(T(0)))
+                    .store_unaligned(&z[i]);
+            }
+            for (; i < z.size(); ++i) z[i] = A.diagonal[i] > 0 ? omega * r[i] / A.diagonal[i] : T(0);
             s = 1;
         }
         for (; A.threads <= 1 && s + 2 <= steps; s += 2) A.relax_twice(r.data(), z.data(), work.data(), options_.damping);
