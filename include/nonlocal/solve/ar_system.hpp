@@ -243,20 +243,40 @@ public:
         });
     }
 
-    /// Two stencil passes in one pass over memory, on the calling thread: the first
-    /// over x (its `finish` writes y), the second over y, following the first far
-    /// enough behind to read only finished pixels of y and close enough that they are
-    /// still in cache. The second may write into x where the first no longer reads.
+    /// Two stencil passes in one pass over memory: the first over x (its `finish`
+    /// writes y), the second over y, following the first far enough behind to read
+    /// only finished pixels of y and close enough that they are still in cache. The
+    /// second may write into x where the first no longer reads. On `threads` threads
+    /// each takes a band of the image; the second pass leaves `lag` pixels at each
+    /// seam between bands, done once every band's first pass is.
     template <class First, class Second>
     void pipelined(const T* x, First&& first, const T* y, Second&& second) const {
-        const std::size_t n = size(), lag = reach_in_pixels() + 2 * lanes + 1, step = std::max<std::size_t>(4096, lag);
-        std::size_t done = 0;   // the second pass has done [0, done)
-        for (std::size_t begin = 0; begin < n; begin += step) {
-            const std::size_t end = std::min(n, begin + step);
-            stencil_range(x, begin, end, first);
-            const std::size_t ready = end == n ? n : (end > lag ? end - lag : 0);
-            if (ready > done) stencil_range(y, done, ready, second), done = ready;
-        }
+        const std::size_t n = size(), lag = reach_in_pixels() + 2 * lanes + 1;
+        const auto [vector_first, stop] = vector_zone();
+        const std::size_t batches = (stop - vector_first) / lanes;
+        std::size_t chunks = std::size_t(std::max(threads, 1));
+        if (n < chunks * 4 * lag) chunks = 1;   // bands far longer than their seams, or one band
+        const auto edge = [&](std::size_t t) {   // band t is [edge(t), edge(t + 1)), on the batch grid
+            return t == 0 ? 0 : t == chunks ? n : vector_first + batches * t / chunks * lanes;
+        };
+        // Band t's second pass covers [inner(t).first, inner(t).second); the seams lie between.
+        const auto inner = [&](std::size_t t) {
+            return std::pair{t == 0 ? std::size_t(0) : edge(t) + lag, t + 1 == chunks ? n : edge(t + 1) - lag};
+        };
+        detail::parallel_for(chunks, threads, [&](std::size_t t) {
+            const std::size_t step = std::max<std::size_t>(4096, lag);
+            const auto [second_begin, second_end] = inner(t);
+            std::size_t done = second_begin;   // the second pass has done [second_begin, done)
+            for (std::size_t begin = edge(t); begin < edge(t + 1); begin += step) {
+                const std::size_t end = std::min(edge(t + 1), begin + step);
+                stencil_range(x, begin, end, first);
+                const std::size_t ready = std::min(second_end, end == n ? n : (end > lag ? end - lag : 0));
+                if (ready > done) stencil_range(y, done, ready, second), done = ready;
+            }
+        });
+        detail::parallel_for(chunks - 1, threads, [&](std::size_t t) {
+            stencil_range(y, inner(t).second, inner(t + 1).first, second);
+        });
     }
 
     /// Calls the stencil pass's `finish` for the pixels of [begin, end): the batches

@@ -282,8 +282,8 @@ private:
     }
 
     /// `steps` damped Jacobi sweeps on A z = r; from z = 0 when `from_zero` (the first
-    /// sweep is then omega D^-1 r, without a product). On one thread the sweeps go two
-    /// at a time in one pass over memory (the same result).
+    /// sweep is then omega D^-1 r, without a product). The sweeps go two at a time in
+    /// one pass over memory (the same result).
     void smooth(const ar_system<T>& A, const std::vector<T>& r, std::vector<T>& z, std::vector<T>& work,
                 bool from_zero, std::size_t steps) const {
         std::size_t s = 0;
@@ -299,7 +299,7 @@ private:
             for (; i < z.size(); ++i) z[i] = A.diagonal[i] > 0 ? omega * r[i] / A.diagonal[i] : T(0);
             s = 1;
         }
-        for (; A.threads <= 1 && s + 2 <= steps; s += 2) A.relax_twice(r.data(), z.data(), work.data(), options_.damping);
+        for (; s + 2 <= steps; s += 2) A.relax_twice(r.data(), z.data(), work.data(), options_.damping);
         for (; s < steps; ++s) {
             A.relax(r.data(), z.data(), work.data(), options_.damping);
             z.swap(work);
@@ -312,9 +312,9 @@ private:
         if (options_.smoothing_steps == 0) z.assign(A.size(), 0.0);
         else z.resize(A.size());
         std::vector<T>& work = work_[level];
-        // Pre-smoothing, its last sweep and the residual in one pass over memory on one thread.
+        // Pre-smoothing's last sweep and the residual in one pass over memory.
         const std::size_t steps = options_.smoothing_steps;
-        const bool fuse = A.threads <= 1 && steps >= 2;
+        const bool fuse = steps >= 2;
         smooth(A, r, z, work, true, fuse ? steps - 1 : steps);
         if (fuse) {
             A.relax_and_residual(r.data(), z.data(), work.data(), options_.damping);
