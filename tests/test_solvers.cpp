@@ -62,6 +62,21 @@ std::vector<double> dense_solve(const ar_system<>& A) {
     }
     return x;
 }
+
+/// Every solver on A from x = 150 everywhere; `check(report, x)` after each.
+template <class T, class Check>
+void run_every_solver(const ar_system<T>& A, const solve_options& options, Check&& check) {
+    std::vector<T> x(A.size(), T(150));
+    check(pcg(A, x, multigrid(A), options), x);
+    x.assign(A.size(), T(150));
+    check(pcg(A, x, jacobi_preconditioner(A), options), x);
+    x.assign(A.size(), T(150));
+    check(multigrid_solve(A, x, options), x);
+    x.assign(A.size(), T(150));
+    check(sor(A, x, 1.5, options), x);
+    x.assign(A.size(), T(150));
+    check(jacobi(A, x, options), x);
+}
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(assembled_equals_matrix_free) {
@@ -118,16 +133,7 @@ BOOST_AUTO_TEST_CASE(every_solver_reaches_the_dense_solution) {
                 BOOST_TEST(worst < 1e-6, "largest difference from the dense solve " << worst);
             }
         };
-        std::vector<double> x(A.size(), 150.0);
-        check(pcg(A, x, multigrid(A), tight), x);
-        x.assign(A.size(), 150.0);
-        check(pcg(A, x, jacobi_preconditioner(A), tight), x);
-        x.assign(A.size(), 150.0);
-        check(multigrid_solve(A, x, tight), x);
-        x.assign(A.size(), 150.0);
-        check(sor(A, x, 1.5, tight), x);
-        x.assign(A.size(), 150.0);
-        check(jacobi(A, x, tight), x);
+        run_every_solver(A, tight, check);
     }
 }
 
@@ -166,16 +172,7 @@ BOOST_AUTO_TEST_CASE(single_precision_systems) {
                 BOOST_TEST(worst < 1e-3, "largest relative difference from the dense solve " << worst);
             }
         };
-        std::vector<float> x(F.size(), 150.f);
-        check(pcg(F, x, multigrid(F), options), x);
-        x.assign(F.size(), 150.f);
-        check(pcg(F, x, jacobi_preconditioner(F), options), x);
-        x.assign(F.size(), 150.f);
-        check(multigrid_solve(F, x, options), x);
-        x.assign(F.size(), 150.f);
-        check(sor(F, x, 1.5, options), x);
-        x.assign(F.size(), 150.f);
-        check(jacobi(F, x, options), x);
+        run_every_solver(F, options, check);
     }
 }
 

@@ -8,12 +8,21 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
 
 namespace nonlocal {
+
+namespace detail {
+/// h, or `std::invalid_argument` from `who` unless it is finite and positive.
+inline double checked_bandwidth(double h, std::string_view who) {
+    require(std::isfinite(h) && h > 0, who, [&] { return "h must be finite and positive, got h = " + std::to_string(h); });
+    return h;
+}
+}  // namespace detail
 
 /// logit = |q - k|^2, kappa = identity: a dissimilarity.
 struct squared_euclidean {
@@ -31,10 +40,7 @@ struct gaussian_distance {
     double h = 1.0;
 
     /// Throws `std::invalid_argument` unless h is finite and positive.
-    explicit gaussian_distance(double bandwidth = 1.0) : h(bandwidth) {
-        detail::require(std::isfinite(h) && h > 0, "gaussian_distance",
-                        [&] { return "h must be finite and positive, got h = " + std::to_string(h); });
-    }
+    explicit gaussian_distance(double bandwidth = 1.0) : h(detail::checked_bandwidth(bandwidth, "gaussian_distance")) {}
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         return -simd::squared_distance(q.data(), k.data(), q.size()) / static_cast<T>(h * h);
@@ -50,10 +56,8 @@ struct laplacian_distance {
     double h = 1.0;
 
     /// Throws `std::invalid_argument` unless h is finite and positive.
-    explicit laplacian_distance(double bandwidth = 1.0) : h(bandwidth) {
-        detail::require(std::isfinite(h) && h > 0, "laplacian_distance",
-                        [&] { return "h must be finite and positive, got h = " + std::to_string(h); });
-    }
+    explicit laplacian_distance(double bandwidth = 1.0)
+        : h(detail::checked_bandwidth(bandwidth, "laplacian_distance")) {}
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         T sum = 0;
