@@ -161,19 +161,18 @@ depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& x
     if (o.model == depth_model::ar) {
         const ar_system<T> A = depth_system<T>(g, xhat, xt::xtensor<double, 2>(o.lambda * observed), o);
         const std::vector<double> x0 = normalised_interpolation(A);
-        std::vector<T> xt(x0.begin(), x0.end());
-        result.report = solve(A, A.rhs, xt, o, M);
-        x.assign(xt.begin(), xt.end());
+        std::vector<T> solution(x0.begin(), x0.end());
+        result.report = solve(A, A.rhs, solution, o, M);
+        x.assign(solution.begin(), solution.end());
     } else {
         // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
         const double eps = o.epsilon_scale * fraction;
-        const ar_system<T> A =
-            depth_system<T>(g, xhat * observed, xt::xtensor<double, 2>(xt::zeros_like(observed) + eps), o);
+        const xt::xtensor<double, 2> masked = xhat * observed;
+        const ar_system<T> A = depth_system<T>(g, masked, xt::xtensor<double, 2>(xt::zeros_like(observed) + eps), o);
         const std::vector<double> mask(observed.begin(), observed.end());
         std::vector<T> b_mask(n);
         for (std::size_t i = 0; i < n; ++i) b_mask[i] = T(eps * mask[i]);
         // x0 = the normalised box interpolation of m d.
-        const xt::xtensor<double, 2> masked = xhat * observed;
         const std::vector<double> x0 =
             normalised_interpolation(g.height, g.width, mask, std::vector<double>(masked.begin(), masked.end()));
         // K(m) first; K(m d) from x0 K(m), exact where the depth is constant.

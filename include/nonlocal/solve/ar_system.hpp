@@ -179,11 +179,7 @@ public:
     void relax(const T* r, const T* z, T* z_out, double omega) const { stencil_pass(z, relaxation(r, z_out, omega)); }
 
     /// out = r - A z, in one pass.
-    void residual(const T* r, const T* z, T* out) const {
-        stencil_pass(z, [&](std::size_t i, auto own, auto neighbours) {
-            store(out, i, load(r, i, own) - (own * load(diagonal, i, own) - neighbours));
-        });
-    }
+    void residual(const T* r, const T* z, T* out) const { stencil_pass(z, residual_of(r, out)); }
 
     /// A in CSR form, columns sorted, for other solvers.
     csr_matrix assemble() const {
@@ -216,14 +212,11 @@ public:
     /// stream through memory once.
     template <class Finish>
     void stencil_pass(const T* x, Finish&& finish) const {
-        // `threads` chunks of whole batches: every pixel is computed the same way whatever
+        // `threads` bands of whole batches: every pixel is computed the same way whatever
         // the thread count, so the results are too.
-        const auto [first, stop] = vector_zone();
-        const std::size_t n = size(), batches = (stop - first) / lanes, chunks = std::size_t(std::max(threads, 1));
-        detail::parallel_for(chunks, threads, [&](std::size_t t) {
-            const std::size_t begin = t == 0 ? 0 : first + batches * t / chunks * lanes;
-            const std::size_t end = t + 1 == chunks ? n : first + batches * (t + 1) / chunks * lanes;
-            stencil_range(x, begin, end, finish);
+        const std::size_t bands = std::size_t(std::max(threads, 1));
+        detail::parallel_for(bands, threads, [&](std::size_t t) {
+            stencil_range(x, band_edge(t, bands), band_edge(t + 1, bands), finish);
         });
     }
 
@@ -238,9 +231,7 @@ public:
     /// memory: `work` receives the swept z, z the residual r - A (swept z). Equal, bit
     /// for bit, to `relax` then `residual`.
     void relax_and_residual(const T* r, T* z, T* work, double omega) const {
-        pipelined(z, relaxation(r, work, omega), work, [this, r, z](std::size_t i, auto own, auto neighbours) {
-            store(z, i, load(r, i, own) - (own * load(diagonal, i, own) - neighbours));
-        });
+        pipelined(z, relaxation(r, work, omega), work, residual_of(r, z));
     }
 
     /// Two stencil passes in one pass over memory: the first over x (its `finish`
@@ -252,13 +243,9 @@ public:
     template <class First, class Second>
     void pipelined(const T* x, First&& first, const T* y, Second&& second) const {
         const std::size_t n = size(), lag = reach_in_pixels() + 2 * lanes + 1;
-        const auto [vector_first, stop] = vector_zone();
-        const std::size_t batches = (stop - vector_first) / lanes;
         std::size_t chunks = std::size_t(std::max(threads, 1));
         if (n < chunks * 4 * lag) chunks = 1;   // bands far longer than their seams, or one band
-        const auto edge = [&](std::size_t t) {   // band t is [edge(t), edge(t + 1)), on the batch grid
-            return t == 0 ? 0 : t == chunks ? n : vector_first + batches * t / chunks * lanes;
-        };
+        const auto edge = [&](std::size_t t) { return band_edge(t, chunks); };
         // Band t's second pass covers [inner(t).first, inner(t).second); the seams lie between.
         const auto inner = [&](std::size_t t) {
             return std::pair{t == 0 ? std::size_t(0) : edge(t) + lag, t + 1 == chunks ? n : edge(t + 1) - lag};
@@ -321,6 +308,20 @@ public:
     }
 
     static constexpr std::size_t lanes = xsimd::batch<T>::size;
+
+    /// Where band t of `bands` starts (t = bands: the end), on the batch grid of the vector
+    /// zone, so that a band's pixels are computed as they are in one pass over the image.
+    std::size_t band_edge(std::size_t t, std::size_t bands) const noexcept {
+        const auto [first, stop] = vector_zone();
+        return t == 0 ? 0 : t == bands ? size() : first + (stop - first) / lanes * t / bands * lanes;
+    }
+
+    /// The `finish` of the residual: out_i = r_i - (A z)_i.
+    auto residual_of(const T* r, T* out) const {
+        return [this, r, out](std::size_t i, auto own, auto neighbours) {
+            store(out, i, load(r, i, own) - (own * load(diagonal, i, own) - neighbours));
+        };
+    }
 
     /// The largest flat shift of the stencil.
     std::size_t reach_in_pixels() const noexcept {
