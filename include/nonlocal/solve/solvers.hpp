@@ -85,9 +85,6 @@ private:
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
-}  // namespace detail
-
-namespace detail {
 /// The checks and the loop every iterative solver shares: |b - A x| / |b| before each
 /// iteration, `step(x, r)` (r = b - A x) until the tolerance or the budget is reached.
 template <class T, class Step>
