@@ -60,14 +60,9 @@ double norm(const std::vector<T>& a) { return std::sqrt(dot(a, a)); }
 
 /// r = b - A x; returns |r|.
 template <class T>
-double residual(const ar_system<T>& A, const std::vector<T>& b, const std::vector<T>& x,
-                       std::vector<T>& r) {
+double residual(const ar_system<T>& A, const std::vector<T>& b, const std::vector<T>& x, std::vector<T>& r) {
     A.residual(b.data(), x.data(), r.data());
     return norm(r);
-}
-template <class T>
-double residual(const ar_system<T>& A, const std::vector<T>& x, std::vector<T>& r) {
-    return residual(A, A.rhs, x, r);
 }
 
 template <class T>
