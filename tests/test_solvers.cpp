@@ -100,6 +100,66 @@ BOOST_AUTO_TEST_CASE(assembled_equals_matrix_free) {
         }
 }
 
+namespace {
+/// An asymmetric similarity: logit(q_i, k_j) = -(q_i[0] + 2 k_j[1]) / 50 - j / 100.
+struct lopsided {
+    using kernel = exp_kernel;
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k, std::size_t, std::size_t j) const {
+        return -(q[0] + 2 * k[1]) / T(50) - T(j) / T(100);
+    }
+};
+
+/// W_ij = max(kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), floor) for every stored edge, 0 off the grid.
+template <class S>
+void check_edge_weights(const problem& p, int connectivity, std::size_t radius, const S& sim, double floor) {
+    const ar_system A(p.guide, grid_stencil{p.H, p.W, connectivity, radius}, sim, p.xhat, p.alpha, floor);
+    const auto pixel = [&](std::size_t i) {
+        return std::vector<double>{p.guide.data()[3 * i], p.guide.data()[3 * i + 1], p.guide.data()[3 * i + 2]};
+    };
+    for (std::size_t o = 0; o < A.offsets.size(); ++o)
+        for (std::size_t r = 0; r < p.H; ++r)
+            for (std::size_t c = 0; c < p.W; ++c) {
+                const std::ptrdiff_t rr = std::ptrdiff_t(r) + A.offsets[o].dy, cc = std::ptrdiff_t(c) + A.offsets[o].dx;
+                const std::size_t i = r * p.W + c;
+                if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(p.H) || cc >= std::ptrdiff_t(p.W)) {
+                    BOOST_TEST(A.weights[o][i] == 0.0);
+                    continue;
+                }
+                const std::size_t j = std::size_t(rr) * p.W + std::size_t(cc);
+                const auto gi = pixel(i), gj = pixel(j);
+                const double both = S::kernel::apply(sim.logit(std::span<const double>(gi), std::span<const double>(gj), i, j)) +
+                                    S::kernel::apply(sim.logit(std::span<const double>(gj), std::span<const double>(gi), j, i));
+                BOOST_TEST(std::abs(A.weights[o][i] - std::max(both, floor)) <= 1e-12 * std::max(both, floor));
+            }
+}
+
+/// The same for similarities without positions.
+template <class S>
+struct positionless {
+    using kernel = typename S::kernel;
+    static constexpr bool is_symmetric = nonlocal::detail::symmetric_similarity<S>;
+    S sim;
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k, std::size_t, std::size_t) const { return sim.logit(q, k); }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(edge_weights_follow_their_definition) {
+    // A symmetric similarity is evaluated once per edge, an asymmetric one both ways; both
+    // must give kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), floored.
+    static_assert(nonlocal::detail::symmetric_similarity<laplacian_distance>);
+    static_assert(!nonlocal::detail::symmetric_similarity<lopsided>);
+    for (auto [connectivity, radius] : stencils)
+        for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 7}, {6, 1}, {5, 9}, {17, 20}}) {
+            const problem p(H, W, unsigned(7 * H + W));
+            check_edge_weights(p, connectivity, radius, lopsided{}, 1e-3);
+            check_edge_weights(p, connectivity, radius, positionless<laplacian_distance>{laplacian_distance(20.0)}, 1e-3);
+            check_edge_weights(p, connectivity, radius, positionless<squared_euclidean>{}, 0.0);
+            check_edge_weights(p, connectivity, radius, colour_weights(H, W, 3, 40.0), 0.0);
+        }
+}
+
 BOOST_AUTO_TEST_CASE(jacobi_step_is_the_aggregate) {
     // W_ij = w_ij + w_ji = 2 w_ij for the symmetric colour weight, so the sweep is the
     // aggregate with s = w and a data term alpha / 2 (the same ratio).

@@ -56,7 +56,10 @@ inline constexpr bool is_kernel_v = std::is_same_v<K, identity_kernel> || std::i
 ///   (embedded Gaussian, concatenation);
 /// - `static constexpr bool is_dot_product = true` with `double scale(std::size_t d)`:
 ///   logit = scale(d) * <q', k'>, which lets the kernels use their own dot products;
-/// - `for_head(h)`: the similarity to use for head h of a [B, H, n, d] input.
+/// - `for_head(h)`: the similarity to use for head h of a [B, H, n, d] input;
+/// - `static constexpr bool is_symmetric = true`: logit(x_i, x_j) = logit(x_j, x_i)
+///   when queries and keys are the same features (distances), which lets
+///   symmetrised weights (`ar_system`) evaluate each pair once.
 ///
 /// If you see "the required expression s.logit(a, b) is invalid", your logit
 /// does not accept `std::span<const float>` and `std::span<const double>`.
@@ -164,6 +167,11 @@ concept has_for_head = requires(const S& s, std::size_t h) {
 template <class S>
 concept positional_logit = requires(const S& s, std::span<const double> a, std::size_t i) {
     s.logit(a, a, i, i);
+};
+
+template <class S>
+concept symmetric_similarity = requires {
+    requires S::is_symmetric;
 };
 
 template <class N>

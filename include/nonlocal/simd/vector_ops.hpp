@@ -114,6 +114,16 @@ T max_element(const T* x, std::size_t n) noexcept {
     return best;
 }
 
+/// `x[t] = exp(x[t])` for t in [0, n).
+template <class Arch = default_arch, class T>
+void exp_in_place(T* x, std::size_t n) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    std::size_t i = 0;
+    for (; i + W <= n; i += W) xsimd::exp(batch::load_unaligned(x + i)).store_unaligned(x + i);
+    for (; i < n; ++i) x[i] = std::exp(x[i]);
+}
+
 /// `x[t] = exp(x[t] - shift)` for t in [0, n); returns the sum of the results.
 template <class Arch = default_arch, class T>
 T exp_shifted_sum(T* x, T shift, std::size_t n) noexcept {

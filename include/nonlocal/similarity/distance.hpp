@@ -27,6 +27,7 @@ inline double checked_bandwidth(double h, std::string_view who) {
 /// logit = |q - k|^2, kappa = identity: a dissimilarity.
 struct squared_euclidean {
     using kernel = identity_kernel;
+    static constexpr bool is_symmetric = true;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         return simd::squared_distance(q.data(), k.data(), q.size());
@@ -37,6 +38,7 @@ struct squared_euclidean {
 /// weights on scaled (position, colour) features, the AR model's colour weights.
 struct gaussian_distance {
     using kernel = exp_kernel;
+    static constexpr bool is_symmetric = true;
     double h = 1.0;
 
     /// Throws `std::invalid_argument` unless h is finite and positive.
@@ -53,6 +55,7 @@ struct gaussian_distance {
 /// faster for small ones, so textures stay connected and real edges still cut.
 struct laplacian_distance {
     using kernel = exp_kernel;
+    static constexpr bool is_symmetric = true;
     double h = 1.0;
 
     /// Throws `std::invalid_argument` unless h is finite and positive.
@@ -69,6 +72,7 @@ struct laplacian_distance {
 /// logit = <q, k> / (|q| |k|), kappa = identity; 0 when either vector is zero.
 struct cosine {
     using kernel = identity_kernel;
+    static constexpr bool is_symmetric = true;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         const T qq = simd::dot(q.data(), q.data(), q.size());

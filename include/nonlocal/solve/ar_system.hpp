@@ -120,21 +120,40 @@ public:
             return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term");
         });
 
-        // W_ij = kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), once per edge.
+        // W_ij = kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), once per edge, a row of
+        // edges at a time: their logits, then kappa over the row in SIMD batches. A
+        // symmetric similarity's two terms are equal: one logit per edge.
         offsets = stencil.forward_offsets();
         const nonlocal::detail::projected_features<S, double> f(sim, as_rows(g.pixels), true);
-        const auto edge = [&](std::size_t i, std::size_t j) {
-            return S::kernel::apply(nonlocal::detail::logit(sim, (*f).row(i), (*f).row(j), i, j));
+        constexpr bool symmetric = nonlocal::detail::symmetric_similarity<S>;
+        const auto logit = [&](std::size_t i, std::size_t j) {
+            return nonlocal::detail::logit(sim, (*f).row(i), (*f).row(j), i, j);
         };
+        const auto kernel = [](std::vector<double>& v, std::size_t begin, std::size_t end) {
+            if constexpr (std::is_same_v<typename S::kernel, exp_kernel>) simd::exp_in_place(v.data() + begin, end - begin);
+            else for (std::size_t c = begin; c < end; ++c) v[c] = S::kernel::apply(v[c]);
+        };
+        std::vector<double> to(width), from(symmetric ? 0 : width);
         weights.assign(offsets.size(), std::vector<T>(n, T(0)));
-        for (std::size_t o = 0; o < offsets.size(); ++o)
-            for (std::size_t r = 0; r < height; ++r)
-                for (std::size_t c = 0; c < width; ++c) {
-                    const std::ptrdiff_t rr = std::ptrdiff_t(r) + offsets[o].dy, cc = std::ptrdiff_t(c) + offsets[o].dx;
-                    if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(height) || cc >= std::ptrdiff_t(width)) continue;
-                    const std::size_t i = r * width + c, j = std::size_t(rr) * width + std::size_t(cc);
-                    weights[o][i] = T(std::max(edge(i, j) + edge(j, i), min_weight));
+        for (std::size_t o = 0; o < offsets.size(); ++o) {
+            const auto [dy, dx] = offsets[o];
+            const std::size_t shift = std::size_t(std::ptrdiff_t(dy) * std::ptrdiff_t(width) + dx);
+            // The columns whose neighbour c + dx lies inside the image.
+            const std::size_t c0 = std::size_t(std::max<std::ptrdiff_t>(0, -dx));
+            const std::size_t c1 = std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(width) - std::max<std::ptrdiff_t>(0, dx)));
+            for (std::size_t r = 0; c0 < c1 && r + std::size_t(dy) < height; ++r) {
+                const std::size_t row = r * width;
+                for (std::size_t c = c0; c < c1; ++c) {
+                    to[c] = logit(row + c, row + c + shift);
+                    if constexpr (!symmetric) from[c] = logit(row + c + shift, row + c);
                 }
+                kernel(to, c0, c1);
+                if constexpr (!symmetric) kernel(from, c0, c1);
+                T* w = weights[o].data() + row;
+                for (std::size_t c = c0; c < c1; ++c)
+                    w[c] = T(std::max(symmetric ? 2 * to[c] : to[c] + from[c], min_weight));
+            }
+        }
         update_diagonal();
     }
 

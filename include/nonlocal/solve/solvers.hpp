@@ -202,30 +202,44 @@ public:
 
 private:
     /// The 2 x 2 aggregate of `f`: a fine edge of reach R joins blocks at most
-    /// ceil(R / 2) apart, so the coarse stencil is the square of that radius.
+    /// ceil(R / 2) apart, so the coarse stencil is the square of that radius. A fine
+    /// edge (dy, dx) from an even column joins blocks (dy', floor(dx / 2)) apart, from
+    /// an odd column (dy', floor((dx + 1) / 2)), dy' fixed by the row: each row of fine
+    /// weights adds into two coarse directions, without divisions.
     static ar_system<T> coarsen(const ar_system<T>& f) {
         const std::size_t H = (f.height + 1) / 2, W = (f.width + 1) / 2, n = H * W;
-        const auto block = [&](std::size_t i) { return (i / f.width / 2) * W + (i % f.width) / 2; };
-        std::vector<T> alpha(n, 0.0);
-        for (std::size_t i = 0; i < f.size(); ++i) alpha[block(i)] += f.alpha[i];
+        std::vector<T> alpha(n, T(0));
+        for (std::size_t r = 0; r < f.height; ++r)
+            for (std::size_t c = 0; c < f.width; ++c) alpha[(r / 2) * W + c / 2] += f.alpha[r * f.width + c];
         const grid_stencil stencil{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
         const auto dirs = stencil.forward_offsets();
         // Direction index of a forward (dy, dx), dy in [0, R], dx in [-R, R].
         const auto R = std::ptrdiff_t(stencil.radius);
         std::vector<std::size_t> index(std::size_t((R + 1) * (2 * R + 1)), dirs.size());
         for (std::size_t d = 0; d < dirs.size(); ++d) index[std::size_t(dirs[d].dy * (2 * R + 1) + dirs[d].dx + R)] = d;
-        std::vector<std::vector<T>> weights(dirs.size(), std::vector<T>(n, 0.0));
-        for (std::size_t o = 0; o < f.offsets.size(); ++o)
-            for (std::size_t i = 0; i < f.size(); ++i) {
-                const double w = f.weights[o][i];
-                if (w == 0) continue;
-                const std::size_t a = block(i), b = block(std::size_t(std::ptrdiff_t(i) + f.shift(o)));
-                if (a == b) continue;
-                std::ptrdiff_t dy = std::ptrdiff_t(b / W) - std::ptrdiff_t(a / W), dx = std::ptrdiff_t(b % W) - std::ptrdiff_t(a % W);
-                std::size_t from = a;
-                if (dy < 0 || (dy == 0 && dx < 0)) dy = -dy, dx = -dx, from = b;
-                weights[index[std::size_t(dy * (2 * R + 1) + dx + R)]][from] += w;
+        const auto floor_half = [](std::ptrdiff_t v) { return v >= 0 ? v / 2 : -((1 - v) / 2); };
+        std::vector<std::vector<T>> weights(dirs.size(), std::vector<T>(n, T(0)));
+        for (std::size_t o = 0; o < f.offsets.size(); ++o) {
+            const auto [dy, dx] = f.offsets[o];
+            // The fine columns whose neighbour c + dx lies inside the image.
+            const std::size_t c0 = std::size_t(std::max<std::ptrdiff_t>(0, -dx));
+            const std::size_t c1 = std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(f.width) - std::max<std::ptrdiff_t>(0, dx)));
+            for (std::size_t r = 0; r + std::size_t(dy) < f.height; ++r) {
+                const std::ptrdiff_t block_dy = std::ptrdiff_t((r + std::size_t(dy)) / 2 - r / 2);
+                const T* w = f.weights[o].data() + r * f.width;
+                for (std::size_t parity = 0; parity < 2; ++parity) {
+                    const std::ptrdiff_t block_dx = floor_half(dx + std::ptrdiff_t(parity));
+                    if (block_dy == 0 && block_dx == 0) continue;   // inside one block
+                    // A backward pair of blocks (same row, dx < 0) is stored from the left block.
+                    const bool backward = block_dy == 0 && block_dx < 0;
+                    const std::ptrdiff_t from = backward ? block_dx : 0;
+                    T* to = weights[index[std::size_t(block_dy * (2 * R + 1) + (backward ? -block_dx : block_dx) + R)]].data() +
+                            (r / 2) * W;
+                    for (std::size_t c = c0 + (c0 % 2 != parity); c < c1; c += 2)
+                        to[std::ptrdiff_t(c / 2) + from] += w[c];
+                }
             }
+        }
         ar_system<T> coarse_system(H, W, dirs, std::move(weights), std::move(alpha), std::vector<T>(n, 0.0));
         coarse_system.threads = f.threads;
         return coarse_system;
@@ -316,18 +330,30 @@ private:
         }
         const ar_system<T>& C = *levels_[level + 1];
         std::vector<T>&rc = rhs_[level + 1], &zc = solution_[level + 1];
-        std::fill(rc.begin(), rc.end(), 0.0);
-        for (std::size_t row = 0; row < A.height; ++row) {   // restrict: sum the residual over each block
-            const T* wr = &work[row * A.width];
+        for (std::size_t row = 0; row < A.height; row += 2) {   // restrict: sum the residual over each block
+            const T* top = &work[row * A.width];
+            const T* bottom = row + 1 < A.height ? top + A.width : nullptr;
             T* cr = &rc[(row / 2) * C.width];
-            for (std::size_t col = 0; col < A.width; ++col) cr[col / 2] += wr[col];
+            const std::size_t pairs = A.width / 2;   // blocks two columns wide; an odd last column alone
+            if (bottom)
+                for (std::size_t col = 0; col < pairs; ++col)
+                    cr[col] = (top[2 * col] + top[2 * col + 1]) + (bottom[2 * col] + bottom[2 * col + 1]);
+            else
+                for (std::size_t col = 0; col < pairs; ++col) cr[col] = top[2 * col] + top[2 * col + 1];
+            if (A.width % 2) cr[pairs] = top[A.width - 1] + (bottom ? bottom[A.width - 1] : T(0));
         }
         cycle(level + 1, rc, zc);
+        const T scale = T(options_.correction_scale);
         for (std::size_t row = 0; row < A.height; ++row) {   // prolong: constant over each block
             T* zr = &z[row * A.width];
             const T* cr = &zc[(row / 2) * C.width];
-            const T scale = T(options_.correction_scale);
-            for (std::size_t col = 0; col < A.width; ++col) zr[col] += scale * cr[col / 2];
+            const std::size_t pairs = A.width / 2;
+            for (std::size_t col = 0; col < pairs; ++col) {
+                const T correction = scale * cr[col];
+                zr[2 * col] += correction;
+                zr[2 * col + 1] += correction;
+            }
+            if (A.width % 2) zr[A.width - 1] += scale * cr[pairs];
         }
         smooth(A, r, z, work, false, options_.smoothing_steps);
     }
