@@ -280,6 +280,37 @@ BOOST_AUTO_TEST_CASE(threads_do_not_change_results) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(apply_and_dot_is_apply_and_its_inner_product) {
+    // Sizes below and above one 65536-pixel chunk of the inner product, on 1 and 3 threads.
+    for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 5}, {40, 41}, {401, 397}}) {
+        const problem p(H, W, unsigned(H * 3 + W));
+        for (auto [connectivity, radius] : {std::pair<int, std::size_t>{8, 1}, {4, 2}}) {
+            ar_system one = p.system(connectivity, radius);
+            const auto x = test::random_tensor<double, 1>({H * W}, 23, -1, 1);
+            const std::vector<double> xv(x.begin(), x.end());
+            const std::vector<double> expected = one.apply(xv);
+            double expected_dot = 0;
+            for (std::size_t i = 0; i < xv.size(); ++i) expected_dot += xv[i] * expected[i];
+            std::vector<double> y(H * W), y3(H * W);
+            const double dot = one.apply_and_dot(xv.data(), y.data());
+            BOOST_TEST(y == expected);
+            BOOST_TEST(std::abs(dot - expected_dot) <= 1e-12 * std::max(1.0, std::abs(expected_dot)));
+            one.threads = 3;
+            BOOST_TEST(one.apply_and_dot(xv.data(), y3.data()) == dot);   // bit for bit
+            BOOST_TEST(y3 == y);
+        }
+    }
+    // In float, the inner product still accumulates in double.
+    const problem p(64, 70, 5);
+    const ar_system<float> A(p.guide, grid_stencil{64, 70, 8}, colour_weights(64, 70, 3, 40.0), p.xhat, p.alpha);
+    const std::vector<float> x(64 * 70, 1.0f);
+    std::vector<float> y(x.size());
+    const double dot = A.apply_and_dot(x.data(), y.data());
+    double expected = 0;
+    for (float v : y) expected += double(v);
+    BOOST_TEST(std::abs(dot - expected) <= 1e-6 * std::abs(expected));
+}
+
 BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
     // The fused sweeps follow each other in chunks of at least 4096 pixels, in bands on
     // several threads: images smaller and larger than a chunk, every stencil, both

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <cmath>
 #include <cstddef>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,25 @@ public:
         std::vector<T> y(size());
         apply(x.data(), y.data());
         return y;
+    }
+
+    /// y = A x; returns <x, A x> (what conjugate gradients needs of it) from the same
+    /// pass, accumulated in double per chunk of 65536 pixels and over the chunks in order,
+    /// so the sum does not depend on the thread count.
+    double apply_and_dot(const T* x, T* y) const {
+        const std::size_t chunks = std::max<std::size_t>(1, size() / 65536);
+        std::vector<double> partial(chunks, 0.0);
+        detail::parallel_for(chunks, threads, [&](std::size_t t) {
+            double sum = 0;
+            stencil_range(x, band_edge(t, chunks), band_edge(t + 1, chunks), [&](std::size_t i, auto own, auto neighbours) {
+                const auto ax = own * load(diagonal, i, own) - neighbours;
+                store(y, i, ax);
+                if constexpr (std::is_arithmetic_v<decltype(ax)>) sum += double(own) * double(ax);
+                else sum += double(xsimd::hadd(own * ax));
+            });
+            partial[t] = sum;
+        });
+        return std::accumulate(partial.begin(), partial.end(), 0.0);
     }
 
     /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i).

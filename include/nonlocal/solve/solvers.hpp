@@ -384,26 +384,34 @@ solve_report pcg(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>&
     M(r, z);
     p = z;
     double rz = detail::dot(r, z);
+    // Each iteration: q = A p with <p, q> in one pass; r -= step q with |r|^2 in one; the
+    // preconditioner; <r, z>; then x += step p and p = z + beta p in one pass.
+    constexpr std::size_t lanes = 8;   // partial sums, as in detail::dot
     while (!(report.converged = report.relative_residual <= options.tolerance) &&
            report.iterations < options.max_iterations) {
-        A.apply(p.data(), q.data());
-        const T step = T(rz / detail::dot(p, q));
-        constexpr std::size_t lanes = 8;   // |r|^2 in the same pass, in partial sums as in detail::dot
+        const T step = T(rz / A.apply_and_dot(p.data(), q.data()));
         double partial[lanes] = {}, rr = 0;
         std::size_t i = 0;
         for (; i + lanes <= n; i += lanes)
             for (std::size_t k = 0; k < lanes; ++k) {
-                x[i + k] += step * p[i + k], r[i + k] -= step * q[i + k];
+                r[i + k] -= step * q[i + k];
                 partial[k] += double(r[i + k]) * double(r[i + k]);
             }
-        for (; i < n; ++i) x[i] += step * p[i], r[i] -= step * q[i], rr += double(r[i]) * double(r[i]);
+        for (; i < n; ++i) r[i] -= step * q[i], rr += double(r[i]) * double(r[i]);
         for (double v : partial) rr += v;
         ++report.iterations;
         report.relative_residual = std::sqrt(rr) / b_norm;
+        if (report.relative_residual <= options.tolerance || report.iterations == options.max_iterations) {
+            for (std::size_t j = 0; j < n; ++j) x[j] += step * p[j];
+            continue;   // the loop's test records convergence and stops
+        }
         M(r, z);
         const double rz_next = detail::dot(r, z);
         const T beta = T(rz_next / rz);
-        for (std::size_t i = 0; i < n; ++i) p[i] = z[i] + beta * p[i];
+        for (std::size_t j = 0; j < n; ++j) {
+            x[j] += step * p[j];
+            p[j] = z[j] + beta * p[j];
+        }
         rz = rz_next;
     }
     report.seconds = clock.seconds();
