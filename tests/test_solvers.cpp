@@ -451,6 +451,78 @@ BOOST_AUTO_TEST_CASE(depth_tasks) {
         }
 }
 
+BOOST_AUTO_TEST_CASE(half_resolution_guide) {
+    // 3 x 3 box means around the even pixels, clipped to the image, by hand:
+    //   1 2 3
+    //   4 5 6   ->   (1+2+4+5)/4 = 3   (2+3+5+6)/4 = 4
+    //   7 8 9        (4+5+7+8)/4 = 6   (5+6+8+9)/4 = 7
+    const xt::xtensor<double, 2> image = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+    const auto half = nonlocal::detail::half_resolution(nonlocal::detail::to_pixel_rows<double>(image, "test", "image"));
+    BOOST_TEST(half.height == 2u);
+    BOOST_TEST(half.width == 2u);
+    BOOST_TEST(half.pixels(0, 0) == 3.0);
+    BOOST_TEST(half.pixels(1, 0) == 4.0);
+    BOOST_TEST(half.pixels(2, 0) == 6.0);
+    BOOST_TEST(half.pixels(3, 0) == 7.0);
+    // Interior pixels average all nine; each channel on its own.
+    const auto rgb = test::random_tensor<double, 3>({7, 6, 3}, 31, 0, 255);
+    const auto h = nonlocal::detail::half_resolution(nonlocal::detail::to_pixel_rows<double>(rgb, "test", "image"));
+    for (std::size_t k = 0; k < 3; ++k) {
+        double sum = 0;
+        for (std::size_t r = 1; r <= 3; ++r)
+            for (std::size_t c = 1; c <= 3; ++c) sum += rgb(r, c, k);
+        BOOST_TEST(std::abs(h.pixels(1 * 3 + 1, k) - sum / 9) < 1e-12);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(upsampling_goes_coarse_to_fine_above_the_stage_factor) {
+    // Awkward sizes: the guide is 16 (h - 1) + 1 rows and 16 w columns.
+    const std::size_t h = 3, w = 4, H = 16 * (h - 1) + 1, W = 16 * w;
+    const auto guide = test::random_tensor<double, 3>({H, W, 3}, 41, 0, 255);
+    const auto low = test::random_tensor<float, 2>({h, w}, 42, 50, 150);
+    // The 3 x 3 box means of the guide at its even pixels, computed here.
+    const std::size_t Hh = (H + 1) / 2, Wh = (W + 1) / 2;
+    xt::xtensor<double, 3> half_guide = xt::zeros<double>({Hh, Wh, std::size_t(3)});
+    for (std::size_t r = 0; r < Hh; ++r)
+        for (std::size_t c = 0; c < Wh; ++c)
+            for (std::size_t k = 0; k < 3; ++k) {
+                double sum = 0, count = 0;
+                for (std::ptrdiff_t dr = -1; dr <= 1; ++dr)
+                    for (std::ptrdiff_t dc = -1; dc <= 1; ++dc) {
+                        const std::ptrdiff_t rr = std::ptrdiff_t(2 * r) + dr, cc = std::ptrdiff_t(2 * c) + dc;
+                        if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(H) || cc >= std::ptrdiff_t(W)) continue;
+                        sum += guide(std::size_t(rr), std::size_t(cc), k), ++count;
+                    }
+                half_guide(r, c, k) = sum / count;
+            }
+    for (auto model : {depth_model::normalised, depth_model::ar}) {
+        depth_options o{.model = model, .single_precision = false};
+        o.solve.tolerance = 1e-10;
+        const auto staged = upsample_depth(low, guide, 16, o);   // stage_factor 8: x8, then x2
+        const auto coarse = upsample_depth(low, half_guide, 8, o);
+        const auto by_hand = upsample_depth(coarse.depth, guide, 2, o);
+        BOOST_TEST(staged.report.converged);
+        BOOST_TEST(staged.report.method.starts_with("coarse to fine"));
+        BOOST_TEST(staged.report.iterations == coarse.report.iterations + by_hand.report.iterations);
+        test::check_close(staged.depth, by_hand.depth, 1e-5, 1e-3);
+        // A stage factor of 16 or more, or an odd factor, upsamples in one stage.
+        depth_options direct = o;
+        direct.stage_factor = 16;
+        const auto one = upsample_depth(low, guide, 16, direct);
+        BOOST_TEST(!one.report.method.starts_with("coarse to fine"));
+        BOOST_TEST(one.report.converged);
+        depth_options small = o;
+        small.stage_factor = 2;
+        const auto odd = upsample_depth(low, xt::view(guide, xt::range(0, 3 * (h - 1) + 1), xt::range(0, 3 * w), xt::all()),
+                                        3, small);
+        BOOST_TEST(!odd.report.method.starts_with("coarse to fine"));
+        // Both ways, a constant depth stays constant.
+        const xt::xtensor<float, 2> flat = xt::ones<float>({h, w}) * 77.f;
+        test::check_close(upsample_depth(flat, guide, 16, o).depth, xt::xtensor<float, 2>(xt::ones<float>({H, W}) * 77.f),
+                          1e-4, 0);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> guide = xt::zeros<float>({4, 5}), none = xt::zeros<float>({4, 5});
     test::check_invalid([&] { fill_depth(none, guide); }, "fill_depth", "nothing is observed");

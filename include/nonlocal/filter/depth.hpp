@@ -57,6 +57,9 @@ struct depth_options {
     double epsilon_scale = 0.5;                                    ///< normalised: eps = this x observed fraction
     double lambda = 1.0;                                           ///< ar: alpha on observed pixels
     double min_weight = 1e-3;                                      ///< floor of the edge weights
+    /// Upsampling by an even factor above this goes coarse to fine: by half the factor
+    /// onto the guide at half resolution, then by 2 (see `upsample_depth`).
+    std::size_t stage_factor = 8;
     depth_solver solver = depth_solver::pcg_multigrid;
     int threads = 1;                                               ///< of the solver's passes over the pixels
     bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
@@ -74,6 +77,32 @@ struct depth_result {
 namespace detail {
 
 inline bool valid_depth(double d) { return std::isfinite(d) && d > 0; }
+
+/// Two solves reported as one: iterations and seconds add up, the larger residual, converged when both did.
+inline solve_report one_report(std::string method, const solve_report& first, const solve_report& second) {
+    return {std::move(method), first.iterations + second.iterations,
+            std::max(first.relative_residual, second.relative_residual), first.converged && second.converged,
+            first.seconds + second.seconds};
+}
+
+/// The guide at half resolution: pixel (r, c) is the mean of the 3 x 3 box around
+/// (2r, 2c) (its part inside the image), the position `upsample_depth` by 2 observes.
+inline pixel_rows<double> half_resolution(const pixel_rows<double>& g) {
+    pixel_rows<double> h{(g.height + 1) / 2, (g.width + 1) / 2, g.channels, {}};
+    h.pixels = xt::zeros<double>({h.height * h.width, g.channels});
+    for (std::size_t r = 0; r < h.height; ++r)
+        for (std::size_t c = 0; c < h.width; ++c) {
+            const std::size_t r0 = 2 * r > 0 ? 2 * r - 1 : 0, r1 = std::min(g.height, 2 * r + 2);
+            const std::size_t c0 = 2 * c > 0 ? 2 * c - 1 : 0, c1 = std::min(g.width, 2 * c + 2);
+            double* out = &h.pixels(r * h.width + c, 0);
+            for (std::size_t rr = r0; rr < r1; ++rr)
+                for (std::size_t cc = c0; cc < c1; ++cc)
+                    for (std::size_t k = 0; k < g.channels; ++k) out[k] += g.pixels(rr * g.width + cc, k);
+            const double count = double((r1 - r0) * (c1 - c0));
+            for (std::size_t k = 0; k < g.channels; ++k) out[k] /= count;
+        }
+    return h;
+}
 
 /// x0 = box(alpha xhat) / box(alpha), the box growing until it covers an observation:
 /// a cheap normalised interpolation from integral images, of `alpha` and
@@ -180,9 +209,7 @@ depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& x
         const solve_report rm = solve(A, b_mask, km, o, M);
         for (std::size_t i = 0; i < n; ++i) kd[i] = T(x0[i] * km[i]);
         const solve_report rd = solve(A, A.rhs, kd, o, M);
-        result.report = {"normalised " + rd.method, rd.iterations + rm.iterations,
-                         std::max(rd.relative_residual, rm.relative_residual), rd.converged && rm.converged,
-                         rd.seconds + rm.seconds};
+        result.report = one_report("normalised " + rd.method, rm, rd);
         // Where K(m) is tiny (no observation well connected) x0 takes over; delta is far above
         // the solves' error and far below K(m) near observations (about `fraction`).
         const double delta = 1e-3 * fraction;
@@ -253,9 +280,32 @@ depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpressio
     return fill_depth(depth, guide, o, "denoise_depth");
 }
 
+namespace detail {
+/// `upsample_depth` once the sizes are checked: coarse to fine while the factor is
+/// even and above `o.stage_factor`.
+inline depth_result upsample(const xt::xtensor<double, 2>& d, const pixel_rows<double>& g, std::size_t factor,
+                             const depth_options& o, const stopwatch& clock) {
+    if (factor > o.stage_factor && factor % 2 == 0) {
+        const depth_result coarse = upsample(d, half_resolution(g), factor / 2, o, clock);
+        depth_result fine = upsample(xt::xtensor<double, 2>(xt::cast<double>(coarse.depth)), g, 2, o, clock);
+        fine.report = one_report("coarse to fine, " + fine.report.method, coarse.report, fine.report);
+        return fine;
+    }
+    const std::size_t h = d.shape(0), w = d.shape(1);
+    xt::xtensor<double, 2> observed = xt::zeros<double>({g.height, g.width}), xhat = observed;
+    for (std::size_t r = 0; r < h; ++r)
+        for (std::size_t c = 0; c < w; ++c)
+            if (valid_depth(d(r, c))) observed(factor * r, factor * c) = 1, xhat(factor * r, factor * c) = d(r, c);
+    return refine(g, xhat, observed, o, "upsample_depth", clock);
+}
+}  // namespace detail
+
 /// Upsamples `low` [h, w] by `factor` onto the grid of `guide` [H, W(, C)]: pixel
 /// (r, c) of `low` is observed at (factor r, factor c); H and W must lie in
-/// [factor (h - 1) + 1, factor h] and likewise for W.
+/// [factor (h - 1) + 1, factor h] and likewise for W. An even factor above
+/// `o.stage_factor` (8 by default) goes coarse to fine, which converges in fewer
+/// iterations: by factor / 2 onto the guide at half resolution (3 x 3 box means at
+/// the even pixels), then by 2 from that result, recursively.
 template <class D, class G>
 depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression<G>& guide, std::size_t factor,
                             const depth_options& o = {}) {
@@ -270,11 +320,7 @@ depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression
                                std::to_string(factor) + " does not fit a " + std::to_string(g.height) + " x " +
                                std::to_string(g.width) + " guide";
                     });
-    xt::xtensor<double, 2> observed = xt::zeros<double>({g.height, g.width}), xhat = observed;
-    for (std::size_t r = 0; r < h; ++r)
-        for (std::size_t c = 0; c < w; ++c)
-            if (detail::valid_depth(d(r, c))) observed(factor * r, factor * c) = 1, xhat(factor * r, factor * c) = d(r, c);
-    return detail::refine(g, xhat, observed, o, "upsample_depth", clock);
+    return detail::upsample(d, g, factor, o, clock);
 }
 
 }  // namespace nonlocal
