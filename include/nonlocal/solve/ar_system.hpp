@@ -139,9 +139,7 @@ public:
         for (std::size_t o = 0; o < offsets.size(); ++o) {
             const auto [dy, dx] = offsets[o];
             const std::size_t shift = std::size_t(std::ptrdiff_t(dy) * std::ptrdiff_t(width) + dx);
-            // The columns whose neighbour c + dx lies inside the image.
-            const std::size_t c0 = std::size_t(std::max<std::ptrdiff_t>(0, -dx));
-            const std::size_t c1 = std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(width) - std::max<std::ptrdiff_t>(0, dx)));
+            const auto [c0, c1] = columns_inside(dx, width);
             for (std::size_t r = 0; c0 < c1 && r + std::size_t(dy) < height; ++r) {
                 const std::size_t row = r * width;
                 for (std::size_t c = c0; c < c1; ++c) {
@@ -160,6 +158,14 @@ public:
 
     std::size_t size() const noexcept { return height * width; }
 
+    /// [c0, c1): the columns c of a row `width` wide whose neighbour c + dx lies inside it.
+    static std::pair<std::size_t, std::size_t> columns_inside(std::ptrdiff_t dx, std::size_t width) noexcept {
+        const auto w = std::ptrdiff_t(width);
+        const std::ptrdiff_t first = std::min(w, std::max<std::ptrdiff_t>(0, -dx));
+        const std::ptrdiff_t end = std::max<std::ptrdiff_t>(0, w - std::max<std::ptrdiff_t>(0, dx));
+        return {std::size_t(first), std::size_t(end)};
+    }
+
     /// The largest |dy| or |dx| of the stencil.
     std::size_t reach() const noexcept {
         std::size_t r = 0;
@@ -172,7 +178,7 @@ public:
 
     /// y = A x.
     void apply(const T* x, T* y) const {
-        stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) { store(y, i, own * load(diagonal, i, own) - neighbours); });
+        stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) { store(y, i, product(i, own, neighbours)); });
     }
     std::vector<T> apply(const std::vector<T>& x) const {
         std::vector<T> y(size());
@@ -189,7 +195,7 @@ public:
         detail::parallel_for(chunks, threads, [&](std::size_t t) {
             double sum = 0;
             stencil_range(x, band_edge(t, chunks), band_edge(t + 1, chunks), [&](std::size_t i, auto own, auto neighbours) {
-                const auto ax = own * load(diagonal, i, own) - neighbours;
+                const auto ax = product(i, own, neighbours);
                 store(y, i, ax);
                 if constexpr (std::is_arithmetic_v<decltype(ax)>) sum += double(own) * double(ax);
                 else sum += double(xsimd::hadd(own * ax));
@@ -355,10 +361,14 @@ public:
         return t == 0 ? 0 : t == bands ? size() : first + (stop - first) / lanes * t / bands * lanes;
     }
 
+    /// (A x)_i = d_i x_i - sum_j W_ij x_j, from a stencil pass's `own` and `neighbours`.
+    template <class V>
+    V product(std::size_t i, V own, V neighbours) const { return own * load(diagonal, i, own) - neighbours; }
+
     /// The `finish` of the residual: out_i = r_i - (A z)_i.
     auto residual_of(const T* r, T* out) const {
         return [this, r, out](std::size_t i, auto own, auto neighbours) {
-            store(out, i, load(r, i, own) - (own * load(diagonal, i, own) - neighbours));
+            store(out, i, load(r, i, own) - product(i, own, neighbours));
         };
     }
 

@@ -221,9 +221,7 @@ private:
         std::vector<std::vector<T>> weights(dirs.size(), std::vector<T>(n, T(0)));
         for (std::size_t o = 0; o < f.offsets.size(); ++o) {
             const auto [dy, dx] = f.offsets[o];
-            // The fine columns whose neighbour c + dx lies inside the image.
-            const std::size_t c0 = std::size_t(std::max<std::ptrdiff_t>(0, -dx));
-            const std::size_t c1 = std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(f.width) - std::max<std::ptrdiff_t>(0, dx)));
+            const auto [c0, c1] = ar_system<T>::columns_inside(dx, f.width);
             for (std::size_t r = 0; r + std::size_t(dy) < f.height; ++r) {
                 const std::ptrdiff_t block_dy = std::ptrdiff_t((r + std::size_t(dy)) / 2 - r / 2);
                 const T* w = f.weights[o].data() + r * f.width;
