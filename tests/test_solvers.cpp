@@ -210,6 +210,51 @@ BOOST_AUTO_TEST_CASE(multigrid_levels_and_non_convergence) {
                         "pcg", "x has 5 entries for a system of 6300");
 }
 
+BOOST_AUTO_TEST_CASE(multigrid_smoothers) {
+    // The Chebyshev damping by hand: on [0.2, 2] the centre is 1.1 and the half width 0.9;
+    // two sweeps: 1 / (1.1 +- 0.9 cos(pi / 4)); one sweep: 1 / 1.1; three: 1 / (1.1 + 0.9 cos(k pi / 6)), k = 1, 3, 5.
+    const double c4 = std::sqrt(0.5), c6 = std::sqrt(3.0) / 2;
+    const auto two = multigrid<>::sweep_damping({});
+    BOOST_TEST(two.size() == 2u);
+    BOOST_TEST(std::abs(two[0] - 1 / (1.1 + 0.9 * c4)) < 1e-14);
+    BOOST_TEST(std::abs(two[1] - 1 / (1.1 - 0.9 * c4)) < 1e-14);
+    const auto one = multigrid<>::sweep_damping({.smoothing_steps = 1});
+    BOOST_TEST(std::abs(one.at(0) - 1 / 1.1) < 1e-14);
+    const auto three = multigrid<>::sweep_damping({.smoothing_steps = 3});
+    BOOST_TEST(std::abs(three.at(0) - 1 / (1.1 + 0.9 * c6)) < 1e-14);
+    BOOST_TEST(std::abs(three.at(1) - 1 / 1.1) < 1e-14);
+    BOOST_TEST(std::abs(three.at(2) - 1 / (1.1 - 0.9 * c6)) < 1e-14);
+    BOOST_TEST(multigrid<>::sweep_damping({.smoothing_steps = 3, .kind = smoother::jacobi, .damping = 0.7}) ==
+               std::vector<double>(3, 0.7));
+
+    // Either smoother, 1 to 3 sweeps, as CG's preconditioner and alone, reaches the dense solution.
+    const problem p(21, 18, 8);
+    for (auto [connectivity, radius] : {std::pair<int, std::size_t>{8, 1}, {4, 2}}) {
+        const ar_system A = p.system(connectivity, radius);
+        const auto exact = dense_solve(A);
+        for (auto kind : {smoother::chebyshev, smoother::jacobi})
+            for (std::size_t steps = 1; steps <= 3; ++steps) {
+                const multigrid M(A, {.smoothing_steps = steps, .kind = kind});
+                for (bool alone : {false, true}) {
+                    BOOST_TEST_CONTEXT("smoother " << int(kind) << ", " << steps << " sweeps, alone " << alone) {
+                        std::vector<double> x(A.size(), 150.0);
+                        const auto report = alone ? multigrid_solve(A, A.rhs, x, M, {1e-10, 5000})
+                                                  : pcg(A, x, M, {1e-10, 5000});
+                        BOOST_TEST(report.converged);
+                        double worst = 0;
+                        for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - exact[i]));
+                        BOOST_TEST(worst < 1e-6);
+                    }
+                }
+            }
+    }
+    test::check_invalid([&] { multigrid<>::sweep_damping({.lower = 2, .upper = 1}); }, "multigrid", "lower = 2.0");
+    test::check_invalid([&] { multigrid(p.system(8), {.smoothing_steps = 0}); }, "multigrid", "smoothing_steps = 0");
+    test::check_invalid([&] { multigrid(p.system(8), {.damping = 2.5}); }, "multigrid", "damping = 2.5");
+    test::check_invalid([&] { multigrid(p.system(8), {.correction_scale = std::nan("")}); }, "multigrid",
+                        "correction_scale = nan");
+}
+
 BOOST_AUTO_TEST_CASE(single_precision_systems) {
     // ar_system<float>: the same weights rounded to float, every solver to a float-sized
     // tolerance (float SOR stalls near 2e-5 on the 48-neighbour stencil), against the dense

@@ -64,6 +64,7 @@ struct depth_options {
     int threads = 1;                                               ///< of the solver's passes over the pixels
     bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
     solve_options solve{1e-4, 500};
+    multigrid_options multigrid{};                                 ///< of the solvers pcg_multigrid and multigrid
 };
 
 /// A refined depth map and how its solve went; `seconds` counts everything
@@ -144,7 +145,7 @@ template <class T>
 solve_report solve(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x, const depth_options& o,
                    std::unique_ptr<multigrid<T>>& M) {
     if ((o.solver == depth_solver::pcg_multigrid || o.solver == depth_solver::multigrid) && !M)
-        M = std::make_unique<multigrid<T>>(A);
+        M = std::make_unique<multigrid<T>>(A, o.multigrid);
     switch (o.solver) {
         case depth_solver::pcg_multigrid: return pcg(A, b, x, *M, o.solve);
         case depth_solver::multigrid: return multigrid_solve(A, b, x, *M, o.solve);

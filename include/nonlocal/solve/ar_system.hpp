@@ -268,8 +268,10 @@ public:
     /// Two damped Jacobi sweeps on A z = r (`relax` twice) in one pass over memory (see
     /// `pipelined`): z is overwritten by the result, `work` by the first sweep. Equal,
     /// bit for bit, to two `relax` calls.
-    void relax_twice(const T* r, T* z, T* work, double omega) const {
-        pipelined(z, relaxation(r, work, omega), work, relaxation(r, z, omega));
+    void relax_twice(const T* r, T* z, T* work, double omega) const { relax_twice(r, z, work, omega, omega); }
+    /// The same with the damping `first` for the first sweep and `second` for the second.
+    void relax_twice(const T* r, T* z, T* work, double first, double second) const {
+        pipelined(z, relaxation(r, work, first), work, relaxation(r, z, second));
     }
 
     /// A damped Jacobi sweep on A z = r followed by its residual, in one pass over

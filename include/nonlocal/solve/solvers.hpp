@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <numbers>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -162,24 +163,37 @@ struct jacobi_preconditioner {
     static constexpr const char* name = "jacobi";
 };
 
+/// How the V-cycle damps its Jacobi sweeps (`multigrid_options`).
+enum class smoother { chebyshev, jacobi };
+
+/// Parameters of the multigrid V-cycle.
+struct multigrid_options {
+    std::size_t smoothing_steps = 2;   ///< Jacobi sweeps before and after the coarse correction
+    /// chebyshev: the m sweeps are damped by 1 / theta_k, theta_k the roots of the degree-m
+    /// Chebyshev polynomial on [lower, upper], so that together they damp the eigenvalues
+    /// of D^-1 A in that interval as much as m sweeps can (a Chebyshev smoother; upper = 2
+    /// bounds the spectrum of a Laplacian plus a non-negative diagonal, by Gershgorin).
+    /// jacobi: every sweep damped by `damping`.
+    smoother kind = smoother::chebyshev;
+    double lower = 0.2, upper = 2.0;   ///< chebyshev: the interval of D^-1 A's spectrum to damp
+    double damping = 0.8;              ///< jacobi: the damping of every sweep
+    double correction_scale = 1.0;     ///< over-correction of the piecewise-constant prolongation
+};
+
 /// Aggregation multigrid: each coarse pixel is a 2 x 2 block of fine ones, and the
 /// coarse system is P^T A P with P piecewise constant: the weights of the fine
 /// edges that cross between two blocks add up into their coarse edge, the alphas
 /// of a block add up, so every level is again an AR system on a stencil. A
-/// V-cycle smooths with damped Jacobi (the same number of sweeps before and
-/// after, so the cycle is symmetric and can precondition CG) and solves the
-/// coarsest level (at most 256 pixels) exactly.
-/// Parameters of the multigrid V-cycle.
-struct multigrid_options {
-    std::size_t smoothing_steps = 2;   ///< damped Jacobi sweeps before and after the coarse correction
-    double damping = 0.8;              ///< Jacobi damping
-    double correction_scale = 1.0;     ///< over-correction of the piecewise-constant prolongation
-};
-
+/// V-cycle smooths with damped Jacobi sweeps (the same sweeps before and after: they
+/// are polynomials in D^-1 A, which commute, so the cycle is symmetric and can
+/// precondition CG) and solves the coarsest level (at most 256 pixels) exactly.
 template <class T = double>
 class multigrid {
 public:
-    explicit multigrid(const ar_system<T>& A, multigrid_options options = {}) : options_(options) {
+    /// Throws `std::invalid_argument` unless smoothing_steps >= 1, 0 < lower < upper (finite),
+    /// 0 < damping <= 2 and correction_scale is finite and positive.
+    explicit multigrid(const ar_system<T>& A, multigrid_options options = {})
+        : options_(options), damping_(sweep_damping(options)) {
         levels_.push_back(&A);
         while (levels_.back()->size() > 256 && levels_.back()->height > 1 && levels_.back()->width > 1) {
             owned_.push_back(std::make_unique<ar_system<T>>(coarsen(*levels_.back())));
@@ -195,6 +209,30 @@ public:
 
     std::size_t levels() const noexcept { return levels_.size(); }
     static constexpr const char* name = "multigrid";
+
+    /// The damping of each smoothing sweep, in the order they run (before and after).
+    static std::vector<double> sweep_damping(const multigrid_options& o) {
+        detail::require(o.smoothing_steps >= 1 && std::isfinite(o.lower) && std::isfinite(o.upper) && o.lower > 0 &&
+                            o.lower < o.upper &&
+                            o.damping > 0 && o.damping <= 2 && std::isfinite(o.correction_scale) &&
+                            o.correction_scale > 0,
+                        "multigrid", [&] {
+                            return "needs smoothing_steps >= 1 (without smoothing a V-cycle is a projection, not a "
+                                   "preconditioner), 0 < lower < upper (finite), 0 < damping <= 2 and correction_scale > 0, "
+                                   "got smoothing_steps = " + std::to_string(o.smoothing_steps) +
+                                   ", lower = " + std::to_string(o.lower) + ", upper = " + std::to_string(o.upper) +
+                                   ", damping = " + std::to_string(o.damping) +
+                                   ", correction_scale = " + std::to_string(o.correction_scale);
+                        });
+        const std::size_t m = o.smoothing_steps;
+        std::vector<double> omega(m, o.damping);
+        if (o.kind == smoother::chebyshev) {
+            const double centre = (o.upper + o.lower) / 2, half_width = (o.upper - o.lower) / 2;
+            for (std::size_t k = 0; k < m; ++k)
+                omega[k] = 1 / (centre + half_width * std::cos(std::numbers::pi * double(2 * k + 1) / double(2 * m)));
+        }
+        return omega;
+    }
 
     /// z = M^-1 r: one V-cycle from z = 0. Not reentrant: one cycle at a time per object
     /// (its buffers are allocated once, with the hierarchy).
@@ -285,15 +323,15 @@ private:
         z.assign(y.begin(), y.end());
     }
 
-    /// `steps` damped Jacobi sweeps on A z = r; from z = 0 when `from_zero` (the first
-    /// sweep is then omega D^-1 r, without a product). The sweeps go two at a time in
-    /// one pass over memory (the same result).
+    /// Sweeps [first, last) of the smoother (`damping_`) on A z = r; from z = 0 when
+    /// `from_zero` (the first sweep is then omega D^-1 r, without a product). The sweeps
+    /// go two at a time in one pass over memory (the same result).
     void smooth(const ar_system<T>& A, const std::vector<T>& r, std::vector<T>& z, std::vector<T>& work,
-                bool from_zero, std::size_t steps) const {
-        std::size_t s = 0;
-        if (from_zero && steps > 0) {   // z = omega D^-1 r, in batches (a division per pixel)
+                bool from_zero, std::size_t first, std::size_t last) const {
+        std::size_t s = first;
+        if (from_zero && s < last) {   // z = omega D^-1 r, in batches (a division per pixel)
             using batch = xsimd::batch<T>;
-            const T omega = T(options_.damping);
+            const T omega = T(damping_[s]);
             std::size_t i = 0;
             for (; i + batch::size <= z.size(); i += batch::size) {
                 const batch d = batch::load_unaligned(&A.diagonal[i]);
@@ -301,11 +339,11 @@ private:
                     .store_unaligned(&z[i]);
             }
             for (; i < z.size(); ++i) z[i] = A.diagonal[i] > 0 ? omega * r[i] / A.diagonal[i] : T(0);
-            s = 1;
+            ++s;
         }
-        for (; s + 2 <= steps; s += 2) A.relax_twice(r.data(), z.data(), work.data(), options_.damping);
-        for (; s < steps; ++s) {
-            A.relax(r.data(), z.data(), work.data(), options_.damping);
+        for (; s + 2 <= last; s += 2) A.relax_twice(r.data(), z.data(), work.data(), damping_[s], damping_[s + 1]);
+        for (; s < last; ++s) {
+            A.relax(r.data(), z.data(), work.data(), damping_[s]);
             z.swap(work);
         }
     }
@@ -313,17 +351,16 @@ private:
     void cycle(std::size_t level, const std::vector<T>& r, std::vector<T>& z) const {
         const ar_system<T>& A = *levels_[level];
         if (level + 1 == levels_.size()) return solve_coarsest(r, z);
-        if (options_.smoothing_steps == 0) z.assign(A.size(), 0.0);
-        else z.resize(A.size());
+        z.resize(A.size());
         std::vector<T>& work = work_[level];
         // Pre-smoothing's last sweep and the residual in one pass over memory.
         const std::size_t steps = options_.smoothing_steps;
-        const bool fuse = steps >= 2;
-        smooth(A, r, z, work, true, fuse ? steps - 1 : steps);
-        if (fuse) {
-            A.relax_and_residual(r.data(), z.data(), work.data(), options_.damping);
+        if (steps >= 2) {
+            smooth(A, r, z, work, true, 0, steps - 1);
+            A.relax_and_residual(r.data(), z.data(), work.data(), damping_[steps - 1]);
             z.swap(work);   // z: the smoothed correction, work: the residual
         } else {
+            smooth(A, r, z, work, true, 0, steps);
             A.residual(r.data(), z.data(), work.data());
         }
         const ar_system<T>& C = *levels_[level + 1];
@@ -353,10 +390,11 @@ private:
             }
             if (A.width % 2) zr[A.width - 1] += scale * cr[pairs];
         }
-        smooth(A, r, z, work, false, options_.smoothing_steps);
+        smooth(A, r, z, work, false, 0, options_.smoothing_steps);
     }
 
     multigrid_options options_;
+    std::vector<double> damping_;   // of each sweep
     std::vector<const ar_system<T>*> levels_;
     std::vector<std::unique_ptr<ar_system<T>>> owned_;
     std::vector<double> chol_;   // the coarsest level in double, whatever T
