@@ -437,8 +437,7 @@ BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
         };
         const auto kd = dense_solve(system(depth)), km = dense_solve(system(mask));
         const double delta = 1e-3 * fraction;
-        const auto x0 = detail::normalised_interpolation(H, W, std::vector<double>(mask.begin(), mask.end()),
-                                                         std::vector<double>(depth.begin(), depth.end()));
+        const auto x0 = detail::normalised_interpolation(H, W, mask.data(), depth.data());
         for (std::size_t i = 0; i < H * W; ++i) {
             BOOST_TEST(km[i] > 100 * delta);
             BOOST_TEST(std::abs(out.depth.data()[i] - (kd[i] + delta * x0[i]) / (km[i] + delta)) < 1e-3);
@@ -494,6 +493,28 @@ BOOST_AUTO_TEST_CASE(depth_tasks) {
                 BOOST_TEST(xt::mean(xt::square(den.depth - truth))() < xt::mean(xt::square(noisy - truth))() / 4);
             }
         }
+}
+
+BOOST_AUTO_TEST_CASE(normalised_interpolation_by_hand) {
+    // One row of 9: alpha 0.3 (depth 2) at column 0 and 0.7 (depth 4) at column 8. Boxes
+    // [c - R, c + R] of radius R = 2, 4, 8, ... until one covers an observation:
+    //   columns 0-2 see column 0 at R = 2: 2; columns 6-8 see column 8: 4;
+    //   columns 3-5 see nothing at R = 2; at R = 4, column 3 sees [0, 7]: 2, column 5 sees
+    //   [1, 8]: 4, column 4 sees both: (0.3 * 2 + 0.7 * 4) / 1.0 = 3.4.
+    std::vector<double> alpha(9, 0.0), rhs(9, 0.0);
+    alpha[0] = 0.3, rhs[0] = 0.6, alpha[8] = 0.7, rhs[8] = 2.8;
+    const auto x = nonlocal::detail::normalised_interpolation(1, 9, alpha.data(), rhs.data());
+    const std::vector<double> expected = {2, 2, 2, 2, 3.4, 4, 4, 4, 4};
+    for (std::size_t c = 0; c < 9; ++c) BOOST_TEST(std::abs(x[c] - expected[c]) < 1e-12);
+    // Many non-dyadic alphas: wherever a box holds no observation, it is seen as empty (an
+    // exact count), not as a rounding residue of the alphas' running sums.
+    const std::size_t H = 40, W = 50;
+    std::vector<double> a(H * W, 0.0), b(H * W, 0.0);
+    for (std::size_t r = 0; r < H; ++r)
+        for (std::size_t c = 0; c < W; ++c)
+            if (c < 20 || c >= 45) a[r * W + c] = 0.1 + 0.01 * double((r * 7 + c) % 13), b[r * W + c] = 9 * a[r * W + c];
+    const auto y = nonlocal::detail::normalised_interpolation(H, W, a.data(), b.data());
+    for (double v : y) BOOST_TEST(std::abs(v - 9) < 1e-9);
 }
 
 BOOST_AUTO_TEST_CASE(half_resolution_guide) {
@@ -586,6 +607,34 @@ BOOST_AUTO_TEST_CASE(bad_input) {
                         "alpha must be finite and >= 0");
     test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 6}, colour_weights(4, 5, 1, 10.0), none, none); },
                         "connectivity = 6");
+    // The data term given directly, per pixel.
+    const auto rows = nonlocal::detail::to_pixel_rows<double>(guide, "test", "guide");
+    const grid_stencil stencil{4, 5, 8};
+    const auto direct = [&](std::vector<double> a, std::vector<double> b) {
+        return ar_system(rows, stencil, laplacian_distance(3.0), std::move(a), std::move(b));
+    };
+    test::check_invalid([&] { direct(std::vector<double>(19, 1.0), std::vector<double>(20, 1.0)); }, "ar_system",
+                        "20 pixels, alpha 19 and b 20");
+    std::vector<double> ones(20, 1.0), negative = ones, not_finite = ones;
+    negative[7] = -1, not_finite[3] = std::nan("");
+    test::check_invalid([&] { direct(negative, ones); }, "ar_system", "alpha = -1", "at pixel 7");
+    test::check_invalid([&] { direct(ones, not_finite); }, "ar_system", "b = nan", "at pixel 3");
+    test::check_invalid([&] { direct(std::vector<double>(20, 0.0), ones); }, "ar_system", "nothing is observed");
+}
+
+BOOST_AUTO_TEST_CASE(data_term_given_directly_or_as_observations) {
+    // alpha and b = alpha xhat per pixel build the same system as observations and confidences.
+    const problem p(9, 11, 13);
+    const auto rows = nonlocal::detail::to_pixel_rows<double>(p.guide, "test", "guide");
+    const grid_stencil stencil{9, 11, 8, 2};
+    const ar_system from_observations(rows, stencil, laplacian_distance(20.0), p.xhat, p.alpha, 1e-3);
+    std::vector<double> alpha(p.alpha.begin(), p.alpha.end()), b(alpha.size());
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = alpha[i] * p.xhat.data()[i];
+    const ar_system direct(rows, stencil, laplacian_distance(20.0), alpha, b, 1e-3);
+    BOOST_TEST(direct.weights == from_observations.weights);
+    BOOST_TEST(direct.alpha == from_observations.alpha);
+    BOOST_TEST(direct.rhs == from_observations.rhs);
+    BOOST_TEST(direct.diagonal == from_observations.diagonal);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

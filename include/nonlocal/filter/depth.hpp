@@ -107,19 +107,22 @@ inline pixel_rows<double> half_resolution(const pixel_rows<double>& g) {
 
 /// x0 = box(alpha xhat) / box(alpha), the box growing until it covers an observation:
 /// a cheap normalised interpolation from integral images, of `alpha` and
-/// `rhs` = alpha xhat on an H x W grid.
+/// `rhs` = alpha xhat on an H x W grid. Whether a box covers an observation is
+/// decided by an exact count (a sum of alphas can leave a rounding residue instead of 0).
 template <class T>
-std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const std::vector<T>& alpha,
-                                             const std::vector<T>& rhs) {
-    std::vector<double> sw((H + 1) * (W + 1), 0.0), swx((H + 1) * (W + 1), 0.0);
+std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs) {
+    const std::size_t stride = W + 1;
+    std::vector<double> sw((H + 1) * stride, 0.0), swx((H + 1) * stride, 0.0);
+    std::vector<std::size_t> count((H + 1) * stride, 0);
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 0; c < W; ++c) {
-            const std::size_t i = (r + 1) * (W + 1) + c + 1;
-            sw[i] = alpha[r * W + c] + sw[i - 1] + sw[i - W - 1] - sw[i - W - 2];
-            swx[i] = rhs[r * W + c] + swx[i - 1] + swx[i - W - 1] - swx[i - W - 2];
+            const std::size_t i = (r + 1) * stride + c + 1, k = r * W + c;
+            sw[i] = alpha[k] + sw[i - 1] + sw[i - stride] - sw[i - stride - 1];
+            swx[i] = rhs[k] + swx[i - 1] + swx[i - stride] - swx[i - stride - 1];
+            count[i] = std::size_t(alpha[k] > 0) + count[i - 1] + count[i - stride] - count[i - stride - 1];
         }
-    const auto box = [&](const std::vector<double>& s, std::size_t r0, std::size_t c0, std::size_t r1, std::size_t c1) {
-        return s[r1 * (W + 1) + c1] - s[r0 * (W + 1) + c1] - s[r1 * (W + 1) + c0] + s[r0 * (W + 1) + c0];
+    const auto box = [&](const auto& s, std::size_t r0, std::size_t c0, std::size_t r1, std::size_t c1) {
+        return s[r1 * stride + c1] - s[r0 * stride + c1] - s[r1 * stride + c0] + s[r0 * stride + c0];
     };
     std::vector<double> x(H * W);
     for (std::size_t r = 0; r < H; ++r)
@@ -127,9 +130,8 @@ std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const
             for (std::size_t radius = 2;; radius *= 2) {
                 const std::size_t r0 = r > radius ? r - radius : 0, c0 = c > radius ? c - radius : 0;
                 const std::size_t r1 = std::min(H, r + radius + 1), c1 = std::min(W, c + radius + 1);
-                const double w = box(sw, r0, c0, r1, c1);
-                if (w > 0) {
-                    x[r * W + c] = box(swx, r0, c0, r1, c1) / w;
+                if (box(count, r0, c0, r1, c1) > 0) {
+                    x[r * W + c] = box(swx, r0, c0, r1, c1) / box(sw, r0, c0, r1, c1);
                     break;
                 }
             }
@@ -137,7 +139,7 @@ std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const
 }
 template <class T>
 std::vector<double> normalised_interpolation(const ar_system<T>& A) {
-    return normalised_interpolation(A.height, A.width, A.alpha, A.rhs);
+    return normalised_interpolation(A.height, A.width, A.alpha.data(), A.rhs.data());
 }
 
 /// Solves A x = b from x with the chosen solver (`M`: a multigrid of A, built when needed).
@@ -156,16 +158,16 @@ solve_report solve(const ar_system<T>& A, const std::vector<T>& b, std::vector<T
     return {};
 }
 
-/// The AR system of the guide with the chosen colour kernel and stencil, the
-/// spatial Gaussian applied per stencil direction.
+/// The AR system of the guide with the chosen colour kernel and stencil and the data
+/// term alpha, b = alpha xhat, the spatial Gaussian applied per stencil direction.
 template <class T>
-ar_system<T> depth_system(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
-                          const xt::xtensor<double, 2>& alpha, const depth_options& o) {
+ar_system<T> depth_system(const pixel_rows<double>& g, std::vector<T> alpha, std::vector<T> b, const depth_options& o) {
     const grid_stencil stencil{g.height, g.width, o.connectivity, o.radius};
     ar_system<T> A = o.colour == colour_kernel::laplacian
-                         ? ar_system<T>(g, stencil, laplacian_distance(o.sigma_r), xhat, alpha, o.min_weight)
-                         : ar_system<T>(g, stencil, colour_weights(g.height, g.width, g.channels, o.sigma_r), xhat,
-                                        alpha, o.min_weight);
+                         ? ar_system<T>(g, stencil, laplacian_distance(o.sigma_r), std::move(alpha), std::move(b),
+                                        o.min_weight)
+                         : ar_system<T>(g, stencil, colour_weights(g.height, g.width, g.channels, o.sigma_r),
+                                        std::move(alpha), std::move(b), o.min_weight);
     A.threads = o.threads;
     if (std::isfinite(o.sigma_s)) {
         for (std::size_t d = 0; d < A.offsets.size(); ++d) {
@@ -184,12 +186,16 @@ template <class T>
 depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
                     const xt::xtensor<double, 2>& observed, const depth_options& o, const stopwatch& clock) {
     const std::size_t n = g.height * g.width;
+    const double* m = observed.data();
+    const double* d = xhat.data();
     const double fraction = xt::sum(observed)() / double(n);
     std::unique_ptr<multigrid<T>> M;
     depth_result result;
     std::vector<double> x;
     if (o.model == depth_model::ar) {
-        const ar_system<T> A = depth_system<T>(g, xhat, xt::xtensor<double, 2>(o.lambda * observed), o);
+        std::vector<T> alpha(n), b(n);
+        for (std::size_t i = 0; i < n; ++i) alpha[i] = T(o.lambda * m[i]), b[i] = T(o.lambda * m[i] * d[i]);
+        const ar_system<T> A = depth_system<T>(g, std::move(alpha), std::move(b), o);
         const std::vector<double> x0 = normalised_interpolation(A);
         std::vector<T> solution(x0.begin(), x0.end());
         result.report = solve(A, A.rhs, solution, o, M);
@@ -197,14 +203,11 @@ depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& x
     } else {
         // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
         const double eps = o.epsilon_scale * fraction;
-        const xt::xtensor<double, 2> masked = xhat * observed;
-        const ar_system<T> A = depth_system<T>(g, masked, xt::xtensor<double, 2>(xt::zeros_like(observed) + eps), o);
-        const std::vector<double> mask(observed.begin(), observed.end());
-        std::vector<T> b_mask(n);
-        for (std::size_t i = 0; i < n; ++i) b_mask[i] = T(eps * mask[i]);
-        // x0 = the normalised box interpolation of m d.
-        const std::vector<double> x0 =
-            normalised_interpolation(g.height, g.width, mask, std::vector<double>(masked.begin(), masked.end()));
+        std::vector<T> b_mask(n), b_depth(n);
+        for (std::size_t i = 0; i < n; ++i) b_mask[i] = T(eps * m[i]), b_depth[i] = T(eps * m[i] * d[i]);
+        // x0 = the normalised box interpolation of m d (eps cancels).
+        const std::vector<double> x0 = normalised_interpolation(g.height, g.width, b_mask.data(), b_depth.data());
+        const ar_system<T> A = depth_system<T>(g, std::vector<T>(n, T(eps)), std::move(b_depth), o);
         // K(m) first; K(m d) from x0 K(m), exact where the depth is constant.
         std::vector<T> km(n, T(fraction)), kd(n);
         const solve_report rm = solve(A, b_mask, km, o, M);

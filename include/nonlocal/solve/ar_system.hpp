@@ -89,33 +89,30 @@ public:
     /// The same from a guide already given as pixel rows.
     template <class X, class A, similarity S>
     ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim,
-              const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence, double min_weight = 0.0) {
-        height = g.height, width = g.width;
+              const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence, double min_weight = 0.0)
+        : ar_system(g, stencil, sim, observations(g.height, g.width, xhat, confidence), min_weight) {}
+
+    /// The system of a guide given as pixel rows with its data term given directly, per
+    /// pixel in row order: `confidence` (alpha) and `b` = alpha xhat.
+    /// Throws `std::invalid_argument` when sizes differ, alpha is negative or not
+    /// finite, b is not finite, or nothing is observed.
+    template <similarity S>
+    ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, std::vector<T> confidence,
+              std::vector<T> b, double min_weight = 0.0)
+        : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
         stencil.check(extents{height * width, height * width});
-        const xt::xtensor<double, 2> x = xt::cast<double>(xhat.derived_cast());
-        const xt::xtensor<double, 2> a = xt::cast<double>(confidence.derived_cast());
-        detail::require(x.shape(0) == height && x.shape(1) == width && a.shape() == x.shape(), "ar_system", [&] {
-            return "guide " + std::to_string(height) + " x " + std::to_string(width) + ", xhat " +
-                   detail::shape_string(x.shape()) + " and alpha " + detail::shape_string(a.shape()) +
-                   " must have the same size";
-        });
         const std::size_t n = height * width;
-        alpha.assign(n, T(0));
-        rhs.assign(n, T(0));
+        detail::require(alpha.size() == n && rhs.size() == n, "ar_system", [&] {
+            return "guide " + std::to_string(height) + " x " + std::to_string(width) + " has " + std::to_string(n) +
+                   " pixels, alpha " + std::to_string(alpha.size()) + " and b " + std::to_string(rhs.size());
+        });
         bool observed = false;
         for (std::size_t i = 0; i < n; ++i) {
-            const double ai = a.data()[i];
-            detail::require(std::isfinite(ai) && ai >= 0, "ar_system", [&] {
-                return "alpha must be finite and >= 0, got " + std::to_string(ai) + " at pixel " + std::to_string(i);
+            detail::require(std::isfinite(alpha[i]) && alpha[i] >= 0 && std::isfinite(rhs[i]), "ar_system", [&] {
+                return "alpha must be finite and >= 0 and b finite, got alpha = " + std::to_string(alpha[i]) +
+                       ", b = " + std::to_string(rhs[i]) + " at pixel " + std::to_string(i);
             });
-            if (ai > 0) {
-                detail::require(std::isfinite(x.data()[i]), "ar_system", [&] {
-                    return "xhat is not finite at observed pixel " + std::to_string(i);
-                });
-                alpha[i] = T(ai);
-                rhs[i] = T(ai * x.data()[i]);
-                observed = true;
-            }
+            observed = observed || alpha[i] > 0;
         }
         detail::require(observed, "ar_system", [] {
             return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term");
@@ -408,6 +405,43 @@ public:
         else v.store_unaligned(p + i);
     }
 
+private:
+    /// alpha and b = alpha xhat of observations `xhat` with confidences `confidence`, both h x w.
+    struct data_term {
+        std::vector<T> alpha, b;
+    };
+    template <class X, class A>
+    static data_term observations(std::size_t h, std::size_t w, const xt::xexpression<X>& xhat,
+                                  const xt::xexpression<A>& confidence) {
+        const xt::xtensor<double, 2> x = xt::cast<double>(xhat.derived_cast());
+        const xt::xtensor<double, 2> a = xt::cast<double>(confidence.derived_cast());
+        detail::require(x.shape(0) == h && x.shape(1) == w && a.shape() == x.shape(), "ar_system", [&] {
+            return "guide " + std::to_string(h) + " x " + std::to_string(w) + ", xhat " +
+                   detail::shape_string(x.shape()) + " and alpha " + detail::shape_string(a.shape()) +
+                   " must have the same size";
+        });
+        data_term d{std::vector<T>(h * w, T(0)), std::vector<T>(h * w, T(0))};
+        for (std::size_t i = 0; i < h * w; ++i) {
+            const double ai = a.data()[i];
+            detail::require(std::isfinite(ai) && ai >= 0, "ar_system", [&] {
+                return "alpha must be finite and >= 0, got " + std::to_string(ai) + " at pixel " + std::to_string(i);
+            });
+            if (ai > 0) {
+                detail::require(std::isfinite(x.data()[i]), "ar_system", [&] {
+                    return "xhat is not finite at observed pixel " + std::to_string(i);
+                });
+                d.alpha[i] = T(ai);
+                d.b[i] = T(ai * x.data()[i]);
+            }
+        }
+        return d;
+    }
+    template <similarity S>
+    ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, data_term d,
+              double min_weight)
+        : ar_system(g, stencil, sim, std::move(d.alpha), std::move(d.b), min_weight) {}
+
+public:
     void update_diagonal() {
         const std::size_t n = size();
         diagonal = alpha;
