@@ -607,6 +607,12 @@ BOOST_AUTO_TEST_CASE(bad_input) {
                         "alpha must be finite and >= 0");
     test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 6}, colour_weights(4, 5, 1, 10.0), none, none); },
                         "connectivity = 6");
+    xt::xtensor<double, 2> nan_xhat = xt::ones<double>({4, 5}), nan_alpha = xt::ones<double>({4, 5});
+    nan_xhat(1, 2) = std::nan(""), nan_alpha(2, 3) = std::nan("");
+    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 4}, laplacian_distance(3.0), nan_xhat, some); },
+                        "ar_system", "xhat is not finite at observed pixel 7");
+    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 4}, laplacian_distance(3.0), some, nan_alpha); },
+                        "ar_system", "alpha must be finite and >= 0", "at pixel 13");
     // The data term given directly, per pixel.
     const auto rows = nonlocal::detail::to_pixel_rows<double>(guide, "test", "guide");
     const grid_stencil stencil{4, 5, 8};

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <string_view>
@@ -113,13 +114,13 @@ template <class T>
 std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs) {
     const std::size_t stride = W + 1;
     std::vector<double> sw((H + 1) * stride, 0.0), swx((H + 1) * stride, 0.0);
-    std::vector<std::size_t> count((H + 1) * stride, 0);
+    std::vector<std::uint32_t> count((H + 1) * stride, 0);
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 0; c < W; ++c) {
             const std::size_t i = (r + 1) * stride + c + 1, k = r * W + c;
             sw[i] = alpha[k] + sw[i - 1] + sw[i - stride] - sw[i - stride - 1];
             swx[i] = rhs[k] + swx[i - 1] + swx[i - stride] - swx[i - stride - 1];
-            count[i] = std::size_t(alpha[k] > 0) + count[i - 1] + count[i - stride] - count[i - stride - 1];
+            count[i] = std::uint32_t(alpha[k] > 0) + count[i - 1] + count[i - stride] - count[i - stride - 1];
         }
     const auto box = [&](const auto& s, std::size_t r0, std::size_t c0, std::size_t r1, std::size_t c1) {
         return s[r1 * stride + c1] - s[r0 * stride + c1] - s[r1 * stride + c0] + s[r0 * stride + c0];
