@@ -1,6 +1,8 @@
 // solve/ar_system.hpp, solve/solvers.hpp and filter/depth.hpp: the AR system
 // matrix-free and assembled, its Jacobi step as a weighted aggregate, every
 // solver against a dense solve in double, and the depth tasks' behaviour.
+#include <numbers>
+
 #include <nonlocal/nonlocal.hpp>
 
 #include "support.hpp"
@@ -214,26 +216,29 @@ BOOST_AUTO_TEST_CASE(multigrid_smoothers) {
     // The Chebyshev damping by hand: on [0.2, 2] the centre is 1.1 and the half width 0.9;
     // two sweeps: 1 / (1.1 +- 0.9 cos(pi / 4)); one sweep: 1 / 1.1; three: 1 / (1.1 + 0.9 cos(k pi / 6)), k = 1, 3, 5.
     const double c4 = std::sqrt(0.5), c6 = std::sqrt(3.0) / 2;
-    const auto two = multigrid<>::sweep_damping({});
+    const auto two = multigrid<>::sweep_damping({.smoothing_steps = 2, .lower = 0.2});
     BOOST_TEST(two.size() == 2u);
     BOOST_TEST(std::abs(two[0] - 1 / (1.1 + 0.9 * c4)) < 1e-14);
     BOOST_TEST(std::abs(two[1] - 1 / (1.1 - 0.9 * c4)) < 1e-14);
-    const auto one = multigrid<>::sweep_damping({.smoothing_steps = 1});
+    const auto one = multigrid<>::sweep_damping({.smoothing_steps = 1, .lower = 0.2});
     BOOST_TEST(std::abs(one.at(0) - 1 / 1.1) < 1e-14);
-    const auto three = multigrid<>::sweep_damping({.smoothing_steps = 3});
+    const auto three = multigrid<>::sweep_damping({.smoothing_steps = 3, .lower = 0.2});
     BOOST_TEST(std::abs(three.at(0) - 1 / (1.1 + 0.9 * c6)) < 1e-14);
     BOOST_TEST(std::abs(three.at(1) - 1 / 1.1) < 1e-14);
     BOOST_TEST(std::abs(three.at(2) - 1 / (1.1 - 0.9 * c6)) < 1e-14);
     BOOST_TEST(multigrid<>::sweep_damping({.smoothing_steps = 3, .kind = smoother::jacobi, .damping = 0.7}) ==
                std::vector<double>(3, 0.7));
 
-    // Either smoother, 1 to 3 sweeps, as CG's preconditioner and alone, reaches the dense solution.
+    // The defaults: four sweeps on [0.1, 2].
+    BOOST_TEST(multigrid<>::sweep_damping({}).size() == 4u);
+    BOOST_TEST(std::abs(multigrid<>::sweep_damping({}).front() - 1 / (1.05 + 0.95 * std::cos(std::numbers::pi / 8))) < 1e-14);
+    // Either smoother, 1 to 5 sweeps, as CG's preconditioner and alone, reaches the dense solution.
     const problem p(21, 18, 8);
     for (auto [connectivity, radius] : {std::pair<int, std::size_t>{8, 1}, {4, 2}}) {
         const ar_system A = p.system(connectivity, radius);
         const auto exact = dense_solve(A);
         for (auto kind : {smoother::chebyshev, smoother::jacobi})
-            for (std::size_t steps = 1; steps <= 3; ++steps) {
+            for (std::size_t steps = 1; steps <= 5; ++steps) {
                 const multigrid M(A, {.smoothing_steps = steps, .kind = kind});
                 for (bool alone : {false, true}) {
                     BOOST_TEST_CONTEXT("smoother " << int(kind) << ", " << steps << " sweeps, alone " << alone) {
@@ -357,9 +362,9 @@ BOOST_AUTO_TEST_CASE(apply_and_dot_is_apply_and_its_inner_product) {
 }
 
 BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
-    // The fused sweeps follow each other in chunks of at least 4096 pixels, in bands on
+    // The fused passes follow each other in chunks of at least 4096 pixels, in bands on
     // several threads: images smaller and larger than a chunk, every stencil, both
-    // precisions, one to three threads, bit for bit.
+    // precisions, one to three threads, two and four passes, bit for bit.
     const auto check = [](auto tag, std::size_t H, std::size_t W, int connectivity, std::size_t radius) {
         using T = decltype(tag);
         const problem p(H, W, unsigned(H * W + radius));
@@ -373,17 +378,30 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
         A.relax(r.data(), once.data(), twice.data(), 0.8);
         std::vector<T> residual(H * W);
         A.residual(r.data(), once.data(), residual.data());
+        std::vector<T> first(H * W), second(H * W), third(H * W), third_residual(H * W);
+        A.relax(r.data(), z.data(), first.data(), 0.6);
+        A.relax(r.data(), first.data(), second.data(), 1.9);
+        A.relax(r.data(), second.data(), third.data(), 0.9);
+        A.residual(r.data(), third.data(), third_residual.data());
         for (int threads : {1, 2, 3}) {   // bands with seams when the image is long enough
             ar_system<T> B = A;
             B.threads = threads;
             std::vector<T> z2(z0.begin(), z0.end()), swept(z0.begin(), z0.end()), fused_work(H * W);
             B.relax_twice(r.data(), z2.data(), work.data(), 0.8);
             B.relax_and_residual(r.data(), swept.data(), fused_work.data(), 0.8);
+            // Four stages, three sweeps of different damping and the residual: they alternate
+            // between work and z, so the third sweep ends in work and the residual in z.
+            using stage = typename ar_system<T>::sweep_stage;
+            const stage four[] = {{0.6}, {1.9}, {0.9}, {0, true}};
+            std::vector<T> z4(z0.begin(), z0.end()), work4(H * W);
+            B.sweeps(r.data(), z4.data(), work4.data(), four);
             BOOST_TEST_CONTEXT(H << " x " << W << ", connectivity " << connectivity << ", radius " << radius
                                  << ", threads " << threads) {
                 BOOST_TEST(z2 == twice);
                 BOOST_TEST(fused_work == once);
                 BOOST_TEST(swept == residual);
+                BOOST_TEST(work4 == third);
+                BOOST_TEST(z4 == third_residual);
             }
         }
     };

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstddef>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -262,52 +263,82 @@ public:
         });
     }
 
-    /// Two damped Jacobi sweeps on A z = r (`relax` twice) in one pass over memory (see
-    /// `pipelined`): z is overwritten by the result, `work` by the first sweep. Equal,
-    /// bit for bit, to two `relax` calls.
-    void relax_twice(const T* r, T* z, T* work, double omega) const { relax_twice(r, z, work, omega, omega); }
-    /// The same with the damping `first` for the first sweep and `second` for the second.
-    void relax_twice(const T* r, T* z, T* work, double first, double second) const {
-        pipelined(z, relaxation(r, work, first), work, relaxation(r, z, second));
+    /// A stage of `sweeps`: a damped Jacobi sweep with damping `omega`, or the residual.
+    struct sweep_stage {
+        double omega = 0;
+        bool residual = false;
+    };
+
+    /// Stencil passes on A z = r, one per stage, in one pass over memory (see `pipelined`):
+    /// stage k reads what stage k - 1 wrote (the first reads z) and writes `work` for even
+    /// k, z for odd k; a sweep writes z + omega D^-1 (r - A z), the residual r - A z. Equal,
+    /// bit for bit, to the separate passes.
+    void sweeps(const T* r, T* z, T* work, std::span<const sweep_stage> stages) const {
+        pipelined(z, work, stages.size(), [&](std::size_t k) {
+            T* out = k % 2 ? z : work;
+            const sweep_stage stage = stages[k];
+            const auto relax_finish = relaxation(r, out, stage.omega);
+            const auto residual_finish = residual_of(r, out);
+            return [=](std::size_t i, auto own, auto neighbours) {
+                if (stage.residual) residual_finish(i, own, neighbours);
+                else relax_finish(i, own, neighbours);
+            };
+        });
+    }
+
+    /// Two damped Jacobi sweeps on A z = r (`relax` twice) in one pass over memory: z is
+    /// overwritten by the result, `work` by the first sweep. Equal, bit for bit, to two
+    /// `relax` calls.
+    void relax_twice(const T* r, T* z, T* work, double omega) const {
+        const sweep_stage stages[] = {{omega}, {omega}};
+        sweeps(r, z, work, stages);
     }
 
     /// A damped Jacobi sweep on A z = r followed by its residual, in one pass over
     /// memory: `work` receives the swept z, z the residual r - A (swept z). Equal, bit
     /// for bit, to `relax` then `residual`.
     void relax_and_residual(const T* r, T* z, T* work, double omega) const {
-        pipelined(z, relaxation(r, work, omega), work, residual_of(r, z));
+        const sweep_stage stages[] = {{omega}, {0, true}};
+        sweeps(r, z, work, stages);
     }
 
-    /// Two stencil passes in one pass over memory: the first over x (its `finish`
-    /// writes y), the second over y, following the first far enough behind to read
-    /// only finished pixels of y and close enough that they are still in cache. The
-    /// second may write into x where the first no longer reads. On `threads` threads
-    /// each takes a band of the image; the second pass leaves `lag` pixels at each
-    /// seam between bands, done once every band's first pass is.
-    template <class First, class Second>
-    void pipelined(const T* x, First&& first, const T* y, Second&& second) const {
+    /// `count` stencil passes in one pass over memory: pass k runs over x for even k and y
+    /// for odd k, with the `finish` that `finish_of(k)` returns, which writes what pass k + 1
+    /// reads. Each pass follows the one before far enough behind (`lag` pixels) to read only
+    /// finished pixels and close enough that they are still in cache; a pass may overwrite
+    /// the buffer the pass before it reads where that one no longer reads. On `threads`
+    /// threads each takes a band of the image; pass k leaves k lag pixels at each seam
+    /// between bands, done pass by pass once every band is.
+    template <class FinishOf>
+    void pipelined(const T* x, const T* y, std::size_t count, FinishOf&& finish_of) const {
+        if (count == 0) return;
         const std::size_t n = size(), lag = reach_in_pixels() + 2 * lanes + 1;
         std::size_t chunks = std::size_t(std::max(threads, 1));
-        if (n < chunks * 4 * lag) chunks = 1;   // bands far longer than their seams, or one band
+        if (n < chunks * 2 * (count + 1) * lag) chunks = 1;   // bands far longer than their seams, or one band
         const auto edge = [&](std::size_t t) { return band_edge(t, chunks); };
-        // Band t's second pass covers [inner(t).first, inner(t).second); the seams lie between.
-        const auto inner = [&](std::size_t t) {
-            return std::pair{t == 0 ? std::size_t(0) : edge(t) + lag, t + 1 == chunks ? n : edge(t + 1) - lag};
+        // Band t's pass k covers [inner(k, t).first, inner(k, t).second); the seams lie between.
+        const auto inner = [&](std::size_t k, std::size_t t) {
+            return std::pair{t == 0 ? std::size_t(0) : edge(t) + k * lag, t + 1 == chunks ? n : edge(t + 1) - k * lag};
+        };
+        const T* input[2] = {x, y};
+        const auto run = [&](std::size_t k, std::size_t begin, std::size_t end) {
+            if (begin < end) stencil_range(input[k % 2], begin, end, finish_of(k));
         };
         detail::parallel_for(chunks, threads, [&](std::size_t t) {
             const std::size_t step = std::max<std::size_t>(4096, lag);
-            const auto [second_begin, second_end] = inner(t);
-            std::size_t done = second_begin;   // the second pass has done [second_begin, done)
+            std::vector<std::size_t> done(count);   // pass k has done [inner(k, t).first, done[k])
+            for (std::size_t k = 0; k < count; ++k) done[k] = inner(k, t).first;
             for (std::size_t begin = edge(t); begin < edge(t + 1); begin += step) {
                 const std::size_t end = std::min(edge(t + 1), begin + step);
-                stencil_range(x, begin, end, first);
-                const std::size_t ready = std::min(second_end, end == n ? n : (end > lag ? end - lag : 0));
-                if (ready > done) stencil_range(y, done, ready, second), done = ready;
+                for (std::size_t k = 0; k < count; ++k) {
+                    const std::size_t behind = k * lag;
+                    const std::size_t ready = std::min(inner(k, t).second, end == n ? n : (end > behind ? end - behind : 0));
+                    if (ready > done[k]) run(k, done[k], ready), done[k] = ready;
+                }
             }
         });
-        detail::parallel_for(chunks - 1, threads, [&](std::size_t t) {
-            stencil_range(y, inner(t).second, inner(t + 1).first, second);
-        });
+        for (std::size_t k = 1; k < count; ++k)
+            detail::parallel_for(chunks - 1, threads, [&](std::size_t t) { run(k, inner(k, t).second, inner(k, t + 1).first); });
     }
 
     /// Calls the stencil pass's `finish` for the pixels of [begin, end): the batches

@@ -168,14 +168,15 @@ enum class smoother { chebyshev, jacobi };
 
 /// Parameters of the multigrid V-cycle.
 struct multigrid_options {
-    std::size_t smoothing_steps = 2;   ///< Jacobi sweeps before and after the coarse correction
+    /// Jacobi sweeps before and after the coarse correction; each group runs in one pass over memory
+    std::size_t smoothing_steps = 4;
     /// chebyshev: the m sweeps are damped by 1 / theta_k, theta_k the roots of the degree-m
     /// Chebyshev polynomial on [lower, upper], so that together they damp the eigenvalues
     /// of D^-1 A in that interval as much as m sweeps can (a Chebyshev smoother; upper = 2
     /// bounds the spectrum of a Laplacian plus a non-negative diagonal, by Gershgorin).
     /// jacobi: every sweep damped by `damping`.
     smoother kind = smoother::chebyshev;
-    double lower = 0.2, upper = 2.0;   ///< chebyshev: the interval of D^-1 A's spectrum to damp
+    double lower = 0.1, upper = 2.0;   ///< chebyshev: the interval of D^-1 A's spectrum to damp
     double damping = 0.8;              ///< jacobi: the damping of every sweep
     double correction_scale = 1.0;     ///< over-correction of the piecewise-constant prolongation
 };
@@ -194,6 +195,9 @@ public:
     /// 0 < damping <= 2 and correction_scale is finite and positive.
     explicit multigrid(const ar_system<T>& A, multigrid_options options = {})
         : options_(options), damping_(sweep_damping(options)) {
+        for (std::size_t k = 1; k < damping_.size(); ++k) pre_smoothing_.push_back({damping_[k]});
+        pre_smoothing_.push_back({0, true});
+        for (double omega : damping_) post_smoothing_.push_back({omega});
         levels_.push_back(&A);
         while (levels_.back()->size() > 256 && levels_.back()->height > 1 && levels_.back()->width > 1) {
             owned_.push_back(std::make_unique<ar_system<T>>(coarsen(*levels_.back())));
@@ -323,29 +327,17 @@ private:
         z.assign(y.begin(), y.end());
     }
 
-    /// Sweeps [first, last) of the smoother (`damping_`) on A z = r; from z = 0 when
-    /// `from_zero` (the first sweep is then omega D^-1 r, without a product). The sweeps
-    /// go two at a time in one pass over memory (the same result).
-    void smooth(const ar_system<T>& A, const std::vector<T>& r, std::vector<T>& z, std::vector<T>& work,
-                bool from_zero, std::size_t first, std::size_t last) const {
-        std::size_t s = first;
-        if (from_zero && s < last) {   // z = omega D^-1 r, in batches (a division per pixel)
-            using batch = xsimd::batch<T>;
-            const T omega = T(damping_[s]);
-            std::size_t i = 0;
-            for (; i + batch::size <= z.size(); i += batch::size) {
-                const batch d = batch::load_unaligned(&A.diagonal[i]);
-                xsimd::select(d > batch(T(0)), batch(omega) * batch::load_unaligned(&r[i]) / d, batch(T(0)))
-                    .store_unaligned(&z[i]);
-            }
-            for (; i < z.size(); ++i) z[i] = A.diagonal[i] > 0 ? omega * r[i] / A.diagonal[i] : T(0);
-            ++s;
+    /// z = omega D^-1 r: the first sweep from z = 0, without a product, in batches.
+    static void sweep_from_zero(const ar_system<T>& A, const std::vector<T>& r, std::vector<T>& z, double damping) {
+        using batch = xsimd::batch<T>;
+        const T omega = T(damping);
+        std::size_t i = 0;
+        for (; i + batch::size <= z.size(); i += batch::size) {
+            const batch d = batch::load_unaligned(&A.diagonal[i]);
+            xsimd::select(d > batch(T(0)), batch(omega) * batch::load_unaligned(&r[i]) / d, batch(T(0)))
+                .store_unaligned(&z[i]);
         }
-        for (; s + 2 <= last; s += 2) A.relax_twice(r.data(), z.data(), work.data(), damping_[s], damping_[s + 1]);
-        for (; s < last; ++s) {
-            A.relax(r.data(), z.data(), work.data(), damping_[s]);
-            z.swap(work);
-        }
+        for (; i < z.size(); ++i) z[i] = A.diagonal[i] > 0 ? omega * r[i] / A.diagonal[i] : T(0);
     }
 
     void cycle(std::size_t level, const std::vector<T>& r, std::vector<T>& z) const {
@@ -353,16 +345,12 @@ private:
         if (level + 1 == levels_.size()) return solve_coarsest(r, z);
         z.resize(A.size());
         std::vector<T>& work = work_[level];
-        // Pre-smoothing's last sweep and the residual in one pass over memory.
-        const std::size_t steps = options_.smoothing_steps;
-        if (steps >= 2) {
-            smooth(A, r, z, work, true, 0, steps - 1);
-            A.relax_and_residual(r.data(), z.data(), work.data(), damping_[steps - 1]);
-            z.swap(work);   // z: the smoothed correction, work: the residual
-        } else {
-            smooth(A, r, z, work, true, 0, steps);
-            A.residual(r.data(), z.data(), work.data());
-        }
+        // Pre-smoothing from z = 0: its first sweep without a product, the others and the
+        // residual in one pass over memory (`sweeps` writes work, z, work, ... in turn).
+        const std::size_t m = options_.smoothing_steps;
+        sweep_from_zero(A, r, z, damping_[0]);
+        A.sweeps(r.data(), z.data(), work.data(), pre_smoothing_);
+        if (m % 2 == 0) z.swap(work);   // z: the smoothed correction, work: the residual
         const ar_system<T>& C = *levels_[level + 1];
         std::vector<T>&rc = rhs_[level + 1], &zc = solution_[level + 1];
         for (std::size_t row = 0; row < A.height; row += 2) {   // restrict: sum the residual over each block
@@ -390,11 +378,16 @@ private:
             }
             if (A.width % 2) zr[A.width - 1] += scale * cr[pairs];
         }
-        smooth(A, r, z, work, false, 0, options_.smoothing_steps);
+        // Post-smoothing: all its sweeps in one pass over memory.
+        A.sweeps(r.data(), z.data(), work.data(), post_smoothing_);
+        if (m % 2 == 1) z.swap(work);
     }
 
     multigrid_options options_;
     std::vector<double> damping_;   // of each sweep
+    // The stages of one pass over memory: sweeps 1..m-1 and the residual before the coarse
+    // correction, sweeps 0..m-1 after.
+    std::vector<typename ar_system<T>::sweep_stage> pre_smoothing_, post_smoothing_;
     std::vector<const ar_system<T>*> levels_;
     std::vector<std::unique_ptr<ar_system<T>>> owned_;
     std::vector<double> chol_;   // the coarsest level in double, whatever T
