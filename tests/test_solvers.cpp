@@ -387,11 +387,12 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
             ar_system<T> B = A;
             B.threads = threads;
             std::vector<T> z2(z0.begin(), z0.end()), swept(z0.begin(), z0.end()), fused_work(H * W);
-            B.relax_twice(r.data(), z2.data(), work.data(), 0.8);
-            B.relax_and_residual(r.data(), swept.data(), fused_work.data(), 0.8);
+            using stage = typename ar_system<T>::sweep_stage;
+            const stage two_sweeps[] = {{0.8}, {0.8}}, sweep_and_residual[] = {{0.8}, {0, true}};
+            B.sweeps(r.data(), z2.data(), work.data(), two_sweeps);
+            B.sweeps(r.data(), swept.data(), fused_work.data(), sweep_and_residual);
             // Four stages, three sweeps of different damping and the residual: they alternate
             // between work and z, so the third sweep ends in work and the residual in z.
-            using stage = typename ar_system<T>::sweep_stage;
             const stage four[] = {{0.6}, {1.9}, {0.9}, {0, true}};
             std::vector<T> z4(z0.begin(), z0.end()), work4(H * W);
             B.sweeps(r.data(), z4.data(), work4.data(), four);

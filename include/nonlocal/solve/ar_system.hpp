@@ -286,22 +286,6 @@ public:
         });
     }
 
-    /// Two damped Jacobi sweeps on A z = r (`relax` twice) in one pass over memory: z is
-    /// overwritten by the result, `work` by the first sweep. Equal, bit for bit, to two
-    /// `relax` calls.
-    void relax_twice(const T* r, T* z, T* work, double omega) const {
-        const sweep_stage stages[] = {{omega}, {omega}};
-        sweeps(r, z, work, stages);
-    }
-
-    /// A damped Jacobi sweep on A z = r followed by its residual, in one pass over
-    /// memory: `work` receives the swept z, z the residual r - A (swept z). Equal, bit
-    /// for bit, to `relax` then `residual`.
-    void relax_and_residual(const T* r, T* z, T* work, double omega) const {
-        const sweep_stage stages[] = {{omega}, {0, true}};
-        sweeps(r, z, work, stages);
-    }
-
     /// `count` stencil passes in one pass over memory: pass k runs over x for even k and y
     /// for odd k, with the `finish` that `finish_of(k)` returns, which writes what pass k + 1
     /// reads. Each pass follows the one before far enough behind (`lag` pixels) to read only
