@@ -37,20 +37,25 @@ struct solve_report {
 
 namespace detail {
 
-/// Inner products accumulate in double whatever the precision of the vectors, in
-/// 8 independent partial sums: one chain of dependent additions would cost an add
-/// latency (4 cycles) per element; 8 lanes of partial sums vectorise and overlap.
-template <class T>
-double dot(const T* a, const T* b, std::size_t n) {
+/// sum of term(i) for i in [0, n), in double, in 8 independent partial sums: one chain
+/// of dependent additions would cost an add latency (4 cycles) per element; 8 lanes of
+/// partial sums vectorise and overlap. Inner products and norms accumulate this way
+/// whatever the precision of the vectors.
+template <class Term>
+double partial_sums(std::size_t n, Term&& term) {
     constexpr std::size_t lanes = 8;
     double partial[lanes] = {};
     std::size_t i = 0;
     for (; i + lanes <= n; i += lanes)
-        for (std::size_t k = 0; k < lanes; ++k) partial[k] += double(a[i + k]) * double(b[i + k]);
+        for (std::size_t k = 0; k < lanes; ++k) partial[k] += term(i + k);
     double sum = 0;
-    for (; i < n; ++i) sum += double(a[i]) * double(b[i]);
+    for (; i < n; ++i) sum += term(i);
     for (double p : partial) sum += p;
     return sum;
+}
+template <class T>
+double dot(const T* a, const T* b, std::size_t n) {
+    return partial_sums(n, [&](std::size_t i) { return double(a[i]) * double(b[i]); });
 }
 template <class T>
 double dot(const std::vector<T>& a, const std::vector<T>& b) {
@@ -415,19 +420,13 @@ solve_report pcg(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>&
     double rz = detail::dot(r, z);
     // Each iteration: q = A p with <p, q> in one pass; r -= step q with |r|^2 in one; the
     // preconditioner; <r, z>; then x += step p and p = z + beta p in one pass.
-    constexpr std::size_t lanes = 8;   // partial sums, as in detail::dot
     while (!(report.converged = report.relative_residual <= options.tolerance) &&
            report.iterations < options.max_iterations) {
         const T step = T(rz / A.apply_and_dot(p.data(), q.data()));
-        double partial[lanes] = {}, rr = 0;
-        std::size_t i = 0;
-        for (; i + lanes <= n; i += lanes)
-            for (std::size_t k = 0; k < lanes; ++k) {
-                r[i + k] -= step * q[i + k];
-                partial[k] += double(r[i + k]) * double(r[i + k]);
-            }
-        for (; i < n; ++i) r[i] -= step * q[i], rr += double(r[i]) * double(r[i]);
-        for (double v : partial) rr += v;
+        const double rr = detail::partial_sums(n, [&](std::size_t i) {
+            r[i] -= step * q[i];
+            return double(r[i]) * double(r[i]);
+        });
         ++report.iterations;
         report.relative_residual = std::sqrt(rr) / b_norm;
         if (report.relative_residual <= options.tolerance || report.iterations == options.max_iterations) {
