@@ -181,15 +181,15 @@ ar_system<T> depth_system(const pixel_rows<double>& g, std::vector<T> alpha, std
     return A;
 }
 
-/// Builds and solves the system for the observed pixels (`observed` 1, else 0)
-/// of `xhat` in precision T; `clock` started when the task did.
+/// Builds and solves the system for the observed pixels (`observed` 1, else 0, a
+/// `fraction` of all) of `xhat` in precision T; `clock` started when the task did.
 template <class T>
 depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
-                    const xt::xtensor<double, 2>& observed, const depth_options& o, const stopwatch& clock) {
+                    const xt::xtensor<double, 2>& observed, double fraction, const depth_options& o,
+                    const stopwatch& clock) {
     const std::size_t n = g.height * g.width;
     const double* m = observed.data();
     const double* d = xhat.data();
-    const double fraction = xt::sum(observed)() / double(n);
     std::unique_ptr<multigrid<T>> M;
     depth_result result;
     std::vector<double> x;
@@ -230,7 +230,8 @@ depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& x
 inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
                            const xt::xtensor<double, 2>& observed, const depth_options& o, std::string_view where,
                            const stopwatch& clock) {
-    require(xt::sum(observed)() > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
+    const double fraction = xt::sum(observed)() / double(observed.size());
+    require(fraction > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
     require(std::isfinite(o.epsilon_scale) && o.epsilon_scale > 0 && std::isfinite(o.lambda) && o.lambda > 0 &&
                 o.threads >= 1,
             where, [&] {
@@ -238,7 +239,8 @@ inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double
                        std::to_string(o.epsilon_scale) + ", lambda = " + std::to_string(o.lambda) +
                        ", threads = " + std::to_string(o.threads);
             });
-    return o.single_precision ? refine<float>(g, xhat, observed, o, clock) : refine<double>(g, xhat, observed, o, clock);
+    return o.single_precision ? refine<float>(g, xhat, observed, fraction, o, clock)
+                              : refine<double>(g, xhat, observed, fraction, o, clock);
 }
 
 template <class D>
