@@ -25,6 +25,7 @@
 #include "nonlocal/kernel/reference.hpp"
 #include "nonlocal/filter/features.hpp"
 #include "nonlocal/filter/nlm.hpp"
+#include "nonlocal/filter/median.hpp"
 #include "nonlocal/filter/depth.hpp"
 #include "nonlocal/solve/ar_system.hpp"
 #include "nonlocal/solve/solvers.hpp"

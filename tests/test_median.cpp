@@ -1,0 +1,134 @@
+// filter/median.hpp: the selection network against every 0-1 input (which decides
+// any comparator network) and against std::nth_element; the filter on every tested
+// architecture over awkward sizes against a literal double-precision median, by
+// hand on a small image, and on bad input.
+#include <nonlocal/filter/median.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "support.hpp"
+
+using namespace nonlocal;
+
+BOOST_AUTO_TEST_SUITE(test_median)
+
+namespace {
+
+/// The network run on plain doubles, one window.
+double run_once(const detail::selection_network& net, std::vector<double> v) {
+    detail::run_network<1>(net, v.data());
+    return v[net.output];
+}
+
+double literal_median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[(v.size() - 1) / 2];
+}
+
+/// The median of each (2r + 1)^2 window with the border replicated, in double, literally.
+xt::xtensor<double, 2> literal_median_filter(const xt::xtensor<double, 2>& image, std::size_t radius) {
+    const auto H = std::ptrdiff_t(image.shape(0)), W = std::ptrdiff_t(image.shape(1)), r = std::ptrdiff_t(radius);
+    xt::xtensor<double, 2> out = xt::empty<double>(image.shape());
+    for (std::ptrdiff_t y = 0; y < H; ++y)
+        for (std::ptrdiff_t x = 0; x < W; ++x) {
+            std::vector<double> window;
+            for (std::ptrdiff_t dy = -r; dy <= r; ++dy)
+                for (std::ptrdiff_t dx = -r; dx <= r; ++dx)
+                    window.push_back(image(std::clamp<std::ptrdiff_t>(y + dy, 0, H - 1),
+                                           std::clamp<std::ptrdiff_t>(x + dx, 0, W - 1)));
+            out(y, x) = literal_median(window);
+        }
+    return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(network_selects_the_median_of_every_zero_one_input) {
+    // A comparator network puts the rank-k value in place for every input if and only
+    // if it does for every input of zeros and ones (Knuth, TAOCP 5.3.4, exercise 7).
+    for (std::size_t n = 1; n <= 17; ++n) {
+        const auto net = detail::median_network(n);
+        BOOST_TEST(net.slots == n);
+        std::size_t wrong = 0;
+        for (std::size_t bits = 0; bits < (std::size_t(1) << n); ++bits) {
+            std::vector<double> v(n);
+            for (std::size_t i = 0; i < n; ++i) v[i] = double((bits >> i) & 1);
+            wrong += run_once(net, v) != literal_median(v);
+        }
+        BOOST_TEST(wrong == 0u, "n = " << n << ": " << wrong << " of " << (1u << n) << " inputs");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(network_selects_the_median_of_windows) {
+    std::mt19937 gen(3);
+    std::uniform_int_distribution<int> few(0, 4);   // many ties
+    std::normal_distribution<double> real(0, 1);
+    for (std::size_t radius = 0; radius <= 6; ++radius) {
+        const std::size_t n = (2 * radius + 1) * (2 * radius + 1);
+        const auto net = detail::median_network(n);
+        for (int trial = 0; trial < 200; ++trial) {
+            std::vector<double> v(n);
+            for (auto& x : v) x = trial % 2 ? double(few(gen)) : real(gen);
+            BOOST_TEST(run_once(net, v) == literal_median(v), "radius " << radius << ", trial " << trial);
+        }
+    }
+    // The pruning keeps far fewer operations than the full sort of the padded size.
+    BOOST_TEST(detail::median_network(9).operations() == 40u);
+    BOOST_TEST(detail::median_network(121).operations() == 2154u);
+}
+
+BOOST_AUTO_TEST_CASE(small_image_by_hand) {
+    const xt::xtensor<double, 2> image = {{1, 2, 3}, {4, 100, 6}, {7, 8, 9}};
+    // Centre: 1 2 3 4 6 7 8 9 100 -> 6. Corner (0, 0), border replicated: 1 1 1 1 2 2 4 4 100 -> 2.
+    // Edge (0, 1): 1 1 2 2 3 3 4 6 100 -> 3. Corner (2, 2): 6 6 8 8 9 9 9 9 100 -> 9.
+    const xt::xtensor<double, 2> expected = {{2, 3, 3}, {4, 6, 6}, {7, 8, 9}};
+    BOOST_TEST(median_filter(image, 1) == expected);
+    BOOST_TEST(median_filter(image, 0) == image);
+    // A window larger than the image: the replicated border weighs in.
+    BOOST_TEST(median_filter(image, 5) == literal_median_filter(image, 5));
+}
+
+using value_types = boost::mpl::list<float, double>;
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(filter_matches_the_literal_median, T, value_types) {
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        const std::size_t sizes[] = {1, 2, 3, 7, 15, 16, 17, 33, 65};
+        unsigned seed = 0;
+        for (std::size_t H : {1, 2, 5, 17})
+            for (std::size_t W : sizes)
+                for (std::size_t radius : {0, 1, 2, 3, 5}) {
+                    BOOST_TEST_CONTEXT("arch " << Arch::name() << ", " << H << " x " << W << ", radius " << radius) {
+                        xt::xtensor<T, 2> image = test::random_tensor<T, 2>({H, W}, ++seed, -50, 50);
+                        if (seed % 2)   // ties and infinities
+                            for (auto& x : image) x = std::abs(x) > 45 ? std::numeric_limits<T>::infinity() * x : std::round(x / 10);
+                        const auto expected = literal_median_filter(xt::cast<double>(image), radius);
+                        const auto got = median_filter<Arch>(image, radius);
+                        BOOST_TEST(xt::cast<double>(got) == expected);
+                    }
+                }
+    });
+}
+
+BOOST_AUTO_TEST_CASE(threads_do_not_change_results) {
+    const auto image = test::random_tensor<float, 2>({70, 41}, 9, 0, 10);
+    const auto one = median_filter(image, 2);
+    BOOST_TEST(median_filter(image, 2, 2) == one);
+    BOOST_TEST(median_filter(image, 2, 3) == one);
+}
+
+BOOST_AUTO_TEST_CASE(empty_and_bad_input) {
+    const xt::xtensor<float, 2> empty = xt::zeros<float>({0, 5});
+    BOOST_TEST(median_filter(empty, 2).size() == 0u);
+    xt::xtensor<float, 2> with_nan = xt::ones<float>({3, 4});
+    with_nan(1, 2) = std::nanf("");
+    test::check_invalid([&] { median_filter(with_nan, 1); }, "median_filter", "image [3, 4]", "NaN at flat index 6");
+    test::check_invalid([&] { median_filter(xt::xtensor<float, 2>(xt::ones<float>({3, 4})), 1, 0); }, "median_filter",
+                        "threads must be >= 1, got 0");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
