@@ -444,6 +444,7 @@ BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
     const double fraction = xt::sum(mask)() / double(H * W), eps = 0.5 * fraction;
     depth_options o;
     o.solve = {1e-12, 1000};
+    o.median_scale = 0;  // the model alone, without the edge-sharpening median
     for (auto colour : {colour_kernel::laplacian, colour_kernel::gaussian}) {
         o.colour = colour;
         const auto out = fill_depth(depth, guide, o);
@@ -608,6 +609,48 @@ BOOST_AUTO_TEST_CASE(upsampling_goes_coarse_to_fine_above_the_stage_factor) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(depth_edges_are_sharpened_by_a_median) {
+    // The radius follows the observations' spacing: round(0.75 / sqrt(fraction)), at most 5.
+    const depth_options o;
+    BOOST_TEST(o.median_radius(1.0 / 16) == 3u);   // x4: spacing 4
+    BOOST_TEST(o.median_radius(1.0 / 64) == 5u);   // x8: 6, capped
+    BOOST_TEST(o.median_radius(0.5) == 1u);        // round(1.06)
+    BOOST_TEST(o.median_radius(1.0) == 1u);        // round(0.75)
+    BOOST_TEST(depth_options{.median_scale = 0.3}.median_radius(1.0) == 0u);
+    BOOST_TEST(depth_options{.median_scale = 0}.median_radius(1.0 / 256) == 0u);
+    BOOST_TEST(depth_options{.median_max_radius = 9}.median_radius(1.0 / 256) == 9u);
+
+    // A task's result is the model's result filtered with that radius.
+    const auto guide = test::random_tensor<float, 3>({23, 29, 3}, 51, 0, 255);
+    xt::xtensor<float, 2> depth = test::random_tensor<float, 2>({23, 29}, 52, 10, 90);
+    for (std::size_t i = 0; i < depth.size(); i += 4) depth.data()[i] = 0;   // 3 / 4 observed: radius 1
+    depth_options plain = o;
+    plain.median_scale = 0;
+    const auto sharpened = fill_depth(depth, guide), blended = fill_depth(depth, guide, plain);
+    BOOST_TEST(sharpened.depth == median_filter(blended.depth, 1));
+    BOOST_TEST(sharpened.depth != blended.depth);
+
+    // A depth step whose far (bright) side carries a dark streak, one pixel high, that
+    // runs from the near (dark) side into it: the model follows the streak's colour and
+    // gives it the near depth; the median gives the streak, a minority in every window
+    // away from the step, the far depth (the step's column near the streak, where near
+    // values are the majority, goes the other way).
+    const std::size_t H = 32, W = 48;
+    xt::xtensor<float, 2> streak_guide = xt::zeros<float>({H, W}), truth = xt::ones<float>({H, W}) * 100.f;
+    for (std::size_t r = 0; r < H; ++r)
+        for (std::size_t c = 23; c < W; ++c) streak_guide(r, c) = (r == 13 && c < 35) ? 0.f : 255.f, truth(r, c) = 300.f;
+    xt::xtensor<float, 2> low = xt::empty<float>({H / 4, W / 4});
+    for (std::size_t r = 0; r < H / 4; ++r)
+        for (std::size_t c = 0; c < W / 4; ++c) low(r, c) = truth(4 * r, 4 * c);
+    const auto wrong_in_streak = [&](const xt::xtensor<float, 2>& d) {
+        std::size_t count = 0;
+        for (std::size_t c = 23; c < 35; ++c) count += std::abs(d(13, c) - 300.f) > 50.f;
+        return count;
+    };
+    BOOST_TEST(wrong_in_streak(upsample_depth(low, streak_guide, 4, plain).depth) == 12u);
+    BOOST_TEST(wrong_in_streak(upsample_depth(low, streak_guide, 4).depth) == 1u);   // its first pixel, at the step
+}
+
 BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> guide = xt::zeros<float>({4, 5}), none = xt::zeros<float>({4, 5});
     test::check_invalid([&] { fill_depth(none, guide); }, "fill_depth", "nothing is observed");
@@ -617,6 +660,9 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { fill_depth(some, guide, {.epsilon_scale = 0}); }, "fill_depth", "epsilon_scale = 0");
     test::check_invalid([&] { denoise_depth(some, guide, {.lambda = -1}); }, "denoise_depth", "lambda = -1");
     test::check_invalid([&] { fill_depth(some, guide, {.threads = 0}); }, "fill_depth", "threads = 0");
+    test::check_invalid([&] { fill_depth(some, guide, {.median_scale = -1}); }, "fill_depth", "median_scale = -1");
+    test::check_invalid([&] { fill_depth(some, guide, {.median_scale = std::nan("")}); }, "fill_depth",
+                        "median_scale = nan");
     const xt::xtensor<float, 2> other = xt::ones<float>({4, 6});
     test::check_invalid([&] { fill_depth(other, guide); }, "fill_depth", "depth [4, 6]", "guide 4 x 5");
     const xt::xtensor<float, 2> low = xt::ones<float>({2, 2});

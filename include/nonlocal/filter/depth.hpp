@@ -3,8 +3,9 @@
 /// Colour-guided depth refinement with the linear AR model (`solve/ar_system.hpp`):
 /// hole filling, denoising and guided upsampling. Invalid depth (0 or not
 /// finite) is missing; nothing is quantised. Each task builds the system, warm
-/// starts from a normalised interpolation of the observations, solves, and
-/// returns the depth with the solver's report.
+/// starts from a normalised interpolation of the observations, solves, sharpens
+/// the depth edges with a median (`depth_options::median_scale`), and returns the
+/// depth with the solver's report.
 ///
 /// Two estimators share the system's edge weights W:
 /// - `depth_model::normalised` (the default): with L the Laplacian of W, m the
@@ -31,6 +32,7 @@
 
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/filter/image.hpp"
+#include "nonlocal/filter/median.hpp"
 #include "nonlocal/similarity/distance.hpp"
 #include "nonlocal/solve/ar_system.hpp"
 #include "nonlocal/solve/solvers.hpp"
@@ -58,6 +60,11 @@ struct depth_options {
     double epsilon_scale = 0.5;                                    ///< normalised: eps = this x observed fraction
     double lambda = 1.0;                                           ///< ar: alpha on observed pixels
     double min_weight = 1e-3;                                      ///< floor of the edge weights
+    /// Edge sharpening: the result's median over a square window of radius
+    /// round(median_scale x the observations' spacing), at most `median_max_radius`;
+    /// the spacing is 1 / sqrt(observed fraction) pixels. 0 turns it off.
+    double median_scale = 0.75;
+    std::size_t median_max_radius = 5;
     /// Upsampling by an even factor above this goes coarse to fine: by half the factor
     /// onto the guide at half resolution, then by 2 (see `upsample_depth`).
     std::size_t stage_factor = 8;
@@ -66,6 +73,14 @@ struct depth_options {
     bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
     solve_options solve{1e-4, 500};
     multigrid_options multigrid{};                                 ///< of the solvers pcg_multigrid and multigrid
+
+    /// The radius of the edge-sharpening median for observations covering
+    /// `observed_fraction` of the pixels: round(median_scale / sqrt(observed_fraction)),
+    /// at most median_max_radius (0: no median).
+    std::size_t median_radius(double observed_fraction) const {
+        const double radius = std::round(median_scale / std::sqrt(observed_fraction));
+        return radius < double(median_max_radius) ? std::size_t(radius) : median_max_radius;
+    }
 };
 
 /// A refined depth map and how its solve went; `seconds` counts everything
@@ -223,6 +238,10 @@ depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& x
     }
     result.depth = xt::empty<float>({g.height, g.width});
     for (std::size_t i = 0; i < x.size(); ++i) result.depth.data()[i] = static_cast<float>(x[i]);
+    if (const std::size_t radius = o.median_radius(fraction); radius > 0) {
+        const std::vector<float> blended(result.depth.begin(), result.depth.end());
+        median_filter<default_arch>(blended.data(), g.height, g.width, radius, result.depth.data(), o.threads);
+    }
     result.seconds = clock.seconds();
     return result;
 }
@@ -233,11 +252,12 @@ inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double
     const double fraction = xt::sum(observed)() / double(observed.size());
     require(fraction > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
     require(std::isfinite(o.epsilon_scale) && o.epsilon_scale > 0 && std::isfinite(o.lambda) && o.lambda > 0 &&
-                o.threads >= 1,
+                std::isfinite(o.median_scale) && o.median_scale >= 0 && o.threads >= 1,
             where, [&] {
-                return "needs finite epsilon_scale > 0, finite lambda > 0 and threads >= 1, got epsilon_scale = " +
+                return "needs finite epsilon_scale > 0, finite lambda > 0, finite median_scale >= 0 and threads >= 1, "
+                       "got epsilon_scale = " +
                        std::to_string(o.epsilon_scale) + ", lambda = " + std::to_string(o.lambda) +
-                       ", threads = " + std::to_string(o.threads);
+                       ", median_scale = " + std::to_string(o.median_scale) + ", threads = " + std::to_string(o.threads);
             });
     return o.single_precision ? refine<float>(g, xhat, observed, fraction, o, clock)
                               : refine<double>(g, xhat, observed, fraction, o, clock);
