@@ -3,7 +3,9 @@
 //     upsampled on the left image (a generated scene when ../shared/data is absent)
 //     with the normalised model (ar:0, the default) or the AR model's minimiser,
 //     on one thread or two, solved in double or in float;
-//   ar_apply<double|float>: one matrix-free A x on that system, in pixels per second.
+//   ar_apply<double|float>: one matrix-free A x on that system, in pixels per second;
+//   median_filter/radius:1|2|3|5: the edge-sharpening median of the depth tasks on
+//     Aloe's ground truth, and OpenCV's medianBlur (float: 3 x 3 and 5 x 5 only) when found.
 //
 //   build/release/benchmarks/bench_depth
 #define STB_IMAGE_IMPLEMENTATION
@@ -12,6 +14,11 @@
 #include <nonlocal/nonlocal.hpp>
 
 #include <benchmark/benchmark.h>
+
+#if NONLOCAL_HAVE_OPENCV
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
 
 namespace {
 
@@ -100,6 +107,32 @@ void ar_apply(benchmark::State& state) {
 }
 BENCHMARK(ar_apply<double>)->ArgName("connectivity")->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
 BENCHMARK(ar_apply<float>)->ArgName("connectivity")->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
+
+void median_filter(benchmark::State& state) {
+    const auto& image = aloe().truth;   // the network's work does not depend on the values
+    const std::size_t radius = std::size_t(state.range(0));
+    for (auto _ : state) {
+        auto out = nonlocal::median_filter(image, radius);
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["Mpix_per_s"] = benchmark::Counter(double(image.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(median_filter)->ArgName("radius")->Arg(1)->Arg(2)->Arg(3)->Arg(5)->Unit(benchmark::kMillisecond);
+
+#if NONLOCAL_HAVE_OPENCV
+void peer_opencv_median_blur(benchmark::State& state) {
+    cv::setNumThreads(1);
+    auto image = aloe().truth;
+    const cv::Mat in(int(image.shape(0)), int(image.shape(1)), CV_32F, image.data());
+    cv::Mat out;
+    for (auto _ : state) {
+        cv::medianBlur(in, out, int(2 * state.range(0) + 1));
+        benchmark::DoNotOptimize(out.data);
+    }
+    state.counters["Mpix_per_s"] = benchmark::Counter(double(image.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(peer_opencv_median_blur)->ArgName("radius")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+#endif
 
 }  // namespace
 

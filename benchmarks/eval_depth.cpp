@@ -6,7 +6,9 @@
 // RMSE in disparity units over the pixels whose ground truth is non-zero, and the
 // wall time, one thread. With OpenCV (ximgproc) in the same run: bicubic,
 // joint bilateral, guided filter and the fast global smoother (normalised:
-// FGS(d c) / FGS(c)), each over a few parameters with the best reported.
+// FGS(d c) / FGS(c)), each over a few parameters with the best reported; and, to
+// show what the edge-sharpening median of nonlocal's tasks does on its own, the
+// best FGS result through that median.
 //
 //   build/release/benchmarks/eval_depth [DATA_DIR]
 #define STB_IMAGE_IMPLEMENTATION
@@ -112,6 +114,22 @@ std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const
                 fgs.method = "OpenCV FGS lambda " + std::to_string(int(lambda)) + " sigma " + std::to_string(int(sc));
         }
     out.push_back(jbf), out.push_back(gf), out.push_back(fgs);
+    // For comparison, not a peer: the best FGS result through the median nonlocal's tasks
+    // apply (the same radius for the same observations).
+    cv::Mat num, den, dm;
+    const auto& best = fgs.method;
+    const double lambda = std::stod(best.substr(best.find("lambda ") + 7)), sc = std::stod(best.substr(best.find("sigma ") + 6));
+    depth_map sharpened;
+    const double fraction = cv::countNonZero(mask) / double(mask.total());
+    const std::size_t radius = nonlocal::depth_options{}.median_radius(fraction);
+    const double t = seconds([&] {
+        cv::multiply(d, mask, dm);
+        cv::ximgproc::fastGlobalSmootherFilter(bgr, dm, num, lambda, sc);
+        cv::ximgproc::fastGlobalSmootherFilter(bgr, mask, den, lambda, sc);
+        num = num / cv::max(den, 1e-6f);
+        sharpened = nonlocal::median_filter(from_mat(num), radius);
+    });
+    out.push_back({"(not a peer) OpenCV FGS + nonlocal's median, radius " + std::to_string(radius), rmse(sharpened, truth), t});
     return out;
 }
 #endif
@@ -155,6 +173,12 @@ int main(int argc, char** argv) {
                                          " it" + (single ? ", float)" : ")"),
                                      rmse(out.depth, truth), t});
             }
+        {
+            nonlocal::depth_result out;
+            const double t = seconds([&] { out = nonlocal::upsample_depth(low, guide, factor, {.depth_passes = 1}); });
+            print(task.c_str(), {"nonlocal upsample_depth (1 depth pass, " + std::to_string(out.report.iterations) + " it, float)",
+                                 rmse(out.depth, truth), t});
+        }
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
         for (const auto& r : peers(sparse, truth, bgr, &low)) print(task.c_str(), r);
 #endif
@@ -174,6 +198,12 @@ int main(int argc, char** argv) {
                                 (single ? ", float)" : ")"),
                             rmse(out.depth, truth), t});
         }
+    {
+        nonlocal::depth_result out;
+        const double t = seconds([&] { out = nonlocal::fill_depth(holes, guide, {.depth_passes = 1}); });
+        print("holes", {"nonlocal fill_depth (1 depth pass, " + std::to_string(out.report.iterations) + " it, float)",
+                        rmse(out.depth, truth), t});
+    }
     nonlocal::depth_result den;
     const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
     print("holes", {"nonlocal denoise_depth", rmse(den.depth, truth), td});

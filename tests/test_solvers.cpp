@@ -651,6 +651,39 @@ BOOST_AUTO_TEST_CASE(depth_edges_are_sharpened_by_a_median) {
     BOOST_TEST(wrong_in_streak(upsample_depth(low, streak_guide, 4).depth) == 1u);   // its first pixel, at the step
 }
 
+BOOST_AUTO_TEST_CASE(depth_passes_add_the_last_result_to_the_guide) {
+    // A pass is the task on the guide with the previous result x sigma_r / sigma_d as one
+    // more channel: its weights are the colour weights times the kernel of the depth difference.
+    const std::size_t H = 19, W = 26;
+    const auto guide = test::random_tensor<double, 3>({H, W, 3}, 61, 0, 255);
+    xt::xtensor<float, 2> depth = test::random_tensor<float, 2>({H, W}, 62, 20, 60);
+    for (std::size_t i = 0; i < depth.size(); i += 3) depth.data()[i] = 0;
+    for (auto model : {depth_model::normalised, depth_model::ar}) {
+        BOOST_TEST_CONTEXT("model " << int(model)) {
+            const depth_options once{.model = model, .depth_passes = 1, .sigma_d = 5};
+            const auto first = fill_depth(depth, guide, {.model = model});
+            xt::xtensor<double, 3> joint = xt::empty<double>({H, W, std::size_t(4)});
+            xt::view(joint, xt::all(), xt::all(), xt::range(0, 3)) = guide;
+            xt::view(joint, xt::all(), xt::all(), 3) = xt::cast<double>(first.depth) * (once.sigma_r / once.sigma_d);
+            const auto by_hand = fill_depth(depth, joint, {.model = model});
+            const auto passed = fill_depth(depth, guide, once);
+            BOOST_TEST(passed.depth == by_hand.depth);
+            BOOST_TEST(passed.report.iterations == first.report.iterations + by_hand.report.iterations);
+            // sigma_d = 0: 2 % of the observed range.
+            float lo = 1e30f, hi = -1e30f;
+            for (float d : depth)
+                if (d > 0) lo = std::min(lo, d), hi = std::max(hi, d);
+            BOOST_TEST(fill_depth(depth, guide, {.model = model, .depth_passes = 1}).depth ==
+                       fill_depth(depth, guide, {.model = model, .depth_passes = 1, .sigma_d = 0.02 * (double(hi) - lo)}).depth);
+        }
+    }
+    // Constant observations leave nothing to adapt to: no pass runs.
+    xt::xtensor<float, 2> flat = xt::where(depth > 0, 42.f, 0.f);
+    const auto plain = fill_depth(flat, guide), passes = fill_depth(flat, guide, {.depth_passes = 2});
+    BOOST_TEST(passes.depth == plain.depth);
+    BOOST_TEST(passes.report.iterations == plain.report.iterations);
+}
+
 BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> guide = xt::zeros<float>({4, 5}), none = xt::zeros<float>({4, 5});
     test::check_invalid([&] { fill_depth(none, guide); }, "fill_depth", "nothing is observed");
@@ -661,6 +694,7 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { denoise_depth(some, guide, {.lambda = -1}); }, "denoise_depth", "lambda = -1");
     test::check_invalid([&] { fill_depth(some, guide, {.threads = 0}); }, "fill_depth", "threads = 0");
     test::check_invalid([&] { fill_depth(some, guide, {.median_scale = -1}); }, "fill_depth", "median_scale = -1");
+    test::check_invalid([&] { fill_depth(some, guide, {.sigma_d = -2}); }, "fill_depth", "sigma_d = -2");
     test::check_invalid([&] { fill_depth(some, guide, {.median_scale = std::nan("")}); }, "fill_depth",
                         "median_scale = nan");
     const xt::xtensor<float, 2> other = xt::ones<float>({4, 6});

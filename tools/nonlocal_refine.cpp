@@ -38,6 +38,16 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--epsilon-scale", options.epsilon_scale, "normalised model: eps = this x observed fraction")
         ->check(CLI::PositiveNumber)->capture_default_str();
+    app.add_option("--median-scale", options.median_scale,
+                   "edge-sharpening median of radius this x the observations' spacing (0: none)")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    app.add_option("--median-max-radius", options.median_max_radius, "largest radius of that median")
+        ->capture_default_str();
+    app.add_option("--depth-passes", options.depth_passes,
+                   "re-solves whose weights also follow the last result's depth (adaptive weights)")
+        ->capture_default_str();
+    app.add_option("--sigma-d", options.sigma_d, "depth bandwidth of those weights, in depth units (0: 2 % of the range)")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
     app.add_option("--threads", options.threads, "threads of the solver's passes")->check(CLI::PositiveNumber)
         ->capture_default_str();
     bool double_precision = false;

@@ -65,6 +65,11 @@ struct depth_options {
     /// the spacing is 1 / sqrt(observed fraction) pixels. 0 turns it off.
     double median_scale = 0.75;
     std::size_t median_max_radius = 5;
+    /// Adaptive weights (after Yang et al. 2014): re-solves whose edge weights are the colour
+    /// weights times the colour kernel of the last result's depth difference, with bandwidth
+    /// sigma_d (sigma_r for the depth, in depth units). Each pass costs what the first solve does.
+    std::size_t depth_passes = 0;
+    double sigma_d = 0;                                            ///< 0: 2 % of the observed depth's range
     /// Upsampling by an even factor above this goes coarse to fine: by half the factor
     /// onto the guide at half resolution, then by 2 (see `upsample_depth`).
     std::size_t stage_factor = 8;
@@ -246,21 +251,58 @@ depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& x
     return result;
 }
 
+/// The guide with `depth` x `scale` as one more channel: with scale = sigma_r / sigma_d,
+/// either colour kernel's weight becomes the colour weight times the same kernel of the
+/// depth difference with bandwidth sigma_d.
+inline pixel_rows<double> with_depth_channel(const pixel_rows<double>& g, const xt::xtensor<float, 2>& depth,
+                                             double scale) {
+    pixel_rows<double> joint{g.height, g.width, g.channels + 1, {}};
+    joint.pixels = xt::empty<double>({g.height * g.width, g.channels + 1});
+    for (std::size_t i = 0; i < g.height * g.width; ++i) {
+        for (std::size_t k = 0; k < g.channels; ++k) joint.pixels(i, k) = g.pixels(i, k);
+        joint.pixels(i, g.channels) = double(depth.data()[i]) * scale;
+    }
+    return joint;
+}
+
+/// `o.sigma_d`, or when it is 0, 2 % of the observed depth's range (0 if the observed depth is constant).
+inline double depth_bandwidth(const xt::xtensor<double, 2>& xhat, const xt::xtensor<double, 2>& observed,
+                              const depth_options& o) {
+    if (o.sigma_d > 0) return o.sigma_d;
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (std::size_t i = 0; i < xhat.size(); ++i)
+        if (observed.data()[i] > 0) lo = std::min(lo, xhat.data()[i]), hi = std::max(hi, xhat.data()[i]);
+    return 0.02 * (hi - lo);
+}
+
 inline depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& xhat,
                            const xt::xtensor<double, 2>& observed, const depth_options& o, std::string_view where,
                            const stopwatch& clock) {
     const double fraction = xt::sum(observed)() / double(observed.size());
     require(fraction > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
     require(std::isfinite(o.epsilon_scale) && o.epsilon_scale > 0 && std::isfinite(o.lambda) && o.lambda > 0 &&
-                std::isfinite(o.median_scale) && o.median_scale >= 0 && o.threads >= 1,
+                std::isfinite(o.median_scale) && o.median_scale >= 0 && std::isfinite(o.sigma_d) && o.sigma_d >= 0 &&
+                o.threads >= 1,
             where, [&] {
-                return "needs finite epsilon_scale > 0, finite lambda > 0, finite median_scale >= 0 and threads >= 1, "
-                       "got epsilon_scale = " +
+                return "needs finite epsilon_scale > 0, finite lambda > 0, finite median_scale >= 0, finite sigma_d >= 0 "
+                       "and threads >= 1, got epsilon_scale = " +
                        std::to_string(o.epsilon_scale) + ", lambda = " + std::to_string(o.lambda) +
-                       ", median_scale = " + std::to_string(o.median_scale) + ", threads = " + std::to_string(o.threads);
+                       ", median_scale = " + std::to_string(o.median_scale) + ", sigma_d = " + std::to_string(o.sigma_d) +
+                       ", threads = " + std::to_string(o.threads);
             });
-    return o.single_precision ? refine<float>(g, xhat, observed, fraction, o, clock)
-                              : refine<double>(g, xhat, observed, fraction, o, clock);
+    const auto model = [&](const pixel_rows<double>& guide) {
+        return o.single_precision ? refine<float>(guide, xhat, observed, fraction, o, clock)
+                                  : refine<double>(guide, xhat, observed, fraction, o, clock);
+    };
+    // The model, then each depth pass on the guide with the last result as one more channel.
+    depth_result result = model(g);
+    const double sigma_d = o.depth_passes > 0 ? depth_bandwidth(xhat, observed, o) : 0;
+    for (std::size_t pass = 0; pass < o.depth_passes && sigma_d > 0; ++pass) {
+        depth_result next = model(with_depth_channel(g, result.depth, o.sigma_r / sigma_d));
+        next.report = one_report(next.report.method, result.report, next.report);
+        result = std::move(next);
+    }
+    return result;
 }
 
 template <class D>
