@@ -610,10 +610,10 @@ BOOST_AUTO_TEST_CASE(upsampling_goes_coarse_to_fine_above_the_stage_factor) {
 }
 
 BOOST_AUTO_TEST_CASE(depth_edges_are_sharpened_by_a_median) {
-    // The radius follows the observations' spacing: round(0.75 / sqrt(fraction)), at most 5.
+    // The radius follows the observations' spacing: round(0.75 / sqrt(fraction)), at most 4.
     const depth_options o;
     BOOST_TEST(o.median_radius(1.0 / 16) == 3u);   // x4: spacing 4
-    BOOST_TEST(o.median_radius(1.0 / 64) == 5u);   // x8: 6, capped
+    BOOST_TEST(o.median_radius(1.0 / 64) == 4u);   // x8: 6, capped
     BOOST_TEST(o.median_radius(0.5) == 1u);        // round(1.06)
     BOOST_TEST(o.median_radius(1.0) == 1u);        // round(0.75)
     BOOST_TEST(depth_options{.median_scale = 0.3}.median_radius(1.0) == 0u);

@@ -64,7 +64,7 @@ struct depth_options {
     /// round(median_scale x the observations' spacing), at most `median_max_radius`;
     /// the spacing is 1 / sqrt(observed fraction) pixels. 0 turns it off.
     double median_scale = 0.75;
-    std::size_t median_max_radius = 5;
+    std::size_t median_max_radius = 4;
     /// Adaptive weights (after Yang et al. 2014): re-solves whose edge weights are the colour
     /// weights times the colour kernel of the last result's depth difference, with bandwidth
     /// sigma_d (sigma_r for the depth, in depth units). Each pass costs what the first solve does.
