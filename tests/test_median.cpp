@@ -4,8 +4,11 @@
 // hand on a small image, and on bad input.
 #include <nonlocal/filter/median.hpp>
 
+#include <xtensor/xview.hpp>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
@@ -112,6 +115,29 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(filter_matches_the_literal_median, T, value_types)
                     }
                 }
     });
+}
+
+BOOST_AUTO_TEST_CASE(integer_images_and_channels) {
+    // 16-bit depth in millimetres, the full range: filtered in float, exactly.
+    xt::xtensor<std::uint16_t, 2> depth = xt::empty<std::uint16_t>({13, 21});
+    std::mt19937 gen(5);
+    std::uniform_int_distribution<int> mm(0, 65535);
+    for (auto& d : depth) d = std::uint16_t(mm(gen));
+    depth(0, 0) = 65535, depth(0, 1) = 65534;
+    const auto filtered = median_filter(depth, 2);
+    static_assert(std::is_same_v<typename decltype(filtered)::value_type, std::uint16_t>);
+    BOOST_TEST(xt::cast<double>(filtered) == literal_median_filter(xt::cast<double>(depth), 2));
+    // 32-bit signed values beyond float's 24-bit mantissa: filtered in double.
+    xt::xtensor<std::int32_t, 2> wide = {{-2000000001, 2000000001, 7}, {16777217, -3, 16777216}};
+    BOOST_TEST(xt::cast<double>(median_filter(wide, 1)) == literal_median_filter(xt::cast<double>(wide), 1));
+    // [H, W, C]: each channel on its own.
+    const auto rgb = xt::xtensor<std::uint8_t, 3>(xt::cast<std::uint8_t>(test::random_tensor<double, 3>({9, 17, 3}, 6, 0, 255)));
+    const auto per_channel = median_filter(rgb, 1);
+    for (std::size_t k = 0; k < 3; ++k) {
+        const xt::xtensor<double, 2> channel = xt::cast<double>(xt::view(rgb, xt::all(), xt::all(), k));
+        const xt::xtensor<double, 2> got = xt::cast<double>(xt::view(per_channel, xt::all(), xt::all(), k));
+        BOOST_TEST(got == literal_median_filter(channel, 1));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(threads_do_not_change_results) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <xsimd/xsimd.hpp>
@@ -30,6 +31,7 @@
 
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 
 namespace nonlocal {
@@ -162,23 +164,41 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
 
 }  // namespace detail
 
-/// The median of each pixel's (2 `radius` + 1)^2 window of `image` [H, W] (float or
-/// double), the border replicated outward; radius 0 copies the image. Exact and
-/// vectorised across pixels (see the file's comment); `threads` split the rows.
-/// Throws `std::invalid_argument` when a value is NaN (the median of values
-/// without an order is undefined); infinities are ordered values.
+/// The median of each pixel's (2 `radius` + 1)^2 window of `image` [H, W] or, per
+/// channel, [H, W, C], the border replicated outward; radius 0 copies the image.
+/// Exact and vectorised across pixels (see the file's comment); `threads` split
+/// the rows. Any arithmetic type up to 32 bits: integers of up to 16 bits are
+/// filtered in float, wider ones in double, both exact, and the result has the
+/// image's type. Throws `std::invalid_argument` when a value is NaN (the median
+/// of values without an order is undefined); infinities are ordered values.
 template <class Arch = default_arch, class E>
 auto median_filter(const xt::xexpression<E>& image, std::size_t radius, int threads = 1) {
-    using T = std::decay_t<typename E::value_type>;
-    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "nonlocal: median_filter takes float or double");
-    const xt::xtensor<T, 2> in = image.derived_cast();
-    for (std::size_t i = 0; i < in.size(); ++i)
-        detail::require(!std::isnan(in.data()[i]), "median_filter", [&] {
-            return "image " + detail::shape_string(in.shape()) + " holds NaN at flat index " + std::to_string(i);
-        });
+    using T = detail::value_type_of<E>;
+    constexpr std::size_t rank = detail::static_rank<E>;
+    static_assert(rank == 2 || rank == 3, "nonlocal: median_filter takes [H, W] or [H, W, C] images");
+    static_assert((std::is_arithmetic_v<T> && sizeof(T) <= 4) || std::is_same_v<T, double>,
+                  "nonlocal: median_filter takes arithmetic values of up to 32 bits, or double");
+    using compute = std::conditional_t<std::is_floating_point_v<T>, T, std::conditional_t<(sizeof(T) <= 2), float, double>>;
+    const xt::xtensor<T, rank> in = image.derived_cast();
+    if constexpr (std::is_floating_point_v<T>)
+        for (std::size_t i = 0; i < in.size(); ++i)
+            detail::require(!std::isnan(in.data()[i]), "median_filter", [&] {
+                return "image " + detail::shape_string(in.shape()) + " holds NaN at flat index " + std::to_string(i);
+            });
     detail::require(threads >= 1, "median_filter", [&] { return "threads must be >= 1, got " + std::to_string(threads); });
-    xt::xtensor<T, 2> out = xt::empty<T>(in.shape());
-    detail::median_filter<Arch>(in.data(), in.shape(0), in.shape(1), radius, out.data(), threads);
+    const std::size_t H = in.shape(0), W = in.shape(1), C = rank == 3 ? in.shape(2) : 1;
+    xt::xtensor<T, rank> out = xt::empty<T>(in.shape());
+    if constexpr (std::is_same_v<T, compute>)
+        if (C == 1) {
+            detail::median_filter<Arch>(in.data(), H, W, radius, out.data(), threads);
+            return out;
+        }
+    std::vector<compute> plane(H * W), filtered(H * W);
+    for (std::size_t k = 0; k < C; ++k) {
+        for (std::size_t i = 0; i < H * W; ++i) plane[i] = compute(in.data()[i * C + k]);
+        detail::median_filter<Arch>(plane.data(), H, W, radius, filtered.data(), threads);
+        for (std::size_t i = 0; i < H * W; ++i) out.data()[i * C + k] = T(filtered[i]);
+    }
     return out;
 }
 
