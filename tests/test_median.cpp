@@ -66,6 +66,30 @@ BOOST_AUTO_TEST_CASE(network_selects_the_median_of_every_zero_one_input) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(compile_time_networks_are_the_run_time_ones) {
+    const auto same = [](auto fixed) {
+        using net = decltype(fixed);
+        const auto run_time = detail::median_network(net::slots);
+        BOOST_TEST(net::output == run_time.output);
+        BOOST_REQUIRE(net::size == run_time.exchanges.size());
+        for (std::size_t e = 0; e < net::size; ++e)
+            BOOST_TEST((net::exchanges[e].low == run_time.exchanges[e].low &&
+                        net::exchanges[e].high == run_time.exchanges[e].high &&
+                        net::exchanges[e].part == run_time.exchanges[e].part));
+    };
+    same(detail::fixed_median_network<1>{});
+    same(detail::fixed_median_network<2>{});
+    same(detail::fixed_median_network<3>{});
+    // And the unrolled run selects the median of every 0-1 window of radius 1.
+    for (std::size_t bits = 0; bits < 512; ++bits) {
+        std::vector<double> v(9);
+        for (std::size_t i = 0; i < 9; ++i) v[i] = double((bits >> i) & 1);
+        const double expected = literal_median(v);
+        detail::fixed_median_network<1>::run<1>(v.data());
+        BOOST_TEST(v[detail::fixed_median_network<1>::output] == expected);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(network_selects_the_median_of_windows) {
     std::mt19937 gen(3);
     std::uniform_int_distribution<int> few(0, 4);   // many ties

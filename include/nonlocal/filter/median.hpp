@@ -18,12 +18,14 @@
 /// the surface that fills most of its window.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <xsimd/xsimd.hpp>
@@ -51,7 +53,7 @@ struct selection_network {
     std::size_t slots = 0, output = 0;
 
     /// Min and max operations per window.
-    std::size_t operations() const {
+    constexpr std::size_t operations() const {
         std::size_t ops = 0;
         for (const auto& e : exchanges) ops += e.part == keep::both ? 2 : 1;
         return ops;
@@ -59,7 +61,7 @@ struct selection_network {
 };
 
 /// The median network of n >= 1 values (see the file's comment).
-inline selection_network median_network(std::size_t n) {
+constexpr selection_network median_network(std::size_t n) {
     std::size_t size = 1;
     while (size < n) size *= 2;
     // Batcher's odd-even merge sort on `size` wires (Knuth, TAOCP 5.3.4, exercise 32):
@@ -123,43 +125,106 @@ void run_network(const selection_network& net, V* v) {
     }
 }
 
+/// The median network of a window of radius R as compile-time constants, for
+/// windows small enough to live in registers: the exchanges unroll into a
+/// straight line of min and max on them, where the run-time network loads and
+/// stores every slot it touches.
+template <std::size_t R>
+struct fixed_median_network {
+    static constexpr std::size_t side = 2 * R + 1, slots = side * side;
+    static constexpr std::size_t size = median_network(slots).exchanges.size();
+    static constexpr auto exchanges = [] {
+        const selection_network net = median_network(slots);
+        std::array<selection_network::exchange, size> out{};
+        for (std::size_t e = 0; e < size; ++e) out[e] = net.exchanges[e];
+        return out;
+    }();
+    static constexpr std::size_t output = median_network(slots).output;
+
+    template <std::size_t count, class V>
+    static void run(V* v) {
+        [&]<std::size_t... e>(std::index_sequence<e...>) { (exchange<exchanges[e], count>(v), ...); }
+        (std::make_index_sequence<size>{});
+    }
+    template <selection_network::exchange e, std::size_t count, class V>
+    static void exchange(V* v) {
+        using std::max, std::min;
+        for (std::size_t k = 0; k < count; ++k) {
+            const V a = v[e.low * count + k], b = v[e.high * count + k];
+            if constexpr (e.part != selection_network::keep::max) v[e.low * count + k] = min(a, b);
+            if constexpr (e.part != selection_network::keep::min) v[e.high * count + k] = max(a, b);
+        }
+    }
+};
+
+/// The median filter of a padded image (rows of `stride` values, the border
+/// replicated `side / 2` pixels outward and at least `group` batches more on the
+/// right) into the H x W image `out`: `group` batches of neighbouring pixels load
+/// their windows into `v` (slot s of batch k at v[s * group + k]) and go through
+/// `run` together, so each exchange is `group` independent min / max pairs.
+template <class Arch, std::size_t group, class T, class Slots, class Run>
+void median_rows(const T* padded, std::size_t stride, std::size_t H, std::size_t W, std::size_t side,
+                 std::size_t output, T* out, int threads, Slots make_slots, Run run) {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t lanes = batch::size, band = 16, step = group * lanes;
+    parallel_for((H + band - 1) / band, threads, [&](std::size_t b) {
+        auto v = make_slots();
+        T tail[step];
+        for (std::size_t r = b * band; r < std::min(H, (b + 1) * band); ++r)
+            for (std::size_t c = 0; c < W; c += step) {
+                const T* corner = padded + r * stride + c;
+                for (std::size_t dy = 0, s = 0; dy < side; ++dy)
+                    for (std::size_t dx = 0; dx < side; ++dx, ++s)
+                        for (std::size_t k = 0; k < group; ++k)
+                            v[s * group + k] = batch::load_unaligned(corner + dy * stride + dx + k * lanes);
+                run(v.data());
+                for (std::size_t k = 0; k < group; ++k) v[output * group + k].store_unaligned(tail + k * lanes);
+                std::copy(tail, tail + std::min(step, W - c), out + r * W + c);
+            }
+    });
+}
+
 /// The median filter of an H x W image in row order (`in`) into `out`, on `threads` threads.
 template <class Arch, class T>
 void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius, T* out, int threads) {
     if (H == 0 || W == 0) return;
     using batch = xsimd::batch<T, Arch>;
-    constexpr std::size_t lanes = batch::size;
-    const std::size_t side = 2 * radius + 1, n = side * side;
-    const selection_network net = median_network(n);
-    // The image with its border replicated `radius` pixels outward, and `lanes` more
-    // columns on the right (a group of batches) so that every batch load stays inside.
-    const std::size_t stride = W + 2 * radius + 4 * lanes, rows = H + 2 * radius;
+    constexpr std::size_t lanes = batch::size, max_group = 4;
+    const std::size_t side = 2 * radius + 1;
+    // The image with its border replicated `radius` pixels outward, and a group of
+    // batches more on the right so that every load stays inside.
+    const std::size_t stride = W + 2 * radius + max_group * lanes, rows = H + 2 * radius;
     std::vector<T> padded(rows * stride);
     for (std::size_t r = 0; r < rows; ++r) {
         const T* src = in + std::min(r > radius ? r - radius : 0, H - 1) * W;
         T* dst = padded.data() + r * stride;
         for (std::size_t c = 0; c < stride; ++c) dst[c] = src[std::min(c > radius ? c - radius : 0, W - 1)];
     }
-    // Bands of 16 rows; in each, `group` batches of neighbouring pixels go through the network
-    // together, so each exchange is `group` independent min / max pairs. 4 batches of 16 floats x
-    // 121 slots (r = 5) take 31 KB, inside a 32 KB L1; on Zen 4 at r = 5, 2 / 4 / 8 batches
-    // filter 1.4 Mpix in 75 / 67 / 94 ms.
-    constexpr std::size_t band = 16, group = 4, step = group * lanes;
-    parallel_for((H + band - 1) / band, threads, [&](std::size_t b) {
-        std::vector<batch, xsimd::aligned_allocator<batch>> v(n * group);
-        T tail[step];
-        for (std::size_t r = b * band; r < std::min(H, (b + 1) * band); ++r)
-            for (std::size_t c = 0; c < W; c += step) {
-                const T* corner = padded.data() + r * stride + c;
-                for (std::size_t dy = 0, s = 0; dy < side; ++dy)
-                    for (std::size_t dx = 0; dx < side; ++dx, ++s)
-                        for (std::size_t k = 0; k < group; ++k)
-                            v[s * group + k] = batch::load_unaligned(corner + dy * stride + dx + k * lanes);
-                run_network<group>(net, v.data());
-                for (std::size_t k = 0; k < group; ++k) v[net.output * group + k].store_unaligned(tail + k * lanes);
-                std::copy(tail, tail + std::min(step, W - c), out + r * W + c);
-            }
-    });
+    // Radius 1 to 3 with compile-time networks, in groups of 3, 1 and 1 batches: 27 and 25
+    // slots fit the 32 vector registers, 49 spill some. On Zen 4 at 1.4 Mpix the run-time
+    // network takes 3.2 / 7.9 / 19 ms and these 1.5 / 3.7 / 9.4 ms; unrolled, radius 4 and
+    // 5 are no faster (36 / 72 ms against 40 / 66).
+    const auto fixed = [&]<std::size_t R, std::size_t group>() {
+        using net = fixed_median_network<R>;
+        median_rows<Arch, group>(
+            padded.data(), stride, H, W, side, net::output, out, threads,
+            [] { return std::array<batch, net::slots * group>{}; },
+            [](batch* v) { net::template run<group>(v); });
+    };
+    switch (radius) {
+        case 1: return fixed.template operator()<1, 3>();
+        case 2: return fixed.template operator()<2, 1>();
+        case 3: return fixed.template operator()<3, 1>();
+        default: break;
+    }
+    // Wider windows: 4 batches of 16 floats x 121 slots (r = 5) take 31 KB, inside a
+    // 32 KB L1; on Zen 4 at r = 5, groups of 2 / 4 / 8 batches filter 1.4 Mpix in
+    // 75 / 67 / 94 ms.
+    const selection_network net = median_network(side * side);
+    median_rows<Arch, max_group>(
+        padded.data(), stride, H, W, side, net.output, out, threads,
+        [&] { return std::vector<batch, xsimd::aligned_allocator<batch>>(net.slots * max_group); },
+        [&](batch* v) { run_network<max_group>(net, v); });
 }
 
 }  // namespace detail
@@ -179,14 +244,14 @@ auto median_filter(const xt::xexpression<E>& image, std::size_t radius, int thre
     static_assert((std::is_arithmetic_v<T> && sizeof(T) <= 4) || std::is_same_v<T, double>,
                   "nonlocal: median_filter takes arithmetic values of up to 32 bits, or double");
     using compute = std::conditional_t<std::is_floating_point_v<T>, T, std::conditional_t<(sizeof(T) <= 2), float, double>>;
-    const xt::xtensor<T, rank> in = image.derived_cast();
+    const detail::contiguous<T, rank> in(image);   // borrowed when it is a row-major container
+    const std::size_t H = in.shape(0), W = in.shape(1), C = rank == 3 ? in.shape(2) : 1;
     if constexpr (std::is_floating_point_v<T>)
-        for (std::size_t i = 0; i < in.size(); ++i)
+        for (std::size_t i = 0; i < H * W * C; ++i)
             detail::require(!std::isnan(in.data()[i]), "median_filter", [&] {
                 return "image " + detail::shape_string(in.shape()) + " holds NaN at flat index " + std::to_string(i);
             });
     detail::require(threads >= 1, "median_filter", [&] { return "threads must be >= 1, got " + std::to_string(threads); });
-    const std::size_t H = in.shape(0), W = in.shape(1), C = rank == 3 ? in.shape(2) : 1;
     xt::xtensor<T, rank> out = xt::empty<T>(in.shape());
     if constexpr (std::is_same_v<T, compute>)
         if (C == 1) {
