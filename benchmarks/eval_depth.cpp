@@ -99,36 +99,30 @@ std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const
             const double e = rmse(from_mat(y), truth);
             if (e < gf.rmse) gf.rmse = e, gf.seconds = t, gf.method = "OpenCV guidedFilter r " + std::to_string(radius) + " eps " + std::to_string(int(eps)) + "^2";
         }
+    // FGS normalised: FGS(d m) / FGS(m).
+    const auto fgs_normalised = [&](double lambda, double sc) {
+        cv::Mat num, den, dm;
+        cv::multiply(d, mask, dm);
+        cv::ximgproc::fastGlobalSmootherFilter(bgr, dm, num, lambda, sc);
+        cv::ximgproc::fastGlobalSmootherFilter(bgr, mask, den, lambda, sc);
+        return cv::Mat(num / cv::max(den, 1e-6f));
+    };
+    double best_lambda = 0, best_sc = 0;
     for (double lambda : {10.0, 30.0, 100.0, 300.0, 1000.0})
         for (double sc : {2.0, 4.0, 8.0, 16.0}) {
-            cv::Mat num, den, dm;
-            const double t = seconds([&] {
-                cv::multiply(d, mask, dm);
-                cv::ximgproc::fastGlobalSmootherFilter(bgr, dm, num, lambda, sc);
-                cv::ximgproc::fastGlobalSmootherFilter(bgr, mask, den, lambda, sc);
-                num = num / cv::max(den, 1e-6f);
-            });
-            const double e = rmse(from_mat(num), truth);
+            cv::Mat y;
+            const double t = seconds([&] { y = fgs_normalised(lambda, sc); });
+            const double e = rmse(from_mat(y), truth);
             if (e < fgs.rmse)
-                fgs.rmse = e, fgs.seconds = t,
+                fgs.rmse = e, fgs.seconds = t, best_lambda = lambda, best_sc = sc,
                 fgs.method = "OpenCV FGS lambda " + std::to_string(int(lambda)) + " sigma " + std::to_string(int(sc));
         }
     out.push_back(jbf), out.push_back(gf), out.push_back(fgs);
     // For comparison, not a peer: the best FGS result through the median nonlocal's tasks
     // apply (the same radius for the same observations).
-    cv::Mat num, den, dm;
-    const auto& best = fgs.method;
-    const double lambda = std::stod(best.substr(best.find("lambda ") + 7)), sc = std::stod(best.substr(best.find("sigma ") + 6));
+    const std::size_t radius = nonlocal::depth_options{}.median_radius(cv::countNonZero(mask) / double(mask.total()));
     depth_map sharpened;
-    const double fraction = cv::countNonZero(mask) / double(mask.total());
-    const std::size_t radius = nonlocal::depth_options{}.median_radius(fraction);
-    const double t = seconds([&] {
-        cv::multiply(d, mask, dm);
-        cv::ximgproc::fastGlobalSmootherFilter(bgr, dm, num, lambda, sc);
-        cv::ximgproc::fastGlobalSmootherFilter(bgr, mask, den, lambda, sc);
-        num = num / cv::max(den, 1e-6f);
-        sharpened = nonlocal::median_filter(from_mat(num), radius);
-    });
+    const double t = seconds([&] { sharpened = nonlocal::median_filter(from_mat(fgs_normalised(best_lambda, best_sc)), radius); });
     out.push_back({"(not a peer) OpenCV FGS + nonlocal's median, radius " + std::to_string(radius), rmse(sharpened, truth), t});
     return out;
 }
