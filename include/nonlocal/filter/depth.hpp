@@ -62,7 +62,9 @@ struct depth_options {
     double min_weight = 1e-3;                                      ///< floor of the edge weights
     /// Edge sharpening: the result's median over a square window of radius
     /// round(median_scale x the observations' spacing), at most `median_max_radius`;
-    /// the spacing is 1 / sqrt(observed fraction) pixels. 0 turns it off.
+    /// the spacing is 1 / sqrt(observed fraction) pixels. 0 turns it off. Like any
+    /// median it also removes structures thinner than about the radius (which the
+    /// observations resolve poorly anyway) and rounds sharp corners.
     double median_scale = 0.75;
     std::size_t median_max_radius = 4;
     /// Adaptive weights (after Yang et al. 2014): re-solves whose edge weights are the colour
