@@ -245,10 +245,8 @@ depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& x
     }
     result.depth = xt::empty<float>({g.height, g.width});
     for (std::size_t i = 0; i < x.size(); ++i) result.depth.data()[i] = static_cast<float>(x[i]);
-    if (const std::size_t radius = o.median_radius(fraction); radius > 0) {
-        const std::vector<float> blended(result.depth.begin(), result.depth.end());
-        median_filter<default_arch>(blended.data(), g.height, g.width, radius, result.depth.data(), o.threads);
-    }
+    if (const std::size_t radius = o.median_radius(fraction); radius > 0)
+        median_filter<default_arch>(result.depth.data(), g.height, g.width, radius, result.depth.data(), o.threads);
     result.seconds = clock.seconds();
     return result;
 }

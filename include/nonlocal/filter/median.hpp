@@ -186,6 +186,7 @@ void median_rows(const T* padded, std::size_t stride, std::size_t H, std::size_t
 }
 
 /// The median filter of an H x W image in row order (`in`) into `out`, on `threads` threads.
+/// `in` is read once, into the padded copy, before `out` is written: `out` may be `in`.
 template <class Arch, class T>
 void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius, T* out, int threads) {
     if (H == 0 || W == 0) return;
