@@ -19,6 +19,8 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
+#include <vector>
 
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
 #include <opencv2/core.hpp>
@@ -53,6 +55,23 @@ struct result {
     double rmse = INFINITY, seconds = 0;
 };
 void print(const char* task, const result& r) { std::printf("%-10s %-56s %8.3f %8.3f\n", task, r.method.c_str(), r.rmse, r.seconds); }
+
+/// nonlocal's rows of a task (`run` with options): both models, solved in double and in
+/// float, and the default one with an adaptive depth pass.
+template <class Run>
+void nonlocal_rows(const char* task, const std::string& name, const depth_map& truth, Run&& run) {
+    std::vector<nonlocal::depth_options> variants;
+    for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::ar})
+        for (bool single : {false, true}) variants.push_back({.model = model, .single_precision = single});
+    variants.push_back({.depth_passes = 1});
+    for (const auto& o : variants) {
+        nonlocal::depth_result out;
+        const double t = seconds([&] { out = run(o); });
+        print(task, {"nonlocal " + name + " (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it" +
+                         (o.single_precision ? ", float" : "") + (o.depth_passes ? ", 1 depth pass" : "") + ")",
+                     rmse(out.depth, truth), t});
+    }
+}
 
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
 cv::Mat as_mat(const depth_map& d) { return cv::Mat(int(d.shape(0)), int(d.shape(1)), CV_32F, const_cast<float*>(d.data())).clone(); }
@@ -158,21 +177,8 @@ int main(int argc, char** argv) {
         for (std::size_t r = 0; r < lh; ++r)
             for (std::size_t cc = 0; cc < lw; ++cc) low(r, cc) = sparse(r * factor, cc * factor) = truth(r * factor, cc * factor);
         const std::string task = "x" + std::to_string(factor);
-        for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::ar})
-            for (bool single : {false, true}) {
-                nonlocal::depth_result out;
-                const double t = seconds(
-                    [&] { out = nonlocal::upsample_depth(low, guide, factor, {.model = model, .single_precision = single}); });
-                print(task.c_str(), {"nonlocal upsample_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) +
-                                         " it" + (single ? ", float)" : ")"),
-                                     rmse(out.depth, truth), t});
-            }
-        {
-            nonlocal::depth_result out;
-            const double t = seconds([&] { out = nonlocal::upsample_depth(low, guide, factor, {.depth_passes = 1}); });
-            print(task.c_str(), {"nonlocal upsample_depth (1 depth pass, " + std::to_string(out.report.iterations) + " it, float)",
-                                 rmse(out.depth, truth), t});
-        }
+        nonlocal_rows(task.c_str(), "upsample_depth", truth,
+                      [&](const nonlocal::depth_options& o) { return nonlocal::upsample_depth(low, guide, factor, o); });
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
         for (const auto& r : peers(sparse, truth, bgr, &low)) print(task.c_str(), r);
 #endif
@@ -184,20 +190,8 @@ int main(int argc, char** argv) {
     std::bernoulli_distribution dropped(0.3);
     depth_map holes = truth;
     for (auto& d : holes) d = (d > 0 && !dropped(gen)) ? d + noise(gen) : 0.f;
-    for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::ar})
-        for (bool single : {false, true}) {
-            nonlocal::depth_result out;
-            const double t = seconds([&] { out = nonlocal::fill_depth(holes, guide, {.model = model, .single_precision = single}); });
-            print("holes", {"nonlocal fill_depth (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it" +
-                                (single ? ", float)" : ")"),
-                            rmse(out.depth, truth), t});
-        }
-    {
-        nonlocal::depth_result out;
-        const double t = seconds([&] { out = nonlocal::fill_depth(holes, guide, {.depth_passes = 1}); });
-        print("holes", {"nonlocal fill_depth (1 depth pass, " + std::to_string(out.report.iterations) + " it, float)",
-                        rmse(out.depth, truth), t});
-    }
+    nonlocal_rows("holes", "fill_depth", truth,
+                  [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(holes, guide, o); });
     nonlocal::depth_result den;
     const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
     print("holes", {"nonlocal denoise_depth", rmse(den.depth, truth), td});
