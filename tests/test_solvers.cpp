@@ -1,7 +1,9 @@
 // solve/ar_system.hpp, solve/solvers.hpp and filter/depth.hpp: the AR system
 // matrix-free and assembled, its Jacobi step as a weighted aggregate, every
 // solver against a dense solve in double, and the depth tasks' behaviour.
+#include <cstdint>
 #include <numbers>
+#include <span>
 
 #include <nonlocal/nonlocal.hpp>
 
@@ -37,7 +39,7 @@ const std::vector<std::pair<int, std::size_t>> stencils = {{4, 1}, {8, 1}, {4, 2
 /// x = A^-1 b by Gaussian elimination with partial pivoting, in double.
 std::vector<double> dense_solve(const ar_system<>& A) {
     const std::size_t n = A.size();
-    std::vector<double> M(n * n), e(n, 0.0), col(n), b = A.rhs;
+    std::vector<double> M(n * n), e(n, 0.0), col(n), b(A.rhs.begin(), A.rhs.end());
     for (std::size_t j = 0; j < n; ++j) {
         e[j] = 1;
         A.apply(e.data(), col.data());
@@ -312,6 +314,51 @@ BOOST_AUTO_TEST_CASE(solvers_take_other_right_hand_sides) {
     test::check_invalid([&] { pcg(A, std::vector<double>(3), x, M); }, "pcg", "b has 3 entries for a system of 143");
 }
 
+BOOST_AUTO_TEST_CASE(solvers_take_any_contiguous_array) {
+    // std::vector, buffer and std::span (here over an xtensor) give the same solves;
+    // the multigrid cycle and the operators check their sizes.
+    const problem p(13, 11, 5);
+    const ar_system A = p.system(8);
+    const multigrid M(A);
+    std::vector<double> v(A.size(), 150.0);
+    buffer<double> b(A.size(), 150.0);
+    xt::xtensor<double, 1> t = xt::zeros<double>({A.size()}) + 150.0;
+    const std::vector<double> rhs(A.rhs.begin(), A.rhs.end());
+    pcg(A, rhs, v, M);
+    pcg(A, A.rhs, b, M);
+    pcg(A, std::span<const double>(rhs), std::span<double>(t.data(), t.size()), M);
+    BOOST_TEST(std::equal(v.begin(), v.end(), b.begin()));
+    BOOST_TEST(std::equal(v.begin(), v.end(), t.begin()));
+    std::vector<double> z(A.size()), short_r(A.size() - 1);
+    test::check_invalid([&] { M(short_r, z); }, "multigrid", "r has 142 entries for a system of 143");
+    test::check_invalid([&] { M(rhs, short_r); }, "multigrid", "z has 142 entries for a system of 143");
+    test::check_invalid([&] { (void)A.apply(short_r); }, "ar_system::apply", "x has 142 entries for a system of 143");
+    test::check_invalid([&] { (void)A.jacobi_step(short_r); }, "ar_system::jacobi_step", "x has 142");
+    const jacobi_preconditioner J(A);
+    test::check_invalid([&] { J(rhs, short_r); }, "jacobi_preconditioner", "z has 142");
+    test::check_invalid([&] { multigrid_solve(A, short_r); }, "multigrid_solve", "x has 142");
+    test::check_invalid([&] { sor(A, rhs, short_r); }, "sor", "x has 142");
+}
+
+BOOST_AUTO_TEST_CASE(batches_start_on_the_batch_grid) {
+    // The vectorised pixels start at a multiple of the batch width, so that a pixel's own
+    // entries load aligned from buffers; the pixels before and after are scalars.
+    for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {2, 3}, {9, 31}, {40, 33}, {64, 70}})
+        for (auto [connectivity, radius] : stencils) {
+            const problem p(H, W, unsigned(H * W));
+            const ar_system<float> A(p.guide, grid_stencil{H, W, connectivity, radius}, colour_weights(H, W, 3, 40.0),
+                                     p.xhat, p.alpha);
+            const auto [first, stop] = A.vector_zone();
+            BOOST_TEST((first % ar_system<float>::lanes == 0 || first == A.size()));   // or no batch at all
+            BOOST_TEST((stop - first) % ar_system<float>::lanes == 0u);
+            if (stop > first) {   // every batch's neighbours lie inside the image's flat range
+                BOOST_TEST(first >= A.reach_in_pixels());
+                BOOST_TEST(stop + A.reach_in_pixels() <= A.size());
+            }
+            BOOST_TEST(reinterpret_cast<std::uintptr_t>(A.diagonal.data()) % 64 == 0u);
+        }
+}
+
 BOOST_AUTO_TEST_CASE(threads_do_not_change_results) {
     // Each pass splits the pixels into chunks; every pixel is computed the same way.
     for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 4}, {41, 53}}) {
@@ -338,10 +385,10 @@ BOOST_AUTO_TEST_CASE(apply_and_dot_is_apply_and_its_inner_product) {
             ar_system one = p.system(connectivity, radius);
             const auto x = test::random_tensor<double, 1>({H * W}, 23, -1, 1);
             const std::vector<double> xv(x.begin(), x.end());
-            const std::vector<double> expected = one.apply(xv);
+            const buffer<double> expected = one.apply(xv);
             double expected_dot = 0;
             for (std::size_t i = 0; i < xv.size(); ++i) expected_dot += xv[i] * expected[i];
-            std::vector<double> y(H * W), y3(H * W);
+            buffer<double> y(H * W), y3(H * W);
             const double dot = one.apply_and_dot(xv.data(), y.data());
             BOOST_TEST(y == expected);
             BOOST_TEST(std::abs(dot - expected_dot) <= 1e-12 * std::max(1.0, std::abs(expected_dot)));
@@ -715,8 +762,9 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     // The data term given directly, per pixel.
     const auto rows = nonlocal::detail::to_pixel_rows<double>(guide, "test", "guide");
     const grid_stencil stencil{4, 5, 8};
-    const auto direct = [&](std::vector<double> a, std::vector<double> b) {
-        return ar_system(rows, stencil, laplacian_distance(3.0), std::move(a), std::move(b));
+    const auto direct = [&](const std::vector<double>& a, const std::vector<double>& b) {
+        return ar_system(rows, stencil, laplacian_distance(3.0), buffer<double>(a.begin(), a.end()),
+                         buffer<double>(b.begin(), b.end()));
     };
     test::check_invalid([&] { direct(std::vector<double>(19, 1.0), std::vector<double>(20, 1.0)); }, "ar_system",
                         "20 pixels, alpha 19 and b 20");
@@ -733,7 +781,7 @@ BOOST_AUTO_TEST_CASE(data_term_given_directly_or_as_observations) {
     const auto rows = nonlocal::detail::to_pixel_rows<double>(p.guide, "test", "guide");
     const grid_stencil stencil{9, 11, 8, 2};
     const ar_system from_observations(rows, stencil, laplacian_distance(20.0), p.xhat, p.alpha, 1e-3);
-    std::vector<double> alpha(p.alpha.begin(), p.alpha.end()), b(alpha.size());
+    buffer<double> alpha(p.alpha.begin(), p.alpha.end()), b(alpha.size());
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = alpha[i] * p.xhat.data()[i];
     const ar_system direct(rows, stencil, laplacian_distance(20.0), alpha, b, 1e-3);
     BOOST_TEST(direct.weights == from_observations.weights);

@@ -3,6 +3,7 @@
 /// Everything in nonlocal.
 
 #include "nonlocal/config.hpp"
+#include "nonlocal/buffer.hpp"
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/normalization.hpp"
 #include "nonlocal/similarity/dot_product.hpp"

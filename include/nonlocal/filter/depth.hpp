@@ -24,12 +24,13 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <string>
-#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
+#include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/filter/image.hpp"
 #include "nonlocal/filter/median.hpp"
@@ -133,10 +134,10 @@ inline pixel_rows<double> half_resolution(const pixel_rows<double>& g) {
 /// `rhs` = alpha xhat on an H x W grid. Whether a box covers an observation is
 /// decided by an exact count (a sum of alphas can leave a rounding residue instead of 0).
 template <class T>
-std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs) {
+buffer<double> normalised_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs) {
     const std::size_t stride = W + 1;
-    std::vector<double> sw((H + 1) * stride, 0.0), swx((H + 1) * stride, 0.0);
-    std::vector<std::uint32_t> count((H + 1) * stride, 0);
+    buffer<double> sw((H + 1) * stride, 0.0), swx((H + 1) * stride, 0.0);
+    buffer<std::uint32_t> count((H + 1) * stride, 0);
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 0; c < W; ++c) {
             const std::size_t i = (r + 1) * stride + c + 1, k = r * W + c;
@@ -147,7 +148,7 @@ std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const
     const auto box = [&](const auto& s, std::size_t r0, std::size_t c0, std::size_t r1, std::size_t c1) {
         return s[r1 * stride + c1] - s[r0 * stride + c1] - s[r1 * stride + c0] + s[r0 * stride + c0];
     };
-    std::vector<double> x(H * W);
+    buffer<double> x(H * W);
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 0; c < W; ++c)
             for (std::size_t radius = 2;; radius *= 2) {
@@ -161,13 +162,13 @@ std::vector<double> normalised_interpolation(std::size_t H, std::size_t W, const
     return x;
 }
 template <class T>
-std::vector<double> normalised_interpolation(const ar_system<T>& A) {
+buffer<double> normalised_interpolation(const ar_system<T>& A) {
     return normalised_interpolation(A.height, A.width, A.alpha.data(), A.rhs.data());
 }
 
 /// Solves A x = b from x with the chosen solver (`M`: a multigrid of A, built when needed).
 template <class T>
-solve_report solve(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x, const depth_options& o,
+solve_report solve(const ar_system<T>& A, vector_in<T> b, vector_out<T> x, const depth_options& o,
                    std::unique_ptr<multigrid<T>>& M) {
     if ((o.solver == depth_solver::pcg_multigrid || o.solver == depth_solver::multigrid) && !M)
         M = std::make_unique<multigrid<T>>(A, o.multigrid);
@@ -184,7 +185,7 @@ solve_report solve(const ar_system<T>& A, const std::vector<T>& b, std::vector<T
 /// The AR system of the guide with the chosen colour kernel and stencil and the data
 /// term alpha, b = alpha xhat, the spatial Gaussian applied per stencil direction.
 template <class T>
-ar_system<T> depth_system(const pixel_rows<double>& g, std::vector<T> alpha, std::vector<T> b, const depth_options& o) {
+ar_system<T> depth_system(const pixel_rows<double>& g, buffer<T> alpha, buffer<T> b, const depth_options& o) {
     const grid_stencil stencil{g.height, g.width, o.connectivity, o.radius};
     ar_system<T> A = o.colour == colour_kernel::laplacian
                          ? ar_system<T>(g, stencil, laplacian_distance(o.sigma_r), std::move(alpha), std::move(b),
@@ -214,25 +215,25 @@ depth_result refine(const pixel_rows<double>& g, const xt::xtensor<double, 2>& x
     const double* d = xhat.data();
     std::unique_ptr<multigrid<T>> M;
     depth_result result;
-    std::vector<double> x;
+    buffer<double> x;
     if (o.model == depth_model::ar) {
-        std::vector<T> alpha(n), b(n);
+        buffer<T> alpha(n), b(n);
         for (std::size_t i = 0; i < n; ++i) alpha[i] = T(o.lambda * m[i]), b[i] = T(o.lambda * m[i] * d[i]);
         const ar_system<T> A = depth_system<T>(g, std::move(alpha), std::move(b), o);
-        const std::vector<double> x0 = normalised_interpolation(A);
-        std::vector<T> solution(x0.begin(), x0.end());
+        const buffer<double> x0 = normalised_interpolation(A);
+        buffer<T> solution(x0.begin(), x0.end());
         result.report = solve(A, A.rhs, solution, o, M);
         x.assign(solution.begin(), solution.end());
     } else {
         // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
         const double eps = o.epsilon_scale * fraction;
-        std::vector<T> b_mask(n), b_depth(n);
+        buffer<T> b_mask(n), b_depth(n);
         for (std::size_t i = 0; i < n; ++i) b_mask[i] = T(eps * m[i]), b_depth[i] = T(eps * m[i] * d[i]);
         // x0 = the normalised box interpolation of m d (eps cancels).
-        const std::vector<double> x0 = normalised_interpolation(g.height, g.width, b_mask.data(), b_depth.data());
-        const ar_system<T> A = depth_system<T>(g, std::vector<T>(n, T(eps)), std::move(b_depth), o);
+        const buffer<double> x0 = normalised_interpolation(g.height, g.width, b_mask.data(), b_depth.data());
+        const ar_system<T> A = depth_system<T>(g, buffer<T>(n, T(eps)), std::move(b_depth), o);
         // K(m) first; K(m d) from x0 K(m), exact where the depth is constant.
-        std::vector<T> km(n, T(fraction)), kd(n);
+        buffer<T> km(n, T(fraction)), kd(n);
         const solve_report rm = solve(A, b_mask, km, o, M);
         for (std::size_t i = 0; i < n; ++i) kd[i] = T(x0[i] * km[i]);
         const solve_report rd = solve(A, A.rhs, kd, o, M);

@@ -32,6 +32,7 @@
 #include <xsimd/xsimd.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "nonlocal/buffer.hpp"
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/tensor.hpp"
@@ -196,7 +197,7 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
     // The image with its border replicated `radius` pixels outward, and a group of
     // batches more on the right so that every load stays inside.
     const std::size_t stride = W + 2 * radius + max_group * lanes, rows = H + 2 * radius;
-    std::vector<T> padded(rows * stride);
+    buffer<T> padded(rows * stride);
     for (std::size_t r = 0; r < rows; ++r) {
         const T* src = in + std::min(r > radius ? r - radius : 0, H - 1) * W;
         T* dst = padded.data() + r * stride;
@@ -260,7 +261,7 @@ auto median_filter(const xt::xexpression<E>& image, std::size_t radius, int thre
             detail::median_filter<Arch>(in.data(), H, W, radius, out.data(), threads);
             return out;
         }
-    std::vector<compute> plane(H * W), filtered(H * W);
+    buffer<compute> plane(H * W), filtered(H * W);
     for (std::size_t k = 0; k < C; ++k) {
         for (std::size_t i = 0; i < H * W; ++i) plane[i] = compute(in.data()[i * C + k]);
         detail::median_filter<Arch>(plane.data(), H, W, radius, filtered.data(), threads);

@@ -12,9 +12,11 @@
 #include <memory>
 #include <numbers>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/solve/ar_system.hpp"
 
@@ -58,24 +60,26 @@ double dot(const T* a, const T* b, std::size_t n) {
     return partial_sums(n, [&](std::size_t i) { return double(a[i]) * double(b[i]); });
 }
 template <class T>
-double dot(const std::vector<T>& a, const std::vector<T>& b) {
-    return dot(a.data(), b.data(), a.size());
-}
-template <class T>
-double norm(const std::vector<T>& a) { return std::sqrt(dot(a, a)); }
+double norm(std::span<const T> a) { return std::sqrt(dot(a.data(), a.data(), a.size())); }
 
 /// r = b - A x; returns |r|.
 template <class T>
-double residual(const ar_system<T>& A, const std::vector<T>& b, const std::vector<T>& x, std::vector<T>& r) {
+double residual(const ar_system<T>& A, std::span<const T> b, std::span<const T> x, buffer<T>& r) {
     A.residual(b.data(), x.data(), r.data());
-    return norm(r);
+    return norm<T>(r);
 }
 
+/// A solver's vectors: any contiguous array of T (`std::vector`, `buffer`, `std::span`);
+/// written so that T is deduced from the system alone.
 template <class T>
-void require_size(const ar_system<T>& A, const std::vector<T>& x, std::string_view where) {
-    require(x.size() == A.size(), where, [&] {
-        return "x has " + std::to_string(x.size()) + " entries for a system of " + std::to_string(A.size());
-    });
+using vector_in = std::type_identity_t<std::span<const T>>;
+template <class T>
+using vector_out = std::type_identity_t<std::span<T>>;
+
+template <class T>
+void require_sizes(const ar_system<T>& A, std::span<const T> b, std::span<const T> x, std::string_view where) {
+    A.require_size(x, where);
+    A.require_size(b, where, "b");
 }
 
 class stopwatch {
@@ -89,18 +93,15 @@ private:
 /// The checks and the loop every iterative solver shares: |b - A x| / |b| before each
 /// iteration, `step(x, r)` (r = b - A x) until the tolerance or the budget is reached.
 template <class T, class Step>
-solve_report iterate(const char* method, const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x,
+solve_report iterate(const char* method, const ar_system<T>& A, std::span<const T> b, std::span<T> x,
                      const solve_options& options, Step&& step) {
-    require_size(A, x, method);
-    require(b.size() == A.size(), method, [&] {
-        return "b has " + std::to_string(b.size()) + " entries for a system of " + std::to_string(A.size());
-    });
+    require_sizes<T>(A, b, x, method);
     const stopwatch clock;
     solve_report report{method};
-    std::vector<T> r(A.size());
+    buffer<T> r(A.size());
     const double b_norm = norm(b);
     for (;;) {
-        report.relative_residual = residual(A, b, x, r) / b_norm;
+        report.relative_residual = residual<T>(A, b, x, r) / b_norm;
         report.converged = report.relative_residual <= options.tolerance;
         if (report.converged || report.iterations == options.max_iterations) break;
         step(x, r);
@@ -114,16 +115,16 @@ solve_report iterate(const char* method, const ar_system<T>& A, const std::vecto
 /// Jacobi iterations on A x = b, each one normalised aggregate of the neighbours
 /// plus the data term (`ar_system::jacobi_step` when b is the system's own).
 template <class T>
-solve_report jacobi(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x,
-                           const solve_options& options = {}) {
-    std::vector<T> next(A.size());
-    return detail::iterate("jacobi", A, b, x, options, [&](std::vector<T>& xk, const std::vector<T>&) {
+solve_report jacobi(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                    const solve_options& options = {}) {
+    buffer<T> next(A.size());
+    return detail::iterate<T>("jacobi", A, b, x, options, [&](std::span<T> xk, const buffer<T>&) {
         A.jacobi_step(b.data(), xk.data(), next.data());
-        xk.swap(next);
+        std::copy(next.begin(), next.end(), xk.begin());
     });
 }
 template <class T>
-solve_report jacobi(const ar_system<T>& A, std::vector<T>& x, const solve_options& options = {}) {
+solve_report jacobi(const ar_system<T>& A, detail::vector_out<T> x, const solve_options& options = {}) {
     return jacobi(A, A.rhs, x, options);
 }
 
@@ -133,11 +134,11 @@ solve_report jacobi(const ar_system<T>& A, std::vector<T>& x, const solve_option
 /// independently (red-black ordering generalised to wider stencils). omega = 1
 /// is Gauss-Seidel.
 template <class T>
-solve_report sor(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x, double omega = 1.6,
-                        const solve_options& options = {}) {
+solve_report sor(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x, double omega = 1.6,
+                 const solve_options& options = {}) {
     detail::require(omega > 0 && omega < 2, "sor", [&] { return "omega must be in (0, 2), got " + std::to_string(omega); });
     const std::size_t H = A.height, W = A.width, period = A.reach() + 1;
-    return detail::iterate("sor", A, b, x, options, [&](std::vector<T>& xk, const std::vector<T>&) {
+    return detail::iterate<T>("sor", A, b, x, options, [&](std::span<T> xk, const buffer<T>&) {
         for (std::size_t colour = 0; colour < period * period; ++colour)
             for (std::size_t row = colour / period; row < H; row += period)
                 for (std::size_t col = colour % period; col < W; col += period) {
@@ -153,7 +154,7 @@ solve_report sor(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>&
     });
 }
 template <class T>
-solve_report sor(const ar_system<T>& A, std::vector<T>& x, double omega = 1.6, const solve_options& options = {}) {
+solve_report sor(const ar_system<T>& A, detail::vector_out<T> x, double omega = 1.6, const solve_options& options = {}) {
     return sor(A, A.rhs, x, omega, options);
 }
 
@@ -162,7 +163,9 @@ template <class T = double>
 struct jacobi_preconditioner {
     const ar_system<T>* A;
     explicit jacobi_preconditioner(const ar_system<T>& system) : A(&system) {}
-    void operator()(const std::vector<T>& r, std::vector<T>& z) const {
+    void operator()(std::span<const T> r, std::span<T> z) const {
+        A->require_size(r, "jacobi_preconditioner", "r");
+        A->require_size(z, "jacobi_preconditioner", "z");
         for (std::size_t i = 0; i < r.size(); ++i) z[i] = A->diagonal[i] > 0 ? r[i] / A->diagonal[i] : r[i];
     }
     static constexpr const char* name = "jacobi";
@@ -245,7 +248,11 @@ public:
 
     /// z = M^-1 r: one V-cycle from z = 0. Not reentrant: one cycle at a time per object
     /// (its buffers are allocated once, with the hierarchy).
-    void operator()(const std::vector<T>& r, std::vector<T>& z) const { cycle(0, r, z); }
+    void operator()(std::span<const T> r, std::span<T> z) const {
+        levels_.front()->require_size(r, "multigrid", "r");
+        levels_.front()->require_size(z, "multigrid", "z");
+        cycle(0, r.data(), z.data());
+    }
 
 private:
     /// The 2 x 2 aggregate of `f`: a fine edge of reach R joins blocks at most
@@ -255,7 +262,7 @@ private:
     /// weights adds into two coarse directions, without divisions.
     static ar_system<T> coarsen(const ar_system<T>& f) {
         const std::size_t H = (f.height + 1) / 2, W = (f.width + 1) / 2, n = H * W;
-        std::vector<T> alpha(n, T(0));
+        buffer<T> alpha(n, T(0));
         for (std::size_t r = 0; r < f.height; ++r)
             for (std::size_t c = 0; c < f.width; ++c) alpha[(r / 2) * W + c / 2] += f.alpha[r * f.width + c];
         const grid_stencil stencil{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
@@ -265,7 +272,7 @@ private:
         std::vector<std::size_t> index(std::size_t((R + 1) * (2 * R + 1)), dirs.size());
         for (std::size_t d = 0; d < dirs.size(); ++d) index[std::size_t(dirs[d].dy * (2 * R + 1) + dirs[d].dx + R)] = d;
         const auto floor_half = [](std::ptrdiff_t v) { return v >= 0 ? v / 2 : -((1 - v) / 2); };
-        std::vector<std::vector<T>> weights(dirs.size(), std::vector<T>(n, T(0)));
+        std::vector<buffer<T>> weights(dirs.size(), buffer<T>(n, T(0)));
         for (std::size_t o = 0; o < f.offsets.size(); ++o) {
             const auto [dy, dx] = f.offsets[o];
             const auto [c0, c1] = ar_system<T>::columns_inside(dx, f.width);
@@ -285,7 +292,7 @@ private:
                 }
             }
         }
-        ar_system<T> coarse_system(H, W, dirs, std::move(weights), std::move(alpha), std::vector<T>(n, 0.0));
+        ar_system<T> coarse_system(H, W, dirs, std::move(weights), std::move(alpha), buffer<T>(n, T(0)));
         coarse_system.threads = f.threads;
         return coarse_system;
     }
@@ -318,9 +325,9 @@ private:
             }
         }
     }
-    void solve_coarsest(const std::vector<T>& r, std::vector<T>& z) const {
-        const std::size_t n = r.size();
-        std::vector<double> y(r.begin(), r.end());
+    void solve_coarsest(const T* r, T* z) const {
+        const std::size_t n = levels_.back()->size();
+        std::vector<double> y(r, r + n);
         for (std::size_t i = 0; i < n; ++i) {
             for (std::size_t k = 0; k < i; ++k) y[i] -= chol_[i * n + k] * y[k];
             y[i] /= chol_[i * n + i];
@@ -329,37 +336,41 @@ private:
             for (std::size_t k = i + 1; k < n; ++k) y[i] -= chol_[k * n + i] * y[k];
             y[i] /= chol_[i * n + i];
         }
-        z.assign(y.begin(), y.end());
+        std::copy(y.begin(), y.end(), z);
     }
 
     /// z = omega D^-1 r: the first sweep from z = 0, without a product, in batches.
-    static void sweep_from_zero(const ar_system<T>& A, const std::vector<T>& r, std::vector<T>& z, double damping) {
+    static void sweep_from_zero(const ar_system<T>& A, const T* r, T* z, double damping) {
         using batch = xsimd::batch<T>;
         const T omega = T(damping);
         std::size_t i = 0;
-        for (; i + batch::size <= z.size(); i += batch::size) {
+        for (; i + batch::size <= A.size(); i += batch::size) {
             const batch d = batch::load_unaligned(&A.diagonal[i]);
             xsimd::select(d > batch(T(0)), batch(omega) * batch::load_unaligned(&r[i]) / d, batch(T(0)))
                 .store_unaligned(&z[i]);
         }
-        for (; i < z.size(); ++i) z[i] = A.diagonal[i] > 0 ? omega * r[i] / A.diagonal[i] : T(0);
+        for (; i < A.size(); ++i) z[i] = A.diagonal[i] > 0 ? omega * r[i] / A.diagonal[i] : T(0);
     }
 
-    void cycle(std::size_t level, const std::vector<T>& r, std::vector<T>& z) const {
+    /// z = one V-cycle on A z = r from z = 0 at `level`, in the buffers z and work_[level].
+    void cycle(std::size_t level, const T* r, T* z) const {
         const ar_system<T>& A = *levels_[level];
         if (level + 1 == levels_.size()) return solve_coarsest(r, z);
-        z.resize(A.size());
-        std::vector<T>& work = work_[level];
-        // Pre-smoothing from z = 0: its first sweep without a product, the others and the
-        // residual in one pass over memory (`sweeps` writes work, z, work, ... in turn).
+        T* work = work_[level].data();
+        // Pre-smoothing from 0: its first sweep, without a product, into work; the other
+        // m - 1 sweeps and the residual in one pass over memory, each stage writing the
+        // buffer the stage before read (`sweeps`: z, work, z, ...). The residual lands in
+        // work for even m, in z for odd m, the smoothed correction in the other buffer;
+        // post-smoothing's m stages from the correction then end in z either way.
         const std::size_t m = options_.smoothing_steps;
-        sweep_from_zero(A, r, z, damping_[0]);
-        A.sweeps(r.data(), z.data(), work.data(), pre_smoothing_);
-        if (m % 2 == 0) z.swap(work);   // z: the smoothed correction, work: the residual
+        sweep_from_zero(A, r, work, damping_[0]);
+        A.sweeps(r, work, z, pre_smoothing_);
+        T* correction = m % 2 ? work : z;
+        const T* residual = m % 2 ? z : work;
         const ar_system<T>& C = *levels_[level + 1];
-        std::vector<T>&rc = rhs_[level + 1], &zc = solution_[level + 1];
+        T *rc = rhs_[level + 1].data(), *zc = solution_[level + 1].data();
         for (std::size_t row = 0; row < A.height; row += 2) {   // restrict: sum the residual over each block
-            const T* top = &work[row * A.width];
+            const T* top = &residual[row * A.width];
             const T* bottom = row + 1 < A.height ? top + A.width : nullptr;
             T* cr = &rc[(row / 2) * C.width];
             const std::size_t pairs = A.width / 2;   // blocks two columns wide; an odd last column alone
@@ -373,7 +384,7 @@ private:
         cycle(level + 1, rc, zc);
         const T scale = T(options_.correction_scale);
         for (std::size_t row = 0; row < A.height; ++row) {   // prolong: constant over each block
-            T* zr = &z[row * A.width];
+            T* zr = &correction[row * A.width];
             const T* cr = &zc[(row / 2) * C.width];
             const std::size_t pairs = A.width / 2;
             for (std::size_t col = 0; col < pairs; ++col) {
@@ -384,8 +395,7 @@ private:
             if (A.width % 2) zr[A.width - 1] += scale * cr[pairs];
         }
         // Post-smoothing: all its sweeps in one pass over memory.
-        A.sweeps(r.data(), z.data(), work.data(), post_smoothing_);
-        if (m % 2 == 1) z.swap(work);
+        A.sweeps(r, correction, m % 2 ? z : work, post_smoothing_);
     }
 
     multigrid_options options_;
@@ -397,27 +407,25 @@ private:
     std::vector<std::unique_ptr<ar_system<T>>> owned_;
     std::vector<double> chol_;   // the coarsest level in double, whatever T
     // Per-level buffers of a cycle, allocated once: a multigrid object runs one cycle at a time.
-    mutable std::vector<std::vector<T>> work_, rhs_, solution_;
+    mutable std::vector<buffer<T>> work_, rhs_, solution_;
 };
 
 /// Preconditioned conjugate gradients on A x = b from the given x (a warm start).
 /// Solving for several right-hand sides of one system shares its preconditioner.
+/// `M(r, z)` sets z = M^-1 r for spans of T (`multigrid`, `jacobi_preconditioner`).
 template <class T, class Preconditioner>
-solve_report pcg(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x, const Preconditioner& M,
+solve_report pcg(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x, const Preconditioner& M,
                  const solve_options& options = {}) {
-    detail::require_size(A, x, "pcg");
-    detail::require(b.size() == A.size(), "pcg", [&] {
-        return "b has " + std::to_string(b.size()) + " entries for a system of " + std::to_string(A.size());
-    });
+    detail::require_sizes<T>(A, b, x, "pcg");
     const detail::stopwatch clock;
     solve_report report{std::string("pcg + ") + Preconditioner::name};
     const std::size_t n = A.size();
-    std::vector<T> r(n), z(n), p(n), q(n);
+    buffer<T> r(n), z(n), p(n), q(n);
     const double b_norm = detail::norm(b);
-    report.relative_residual = detail::residual(A, b, x, r) / b_norm;
-    M(r, z);
+    report.relative_residual = detail::residual<T>(A, b, x, r) / b_norm;
+    M(std::span<const T>(r), std::span<T>(z));
     p = z;
-    double rz = detail::dot(r, z);
+    double rz = detail::dot(r.data(), z.data(), n);
     // Each iteration: q = A p with <p, q> in one pass; r -= step q with |r|^2 in one; the
     // preconditioner; <r, z>; then x += step p and p = z + beta p in one pass.
     while (!(report.converged = report.relative_residual <= options.tolerance) &&
@@ -433,8 +441,8 @@ solve_report pcg(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>&
             for (std::size_t j = 0; j < n; ++j) x[j] += step * p[j];
             continue;   // the loop's test records convergence and stops
         }
-        M(r, z);
-        const double rz_next = detail::dot(r, z);
+        M(std::span<const T>(r), std::span<T>(z));
+        const double rz_next = detail::dot(r.data(), z.data(), n);
         const T beta = T(rz_next / rz);
         for (std::size_t j = 0; j < n; ++j) {
             x[j] += step * p[j];
@@ -448,24 +456,25 @@ solve_report pcg(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>&
 
 /// Preconditioned conjugate gradients on the system's own A x = b.
 template <class T, class Preconditioner>
-solve_report pcg(const ar_system<T>& A, std::vector<T>& x, const Preconditioner& M, const solve_options& options = {}) {
+solve_report pcg(const ar_system<T>& A, detail::vector_out<T> x, const Preconditioner& M,
+                 const solve_options& options = {}) {
     return pcg(A, A.rhs, x, M, options);
 }
 
 /// V-cycles of `M` (a multigrid of A) alone on A x = b, from the given x.
 template <class T>
-solve_report multigrid_solve(const ar_system<T>& A, const std::vector<T>& b, std::vector<T>& x,
-                                    const multigrid<T>& M, const solve_options& options = {}) {
-    std::vector<T> z(A.size());
-    return detail::iterate("multigrid", A, b, x, options, [&](std::vector<T>& xk, const std::vector<T>& r) {
-        M(r, z);
+solve_report multigrid_solve(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                             const multigrid<T>& M, const solve_options& options = {}) {
+    buffer<T> z(A.size());
+    return detail::iterate<T>("multigrid", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
+        M(std::span<const T>(r), std::span<T>(z));
         for (std::size_t i = 0; i < xk.size(); ++i) xk[i] += z[i];
     });
 }
 /// V-cycles alone on the system's own A x = b, from the given x.
 template <class T>
-solve_report multigrid_solve(const ar_system<T>& A, std::vector<T>& x, const solve_options& options = {}) {
-    detail::require_size(A, x, "multigrid_solve");
+solve_report multigrid_solve(const ar_system<T>& A, detail::vector_out<T> x, const solve_options& options = {}) {
+    A.require_size(x, "multigrid_solve");
     return multigrid_solve(A, A.rhs, x, multigrid(A), options);
 }
 
