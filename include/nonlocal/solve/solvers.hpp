@@ -113,14 +113,15 @@ solve_report iterate(const char* method, const ar_system<T>& A, std::span<const 
 }  // namespace detail
 
 /// Jacobi iterations on A x = b, each one normalised aggregate of the neighbours
-/// plus the data term (`ar_system::jacobi_step` when b is the system's own).
+/// plus the data term (`ar_system::jacobi_step` when b is the system's own),
+/// computed in place from the residual the loop has already: x + D^-1 (b - A x)
+/// = D^-1 (b + sum_j W_ij x_j).
 template <class T>
 solve_report jacobi(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x,
                     const solve_options& options = {}) {
-    buffer<T> next(A.size());
-    return detail::iterate<T>("jacobi", A, b, x, options, [&](std::span<T> xk, const buffer<T>&) {
-        A.jacobi_step(b.data(), xk.data(), next.data());
-        std::copy(next.begin(), next.end(), xk.begin());
+    return detail::iterate<T>("jacobi", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
+        for (std::size_t i = 0; i < xk.size(); ++i)
+            if (A.diagonal[i] > 0) xk[i] += r[i] / A.diagonal[i];
     });
 }
 template <class T>
