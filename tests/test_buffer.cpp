@@ -1,9 +1,13 @@
 // buffer.hpp: a buffer's data starts on a 64-byte boundary whatever its size and
-// type, and keeps its contents as it grows and shrinks.
+// type, and keeps its contents as it grows and shrinks; freed large blocks are
+// reused per thread, within the limit, oldest evicted first, and released on request.
 #include <nonlocal/buffer.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <thread>
+#include <vector>
 
 #include "support.hpp"
 
@@ -44,6 +48,70 @@ BOOST_AUTO_TEST_CASE(growth_and_shrinking_keep_the_contents) {
     BOOST_TEST(empty.empty());
     empty.swap(v);
     BOOST_TEST(empty.size() == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(large_blocks_are_reused_by_their_thread) {
+    if (!buffer_cache_enabled) {   // under AddressSanitizer: every block is freed at once
+        { const buffer<float> a(buffer_cache_threshold, 1.0f); }
+        BOOST_TEST(buffer_cache_size() == 0u);
+        return;
+    }
+    release_buffer_cache();
+    BOOST_TEST(buffer_cache_size() == 0u);
+    const std::size_t n = buffer_cache_threshold / sizeof(float) + 5;
+    const float* first = nullptr;
+    {
+        buffer<float> a(n, 1.0f);
+        first = a.data();
+    }
+    BOOST_TEST(buffer_cache_size() == n * sizeof(float));
+    {
+        const buffer<float> same_size(n, 2.0f);   // the kept block, values set anew
+        BOOST_TEST(same_size.data() == first);
+        BOOST_TEST(same_size[n - 1] == 2.0f);
+        BOOST_TEST(buffer_cache_size() == 0u);
+        const buffer<float> other_size(n + 1, 3.0f);   // sizes must match exactly
+        BOOST_TEST(other_size.data() != first);
+    }
+    {
+        const buffer<float> small(16, 1.0f);   // below the threshold: never kept
+    }
+    BOOST_TEST(buffer_cache_size() == (2 * n + 1) * sizeof(float));
+    std::size_t other_thread = 1;
+    std::thread([&] { other_thread = buffer_cache_size(); }).join();
+    BOOST_TEST(other_thread == 0u);   // each thread keeps its own
+    release_buffer_cache();
+    BOOST_TEST(buffer_cache_size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_cache_keeps_at_most_its_limit) {
+    // Blocks taken straight from the allocator are never written: no memory is touched.
+    release_buffer_cache();
+    buffer_allocator<std::byte> a;
+    const std::size_t quarter = buffer_cache_limit / 4;
+    std::vector<std::byte*> blocks;
+    for (int k = 0; k < 5; ++k) blocks.push_back(a.allocate(quarter));
+    for (std::byte* p : blocks) a.deallocate(p, quarter);
+    if (!buffer_cache_enabled) {   // under AddressSanitizer: every block is freed at once
+        BOOST_TEST(buffer_cache_size() == 0u);
+        return;
+    }
+    BOOST_TEST(buffer_cache_size() == buffer_cache_limit);   // the first freed was evicted
+    BOOST_TEST(a.allocate(quarter) == blocks[4]);            // the most recent comes back first
+    a.deallocate(blocks[4], quarter);
+    std::byte* huge = a.allocate(buffer_cache_limit + 1);
+    a.deallocate(huge, buffer_cache_limit + 1);   // larger than the limit: freed, not kept
+    BOOST_TEST(buffer_cache_size() == buffer_cache_limit);
+    release_buffer_cache();
+    BOOST_TEST(buffer_cache_size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(allocators_compare_equal_and_reject_impossible_sizes) {
+    const buffer_allocator<float> f;
+    const buffer_allocator<double> d(f);
+    BOOST_TEST((f == d));
+    buffer_allocator<double> a;
+    BOOST_CHECK_THROW(a.allocate(std::size_t(-1) / 4), std::bad_array_new_length);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,25 +1,173 @@
 #pragma once
 /// @file buffer.hpp
 /// `buffer<T>`: the storage of the library's large work arrays (the AR system's
-/// weights, the solvers' vectors, the depth tasks' intermediates): a `std::vector`
-/// whose data starts on a 64-byte boundary, a cache line and an AVX-512 register.
-/// The stencil passes start their batches on multiples of the batch width
-/// (`ar_system::vector_zone`), so a pixel's own entries (its weights, diagonal,
-/// right-hand side and output) load and store without splitting cache lines; only
-/// the neighbours' loads do.
+/// weights, the solvers' vectors, the depth tasks' intermediates).
+///
+/// - Its data starts on a 64-byte boundary, a cache line and an AVX-512 register. The
+///   stencil passes start their batches on multiples of the batch width
+///   (`ar_system::vector_zone`), so a pixel's own entries (its weights, diagonal,
+///   right-hand side and output) load and store without splitting cache lines.
+/// - Blocks of 1 MiB or more are kept when freed, per thread, and handed out again
+///   for the next request of the same size. A fresh block costs a page fault and the
+///   kernel's zeroing for every 4 KiB page when first written; a depth task on a
+///   1.4 Mpix image allocates about 150 MB, and refining a dataset repeats the same
+///   sizes image after image. Each thread keeps at most `buffer_cache_limit` bytes
+///   (the least recently freed blocks go first); `release_buffer_cache()` gives the
+///   calling thread's blocks back, and a thread's blocks go back when it ends.
+///   Define NONLOCAL_BUFFER_CACHE to 0 to free every block at once; under
+///   AddressSanitizer that is the default, so that it sees every use after free.
 
 #include <cstddef>
+#include <new>
 #include <vector>
 
-#include <xsimd/xsimd.hpp>
+#ifndef NONLOCAL_BUFFER_CACHE
+#if defined(__SANITIZE_ADDRESS__)
+#define NONLOCAL_BUFFER_CACHE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NONLOCAL_BUFFER_CACHE 0
+#endif
+#endif
+#endif
+#ifndef NONLOCAL_BUFFER_CACHE
+#define NONLOCAL_BUFFER_CACHE 1
+#endif
 
 namespace nonlocal {
 
+/// Whether freed large blocks are kept for reuse (NONLOCAL_BUFFER_CACHE).
+inline constexpr bool buffer_cache_enabled = NONLOCAL_BUFFER_CACHE != 0;
 /// Bytes to which a `buffer`'s data is aligned.
 inline constexpr std::size_t buffer_alignment = 64;
+/// Freed blocks of at least this many bytes are kept for reuse.
+inline constexpr std::size_t buffer_cache_threshold = std::size_t(1) << 20;
+/// Bytes of freed blocks each thread keeps at most.
+inline constexpr std::size_t buffer_cache_limit = std::size_t(512) << 20;
 
-/// A contiguous array of T aligned to `buffer_alignment` bytes.
+namespace detail {
+
+inline void* aligned_block(std::size_t bytes) { return ::operator new(bytes, std::align_val_t(buffer_alignment)); }
+inline void free_block(void* p) noexcept { ::operator delete(p, std::align_val_t(buffer_alignment)); }
+
+/// The freed large blocks of one thread, least recently freed first.
+class block_cache {
+public:
+    block_cache() = default;
+    block_cache(const block_cache&) = delete;
+    block_cache& operator=(const block_cache&) = delete;
+    ~block_cache() {
+        release();
+        destroyed() = true;
+    }
+
+    /// A kept block of exactly `bytes`, or nullptr.
+    void* take(std::size_t bytes) noexcept {
+        for (std::size_t k = blocks_.size(); k-- > 0;)
+            if (blocks_[k].bytes == bytes) {
+                void* p = blocks_[k].pointer;
+                blocks_.erase(blocks_.begin() + std::ptrdiff_t(k));
+                held_ -= bytes;
+                return p;
+            }
+        return nullptr;
+    }
+
+    /// Keeps the block if it is large and fits the limit (evicting the oldest); else frees it.
+    void give_back(void* p, std::size_t bytes) noexcept {
+        if (!buffer_cache_enabled || bytes < buffer_cache_threshold || bytes > buffer_cache_limit)
+            return free_block(p);
+        while (held_ + bytes > buffer_cache_limit) {
+            free_block(blocks_.front().pointer);
+            held_ -= blocks_.front().bytes;
+            blocks_.erase(blocks_.begin());
+        }
+        try {
+            blocks_.push_back({p, bytes});
+            held_ += bytes;
+        } catch (...) {   // no room to remember it: free it instead
+            free_block(p);
+        }
+    }
+
+    void release() noexcept {
+        for (const auto& b : blocks_) free_block(b.pointer);
+        blocks_.clear();
+        held_ = 0;
+    }
+
+    std::size_t held() const noexcept { return held_; }
+
+    /// Set when the calling thread's cache has been destroyed (a trivially destructible
+    /// thread_local, readable to the thread's end): blocks freed after that, by objects
+    /// that outlive it, are freed directly.
+    static bool& destroyed() noexcept {
+        thread_local bool gone = false;
+        return gone;
+    }
+
+private:
+    struct block {
+        void* pointer;
+        std::size_t bytes;
+    };
+    std::vector<block> blocks_;
+    std::size_t held_ = 0;
+};
+
+/// The calling thread's cache, or nullptr once it has been destroyed.
+inline block_cache* thread_block_cache() noexcept {
+    if (block_cache::destroyed()) return nullptr;
+    thread_local block_cache cache;
+    return &cache;
+}
+
+}  // namespace detail
+
+/// The allocator of `buffer`: 64-byte aligned blocks, large ones reused per thread
+/// (see the file's comment). Stateless: any two compare equal.
 template <class T>
-using buffer = std::vector<T, xsimd::aligned_allocator<T, buffer_alignment>>;
+struct buffer_allocator {
+    using value_type = T;
+
+    buffer_allocator() noexcept = default;
+    template <class U>
+    buffer_allocator(const buffer_allocator<U>&) noexcept {}
+
+    T* allocate(std::size_t n) {
+        if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
+        const std::size_t bytes = n * sizeof(T);
+        if (bytes >= buffer_cache_threshold)
+            if (detail::block_cache* cache = detail::thread_block_cache())
+                if (void* p = cache->take(bytes)) return static_cast<T*>(p);
+        return static_cast<T*>(detail::aligned_block(bytes));
+    }
+
+    void deallocate(T* p, std::size_t n) noexcept {
+        detail::block_cache* cache = detail::thread_block_cache();
+        if (cache) cache->give_back(p, n * sizeof(T));
+        else detail::free_block(p);
+    }
+
+    template <class U>
+    friend bool operator==(const buffer_allocator&, const buffer_allocator<U>&) noexcept {
+        return true;
+    }
+};
+
+/// A contiguous array of T for large work arrays: a `std::vector` with `buffer_allocator`.
+template <class T>
+using buffer = std::vector<T, buffer_allocator<T>>;
+
+/// Bytes of freed buffer blocks the calling thread keeps for reuse.
+inline std::size_t buffer_cache_size() noexcept {
+    const detail::block_cache* cache = detail::thread_block_cache();
+    return cache ? cache->held() : 0;
+}
+
+/// Frees the blocks the calling thread keeps for reuse.
+inline void release_buffer_cache() noexcept {
+    if (detail::block_cache* cache = detail::thread_block_cache()) cache->release();
+}
 
 }  // namespace nonlocal
