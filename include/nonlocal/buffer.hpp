@@ -10,7 +10,7 @@
 /// - Blocks of 1 MiB or more are kept when freed, per thread, and handed out again
 ///   for the next request of the same size. A fresh block costs a page fault and the
 ///   kernel's zeroing for every 4 KiB page when first written; a depth task on a
-///   1.4 Mpix image allocates about 150 MB, and refining a dataset repeats the same
+///   1.4 Mpix image allocates about 170 MB, and refining a dataset repeats the same
 ///   sizes image after image. Each thread keeps at most `buffer_cache_limit` bytes
 ///   (the least recently freed blocks go first); `release_buffer_cache()` gives the
 ///   calling thread's blocks back, and a thread's blocks go back when it ends.
