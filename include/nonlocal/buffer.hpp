@@ -14,8 +14,9 @@
 ///   sizes image after image. Each thread keeps at most `buffer_cache_limit` bytes
 ///   (the least recently freed blocks go first); `release_buffer_cache()` gives the
 ///   calling thread's blocks back, and a thread's blocks go back when it ends.
-///   Define NONLOCAL_BUFFER_CACHE to 0 to free every block at once; under
-///   AddressSanitizer that is the default, so that it sees every use after free.
+///   Define NONLOCAL_BUFFER_CACHE to 0 (alike in every translation unit) to free
+///   every block at once; under AddressSanitizer that is the default, so that it
+///   sees every use after free.
 
 #include <cstddef>
 #include <new>
