@@ -74,6 +74,22 @@ public:
         update_diagonal();
     }
 
+    /// The system of an operator given by its weights and its diagonal, which may differ
+    /// from their sum by anything (the Galerkin coarse systems of `multigrid`, whose
+    /// weights may also be negative): alpha is the diagonal minus the weights of each
+    /// pixel's edges, b is 0.
+    static ar_system from_operator(std::size_t h, std::size_t w, std::vector<stencil_offset> dirs,
+                                   std::vector<buffer<T>> wts, buffer<T> diag) {
+        ar_system A;
+        A.height = h, A.width = w, A.offsets = std::move(dirs), A.weights = std::move(wts);
+        A.diagonal = std::move(diag);
+        A.alpha.resize(A.size());
+        A.rhs.assign(A.size(), T(0));
+        A.edge_sums([](auto w) { return w; },
+                    [&](std::size_t i, auto sum) { store(A.alpha.data(), i, load(A.diagonal, i, sum) - sum); });
+        return A;
+    }
+
     /// The system of a guide image [H, W] or [H, W, C] (any arithmetic type), a
     /// `stencil` (4 or 8 neighbours or a wider window), a `similarity` on the guide's pixels (its
     /// kernel applied to its logit, which may use the pixels' positions),
@@ -283,13 +299,15 @@ public:
 
     /// Stencil passes on A z = r, one per stage, in one pass over memory (see `pipelined`):
     /// stage k reads what stage k - 1 wrote (the first reads z) and writes `work` for even
-    /// k, z for odd k; a sweep writes z + omega D^-1 (r - A z), the residual r - A z. Equal,
-    /// bit for bit, to the separate passes.
-    void sweeps(const T* r, T* z, T* work, std::span<const sweep_stage> stages) const {
+    /// k, z for odd k; a sweep writes z + omega D^-1 (r - A z), or z + omega t (r - A z) with t
+    /// = `inverse_smoothing` when given, the residual r - A z. Equal, bit for bit, to the
+    /// separate passes.
+    void sweeps(const T* r, T* z, T* work, std::span<const sweep_stage> stages,
+                const T* inverse_smoothing = nullptr) const {
         pipelined(z, work, stages.size(), [&](std::size_t k) {
             T* out = k % 2 ? z : work;
             const sweep_stage stage = stages[k];
-            const auto relax_finish = relaxation(r, out, stage.omega);
+            const auto relax_finish = relaxation(r, out, stage.omega, inverse_smoothing);
             const auto residual_finish = residual_of(r, out);
             return [=](std::size_t i, auto own, auto neighbours) {
                 if (stage.residual) residual_finish(i, own, neighbours);
@@ -394,13 +412,16 @@ public:
         }
     }
 
-    /// The `finish` of a damped Jacobi sweep: out_i = z_i + omega (r_i - (A z)_i) / d_i.
-    auto relaxation(const T* r, T* out, double omega) const {
-        return [this, r, out, omega](std::size_t i, auto own, auto neighbours) {
+    /// The `finish` of a damped Jacobi sweep: out_i = z_i + omega (r_i - (A z)_i) / d_i, or
+    /// z_i + omega (r_i - (A z)_i) t_i with t = `inverse_smoothing` when given (pixels whose
+    /// d is 0 keep z_i).
+    auto relaxation(const T* r, T* out, double omega, const T* inverse_smoothing = nullptr) const {
+        return [this, r, out, omega, inverse_smoothing](std::size_t i, auto own, auto neighbours) {
             using V = decltype(own);
             const V d = load(diagonal, i, own);
             const V residual = load(r, i, own) - (d * own - neighbours);
-            store(out, i, pick(d > V(T(0)), own + V(T(omega)) * residual / d, own));
+            const V step = inverse_smoothing ? residual * load(inverse_smoothing, i, own) : residual / d;
+            store(out, i, pick(d > V(T(0)), own + V(T(omega)) * step, own));
         };
     }
 
@@ -497,16 +518,39 @@ private:
         : ar_system(g, stencil, sim, std::move(d.alpha), std::move(d.b), min_weight) {}
 
 public:
+    /// diagonal = alpha + the weights of each pixel's edges.
     void update_diagonal() {
-        const std::size_t n = size();
-        diagonal = alpha;
-        for (std::size_t o = 0; o < offsets.size(); ++o) {
-            const std::size_t s = std::size_t(shift(o));
-            for (std::size_t i = 0; i + s < n; ++i) {
-                diagonal[i] += weights[o][i];
-                diagonal[i + s] += weights[o][i];
+        diagonal.resize(size());
+        edge_sums([](auto w) { return w; }, [&](std::size_t i, auto sum) { store(diagonal.data(), i, load(alpha, i, sum) + sum); });
+    }
+
+    /// finish(i, sum_j f(W_ij)) for every pixel i, the sum as a batch of the pixels i, i + 1,
+    /// ... away from the ends of the image and as a scalar there: one pass over the weights,
+    /// each read at the pixel (its forward edges) and one shift back (its backward ones).
+    template <class F, class Finish>
+    void edge_sums(F&& f, Finish&& finish) const {
+        using batch = xsimd::batch<T>;
+        const std::size_t n = size(), reach = std::min(n, reach_in_pixels());
+        const auto scalar = [&](std::size_t i) {
+            T sum = 0;
+            for (std::size_t o = 0; o < offsets.size(); ++o) {
+                const std::size_t s = std::size_t(shift(o));
+                sum += f(weights[o][i]);
+                if (i >= s) sum += f(weights[o][i - s]);
             }
+            finish(i, sum);
+        };
+        std::size_t i = 0;
+        for (; i < reach; ++i) scalar(i);
+        for (; i + lanes <= n; i += lanes) {
+            batch sum(T(0));
+            for (std::size_t o = 0; o < offsets.size(); ++o) {
+                const T* w = weights[o].data() + i;
+                sum += f(batch::load_unaligned(w)) + f(batch::load_unaligned(w - shift(o)));
+            }
+            finish(i, sum);
         }
+        for (; i < n; ++i) scalar(i);
     }
 };
 

@@ -1,9 +1,9 @@
 #pragma once
 /// @file solve/solvers.hpp
 /// Solvers of the AR system A x = b: Jacobi, multi-colour SOR, preconditioned
-/// conjugate gradients and a multigrid V-cycle (alone or as CG's
-/// preconditioner). Each returns a report; non-convergence is reported in it,
-/// never silent.
+/// conjugate gradients, multigrid V-cycles (alone or as CG's preconditioner) and
+/// full multigrid followed by CG. Each returns a report; non-convergence is
+/// reported in it, never silent.
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +19,7 @@
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/solve/ar_system.hpp"
+#include "nonlocal/solve/multigrid.hpp"
 
 namespace nonlocal {
 
@@ -172,245 +173,6 @@ struct jacobi_preconditioner {
     static constexpr const char* name = "jacobi";
 };
 
-/// How the V-cycle damps its Jacobi sweeps (`multigrid_options`).
-enum class smoother { chebyshev, jacobi };
-
-/// Parameters of the multigrid V-cycle.
-struct multigrid_options {
-    /// Jacobi sweeps before and after the coarse correction; each group runs in one pass over memory
-    std::size_t smoothing_steps = 4;
-    /// chebyshev: the m sweeps are damped by 1 / theta_k, theta_k the roots of the degree-m
-    /// Chebyshev polynomial on [lower, upper], so that together they damp the eigenvalues
-    /// of D^-1 A in that interval as much as m sweeps can (a Chebyshev smoother; upper = 2
-    /// bounds the spectrum of a Laplacian plus a non-negative diagonal, by Gershgorin).
-    /// jacobi: every sweep damped by `damping`.
-    smoother kind = smoother::chebyshev;
-    double lower = 0.1, upper = 2.0;   ///< chebyshev: the interval of D^-1 A's spectrum to damp
-    double damping = 0.8;              ///< jacobi: the damping of every sweep
-    double correction_scale = 1.0;     ///< over-correction of the piecewise-constant prolongation
-};
-
-/// Aggregation multigrid: each coarse pixel is a 2 x 2 block of fine ones, and the
-/// coarse system is P^T A P with P piecewise constant: the weights of the fine
-/// edges that cross between two blocks add up into their coarse edge, the alphas
-/// of a block add up, so every level is again an AR system on a stencil. A
-/// V-cycle smooths with damped Jacobi sweeps (the same sweeps before and after: they
-/// are polynomials in D^-1 A, which commute, so the cycle is symmetric and can
-/// precondition CG) and solves the coarsest level (at most 256 pixels) exactly.
-template <class T = double>
-class multigrid {
-public:
-    /// Throws `std::invalid_argument` unless smoothing_steps >= 1, 0 < lower < upper (finite),
-    /// 0 < damping <= 2 and correction_scale is finite and positive.
-    explicit multigrid(const ar_system<T>& A, multigrid_options options = {})
-        : options_(options), damping_(sweep_damping(options)) {
-        for (std::size_t k = 1; k < damping_.size(); ++k) pre_smoothing_.push_back({damping_[k]});
-        pre_smoothing_.push_back({0, true});
-        for (double omega : damping_) post_smoothing_.push_back({omega});
-        levels_.push_back(&A);
-        while (levels_.back()->size() > 256 && levels_.back()->height > 1 && levels_.back()->width > 1) {
-            owned_.push_back(std::make_unique<ar_system<T>>(coarsen(*levels_.back())));
-            levels_.push_back(owned_.back().get());
-        }
-        factor_coarsest();
-        for (const ar_system<T>* level : levels_) {
-            work_.emplace_back(level->size());
-            rhs_.emplace_back(level->size());
-            solution_.emplace_back(level->size());
-        }
-    }
-
-    std::size_t levels() const noexcept { return levels_.size(); }
-    static constexpr const char* name = "multigrid";
-
-    /// The damping of each smoothing sweep, in the order they run (before and after).
-    static std::vector<double> sweep_damping(const multigrid_options& o) {
-        detail::require(o.smoothing_steps >= 1 && std::isfinite(o.lower) && std::isfinite(o.upper) && o.lower > 0 &&
-                            o.lower < o.upper &&
-                            o.damping > 0 && o.damping <= 2 && std::isfinite(o.correction_scale) &&
-                            o.correction_scale > 0,
-                        "multigrid", [&] {
-                            return "needs smoothing_steps >= 1 (without smoothing a V-cycle is a projection, not a "
-                                   "preconditioner), 0 < lower < upper (finite), 0 < damping <= 2 and correction_scale > 0, "
-                                   "got smoothing_steps = " + std::to_string(o.smoothing_steps) +
-                                   ", lower = " + std::to_string(o.lower) + ", upper = " + std::to_string(o.upper) +
-                                   ", damping = " + std::to_string(o.damping) +
-                                   ", correction_scale = " + std::to_string(o.correction_scale);
-                        });
-        const std::size_t m = o.smoothing_steps;
-        std::vector<double> omega(m, o.damping);
-        if (o.kind == smoother::chebyshev) {
-            const double centre = (o.upper + o.lower) / 2, half_width = (o.upper - o.lower) / 2;
-            for (std::size_t k = 0; k < m; ++k)
-                omega[k] = 1 / (centre + half_width * std::cos(std::numbers::pi * double(2 * k + 1) / double(2 * m)));
-        }
-        return omega;
-    }
-
-    /// z = M^-1 r: one V-cycle from z = 0. Not reentrant: one cycle at a time per object
-    /// (its buffers are allocated once, with the hierarchy).
-    void operator()(std::span<const T> r, std::span<T> z) const {
-        levels_.front()->require_size(r, "multigrid", "r");
-        levels_.front()->require_size(z, "multigrid", "z");
-        cycle(0, r.data(), z.data());
-    }
-
-private:
-    /// The 2 x 2 aggregate of `f`: a fine edge of reach R joins blocks at most
-    /// ceil(R / 2) apart, so the coarse stencil is the square of that radius. A fine
-    /// edge (dy, dx) from an even column joins blocks (dy', floor(dx / 2)) apart, from
-    /// an odd column (dy', floor((dx + 1) / 2)), dy' fixed by the row: each row of fine
-    /// weights adds into two coarse directions, without divisions.
-    static ar_system<T> coarsen(const ar_system<T>& f) {
-        const std::size_t H = (f.height + 1) / 2, W = (f.width + 1) / 2, n = H * W;
-        buffer<T> alpha(n, T(0));
-        for (std::size_t r = 0; r < f.height; ++r)
-            for (std::size_t c = 0; c < f.width; ++c) alpha[(r / 2) * W + c / 2] += f.alpha[r * f.width + c];
-        const grid_stencil stencil{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
-        const auto dirs = stencil.forward_offsets();
-        // Direction index of a forward (dy, dx), dy in [0, R], dx in [-R, R].
-        const auto R = std::ptrdiff_t(stencil.radius);
-        std::vector<std::size_t> index(std::size_t((R + 1) * (2 * R + 1)), dirs.size());
-        for (std::size_t d = 0; d < dirs.size(); ++d) index[std::size_t(dirs[d].dy * (2 * R + 1) + dirs[d].dx + R)] = d;
-        const auto floor_half = [](std::ptrdiff_t v) { return v >= 0 ? v / 2 : -((1 - v) / 2); };
-        std::vector<buffer<T>> weights(dirs.size(), buffer<T>(n, T(0)));
-        for (std::size_t o = 0; o < f.offsets.size(); ++o) {
-            const auto [dy, dx] = f.offsets[o];
-            const auto [c0, c1] = ar_system<T>::columns_inside(dx, f.width);
-            for (std::size_t r = 0; r + std::size_t(dy) < f.height; ++r) {
-                const std::ptrdiff_t block_dy = std::ptrdiff_t((r + std::size_t(dy)) / 2 - r / 2);
-                const T* w = f.weights[o].data() + r * f.width;
-                for (std::size_t parity = 0; parity < 2; ++parity) {
-                    const std::ptrdiff_t block_dx = floor_half(dx + std::ptrdiff_t(parity));
-                    if (block_dy == 0 && block_dx == 0) continue;   // inside one block
-                    // A backward pair of blocks (same row, dx < 0) is stored from the left block.
-                    const bool backward = block_dy == 0 && block_dx < 0;
-                    const std::ptrdiff_t from = backward ? block_dx : 0;
-                    T* to = weights[index[std::size_t(block_dy * (2 * R + 1) + (backward ? -block_dx : block_dx) + R)]].data() +
-                            (r / 2) * W;
-                    for (std::size_t c = c0 + (c0 % 2 != parity); c < c1; c += 2)
-                        to[std::ptrdiff_t(c / 2) + from] += w[c];
-                }
-            }
-        }
-        ar_system<T> coarse_system(H, W, dirs, std::move(weights), std::move(alpha), buffer<T>(n, T(0)));
-        coarse_system.threads = f.threads;
-        return coarse_system;
-    }
-
-    /// Dense Cholesky factor of the coarsest A (positive definite once any alpha > 0;
-    /// a tiny ridge keeps a level without data solvable).
-    void factor_coarsest() {
-        const ar_system<T>& c = *levels_.back();
-        const std::size_t n = c.size();
-        chol_.assign(n * n, 0.0);
-        std::vector<T> e(n, 0.0), col(n);
-        for (std::size_t j = 0; j < n; ++j) {
-            e[j] = 1;
-            c.apply(e.data(), col.data());
-            e[j] = 0;
-            for (std::size_t i = 0; i < n; ++i) chol_[i * n + j] = col[i];
-        }
-        double trace = 0;
-        for (std::size_t i = 0; i < n; ++i) trace += chol_[i * n + i];
-        for (std::size_t i = 0; i < n; ++i) chol_[i * n + i] += 1e-12 * trace / double(n);
-        for (std::size_t j = 0; j < n; ++j) {
-            double d = chol_[j * n + j];
-            for (std::size_t k = 0; k < j; ++k) d -= chol_[j * n + k] * chol_[j * n + k];
-            d = std::sqrt(std::max(d, 1e-300));
-            chol_[j * n + j] = d;
-            for (std::size_t i = j + 1; i < n; ++i) {
-                double s = chol_[i * n + j];
-                for (std::size_t k = 0; k < j; ++k) s -= chol_[i * n + k] * chol_[j * n + k];
-                chol_[i * n + j] = s / d;
-            }
-        }
-    }
-    void solve_coarsest(const T* r, T* z) const {
-        const std::size_t n = levels_.back()->size();
-        std::vector<double> y(r, r + n);
-        for (std::size_t i = 0; i < n; ++i) {
-            for (std::size_t k = 0; k < i; ++k) y[i] -= chol_[i * n + k] * y[k];
-            y[i] /= chol_[i * n + i];
-        }
-        for (std::size_t i = n; i-- > 0;) {
-            for (std::size_t k = i + 1; k < n; ++k) y[i] -= chol_[k * n + i] * y[k];
-            y[i] /= chol_[i * n + i];
-        }
-        std::copy(y.begin(), y.end(), z);
-    }
-
-    /// z = omega D^-1 r: the first sweep from z = 0, without a product, in batches.
-    static void sweep_from_zero(const ar_system<T>& A, const T* r, T* z, double damping) {
-        using batch = xsimd::batch<T>;
-        const T omega = T(damping);
-        std::size_t i = 0;
-        for (; i + batch::size <= A.size(); i += batch::size) {
-            const batch d = batch::load_unaligned(&A.diagonal[i]);
-            xsimd::select(d > batch(T(0)), batch(omega) * batch::load_unaligned(&r[i]) / d, batch(T(0)))
-                .store_unaligned(&z[i]);
-        }
-        for (; i < A.size(); ++i) z[i] = A.diagonal[i] > 0 ? omega * r[i] / A.diagonal[i] : T(0);
-    }
-
-    /// z = one V-cycle on A z = r from z = 0 at `level`, in the buffers z and work_[level].
-    void cycle(std::size_t level, const T* r, T* z) const {
-        const ar_system<T>& A = *levels_[level];
-        if (level + 1 == levels_.size()) return solve_coarsest(r, z);
-        T* work = work_[level].data();
-        // Pre-smoothing from 0: its first sweep, without a product, into work; the other
-        // m - 1 sweeps and the residual in one pass over memory, each stage writing the
-        // buffer the stage before read (`sweeps`: z, work, z, ...). The residual lands in
-        // work for even m, in z for odd m, the smoothed correction in the other buffer;
-        // post-smoothing's m stages from the correction then end in z either way.
-        const std::size_t m = options_.smoothing_steps;
-        sweep_from_zero(A, r, work, damping_[0]);
-        A.sweeps(r, work, z, pre_smoothing_);
-        T* correction = m % 2 ? work : z;
-        const T* residual = m % 2 ? z : work;
-        const ar_system<T>& C = *levels_[level + 1];
-        T *rc = rhs_[level + 1].data(), *zc = solution_[level + 1].data();
-        for (std::size_t row = 0; row < A.height; row += 2) {   // restrict: sum the residual over each block
-            const T* top = &residual[row * A.width];
-            const T* bottom = row + 1 < A.height ? top + A.width : nullptr;
-            T* cr = &rc[(row / 2) * C.width];
-            const std::size_t pairs = A.width / 2;   // blocks two columns wide; an odd last column alone
-            if (bottom)
-                for (std::size_t col = 0; col < pairs; ++col)
-                    cr[col] = (top[2 * col] + top[2 * col + 1]) + (bottom[2 * col] + bottom[2 * col + 1]);
-            else
-                for (std::size_t col = 0; col < pairs; ++col) cr[col] = top[2 * col] + top[2 * col + 1];
-            if (A.width % 2) cr[pairs] = top[A.width - 1] + (bottom ? bottom[A.width - 1] : T(0));
-        }
-        cycle(level + 1, rc, zc);
-        const T scale = T(options_.correction_scale);
-        for (std::size_t row = 0; row < A.height; ++row) {   // prolong: constant over each block
-            T* zr = &correction[row * A.width];
-            const T* cr = &zc[(row / 2) * C.width];
-            const std::size_t pairs = A.width / 2;
-            for (std::size_t col = 0; col < pairs; ++col) {
-                const T correction = scale * cr[col];
-                zr[2 * col] += correction;
-                zr[2 * col + 1] += correction;
-            }
-            if (A.width % 2) zr[A.width - 1] += scale * cr[pairs];
-        }
-        // Post-smoothing: all its sweeps in one pass over memory.
-        A.sweeps(r, correction, m % 2 ? z : work, post_smoothing_);
-    }
-
-    multigrid_options options_;
-    std::vector<double> damping_;   // of each sweep
-    // The stages of one pass over memory: sweeps 1..m-1 and the residual before the coarse
-    // correction, sweeps 0..m-1 after.
-    std::vector<typename ar_system<T>::sweep_stage> pre_smoothing_, post_smoothing_;
-    std::vector<const ar_system<T>*> levels_;
-    std::vector<std::unique_ptr<ar_system<T>>> owned_;
-    std::vector<double> chol_;   // the coarsest level in double, whatever T
-    // Per-level buffers of a cycle, allocated once: a multigrid object runs one cycle at a time.
-    mutable std::vector<buffer<T>> work_, rhs_, solution_;
-};
-
 /// Preconditioned conjugate gradients on A x = b from the given x (a warm start).
 /// Solving for several right-hand sides of one system shares its preconditioner.
 /// `M(r, z)` sets z = M^-1 r for spans of T (`multigrid`, `jacobi_preconditioner`).
@@ -472,6 +234,23 @@ solve_report multigrid_solve(const ar_system<T>& A, detail::vector_in<T> b, deta
         for (std::size_t i = 0; i < xk.size(); ++i) xk[i] += z[i];
     });
 }
+/// Full multigrid, then conjugate gradients preconditioned by the same hierarchy until
+/// the tolerance: x (its input ignored) = `M.full(b)`, which counts as the first
+/// iteration, and while |b - A x| > tolerance |b|, PCG iterations from there.
+template <class T>
+solve_report full_multigrid(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                            const multigrid<T>& M, const solve_options& options = {}) {
+    detail::require_sizes<T>(A, b, x, "full_multigrid");
+    const detail::stopwatch clock;
+    M.full(b, x);
+    const std::size_t left = options.max_iterations > 0 ? options.max_iterations - 1 : 0;
+    solve_report report = pcg(A, b, x, M, {options.tolerance, left});
+    report.method = "full multigrid + pcg";
+    report.iterations += 1;
+    report.seconds = clock.seconds();
+    return report;
+}
+
 /// V-cycles alone on the system's own A x = b, from the given x.
 template <class T>
 solve_report multigrid_solve(const ar_system<T>& A, detail::vector_out<T> x, const solve_options& options = {}) {
