@@ -141,6 +141,62 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(filter_matches_the_literal_median, T, value_types)
     });
 }
 
+BOOST_AUTO_TEST_CASE(flat_windows_keep_their_value) {
+    // With a flatness bound, a pixel keeps its value only when its window spans at most the
+    // bound (decided for groups of batches at once); every other pixel, and every pixel for
+    // a bound of 0 but those of constant windows, gets the exact median. Piecewise-constant
+    // steps plus small noise on awkward sizes, every architecture, radius 1 to 5.
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        unsigned seed = 100;
+        for (std::size_t H : {1, 6, 19})
+            for (std::size_t W : {1, 7, 16, 33, 70})
+                for (std::size_t radius : {1, 2, 3, 4, 5})
+                    for (float flat : {0.f, 0.5f}) {
+                        BOOST_TEST_CONTEXT("arch " << Arch::name() << ", " << H << " x " << W << ", radius " << radius
+                                                   << ", flat " << flat) {
+                            xt::xtensor<float, 2> image = test::random_tensor<float, 2>({H, W}, ++seed, 0, 0.2);
+                            for (std::size_t r = 0; r < H; ++r)
+                                for (std::size_t c = 0; c < W; ++c) image(r, c) += (c > W / 2 ? 10.f : 0.f);
+                            if (seed % 2)
+                                for (std::size_t c = 0; c < W / 3; ++c) image(0, c) = 5;   // constant stretches
+                            const auto exact = literal_median_filter(xt::cast<double>(image), radius);
+                            xt::xtensor<float, 2> out = xt::empty<float>(image.shape());
+                            detail::median_filter<Arch>(image.data(), H, W, radius, out.data(), 1, flat);
+                            std::size_t kept = 0;
+                            for (std::size_t r = 0; r < H; ++r)
+                                for (std::size_t c = 0; c < W; ++c) {
+                                    if (double(out(r, c)) == exact(r, c)) continue;
+                                    double lo = 1e30, hi = -1e30;
+                                    const auto R = std::ptrdiff_t(radius);
+                                    for (std::ptrdiff_t dy = -R; dy <= R; ++dy)
+                                        for (std::ptrdiff_t dx = -R; dx <= R; ++dx) {
+                                            const double v = image(std::clamp<std::ptrdiff_t>(std::ptrdiff_t(r) + dy, 0, std::ptrdiff_t(H) - 1),
+                                                                   std::clamp<std::ptrdiff_t>(std::ptrdiff_t(c) + dx, 0, std::ptrdiff_t(W) - 1));
+                                            lo = std::min(lo, v), hi = std::max(hi, v);
+                                        }
+                                    BOOST_TEST(out(r, c) == image(r, c));
+                                    BOOST_TEST(hi - lo <= double(flat));
+                                    ++kept;
+                                }
+                            if (flat == 0.f) BOOST_TEST(kept == 0u);
+                        }
+                    }
+    });
+    // The step's windows span 10: a bound of 0.5 keeps the noise of flat regions, not the step.
+    xt::xtensor<float, 2> image = test::random_tensor<float, 2>({40, 64}, 7, 0, 0.2);
+    for (std::size_t r = 0; r < 40; ++r)
+        for (std::size_t c = 32; c < 64; ++c) image(r, c) += 10;
+    xt::xtensor<float, 2> out = xt::empty<float>(image.shape());
+    detail::median_filter<default_arch>(image.data(), 40, 64, 2, out.data(), 1, 0.5f);
+    const auto exact = literal_median_filter(xt::cast<double>(image), 2);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) kept += double(out.data()[i]) != exact.data()[i];
+    BOOST_TEST(kept > 0u);
+    for (std::size_t r = 0; r < 40; ++r)   // windows holding both sides of the step
+        for (std::size_t c = 30; c < 34; ++c) BOOST_TEST(double(out(r, c)) == exact(r, c));
+}
+
 BOOST_AUTO_TEST_CASE(integer_images_and_channels) {
     // 16-bit depth in millimetres, the full range: filtered in float, exactly.
     xt::xtensor<std::uint16_t, 2> depth = xt::empty<std::uint16_t>({13, 21});

@@ -9,6 +9,7 @@
 #include <nonlocal/nonlocal.hpp>
 
 #include "support.hpp"
+#include "systems.hpp"
 
 using namespace nonlocal;
 
@@ -35,19 +36,6 @@ ar_system<> random_system(std::size_t H, std::size_t W, int connectivity, unsign
     buffer<double> alpha(H * W, 0.0);
     for (std::size_t i = 0; i < H * W; ++i) alpha[i] = with_data && u[i] < 0.33 ? 0.5 * u[i] + 0.01 : 0.0;
     return ar_system<>(H, W, dirs, std::move(weights), std::move(alpha), buffer<double>(H * W, 0.0));
-}
-
-/// A as a dense n x n matrix, from its products with the unit vectors.
-std::vector<double> dense(const ar_system<>& A) {
-    const std::size_t n = A.size();
-    std::vector<double> M(n * n), e(n, 0.0), col(n);
-    for (std::size_t j = 0; j < n; ++j) {
-        e[j] = 1;
-        A.apply(e.data(), col.data());
-        e[j] = 0;
-        for (std::size_t i = 0; i < n; ++i) M[i * n + j] = col[i];
-    }
-    return M;
 }
 
 /// P (fine x coarse) of a transfer, from its prolongation of the unit vectors.
@@ -84,7 +72,7 @@ void check_transfer(const Transfer& t, const ar_system<>& A, const std::vector<d
     t.prolong(zc.data(), fresh.data(), false);
     for (std::size_t i = 0; i < n; ++i) BOOST_TEST(std::abs(z[i] - 2.0 - fresh[i]) <= 1e-12);
     // The coarse system is P^T A P.
-    const auto M = dense(A), C = dense(t.coarse);
+    const auto M = test::dense_matrix(A), C = test::dense_matrix(t.coarse);
     double largest = 0, worst = 0;
     for (double v : M) largest = std::max(largest, std::abs(v));
     for (std::size_t a = 0; a < m; ++a)

@@ -1,6 +1,6 @@
-// solve/ar_system.hpp, solve/solvers.hpp and filter/depth.hpp: the AR system
-// matrix-free and assembled, its Jacobi step as a weighted aggregate, every
-// solver against a dense solve in double, and the depth tasks' behaviour.
+// solve/ar_system.hpp and solve/solvers.hpp: the AR system matrix-free and
+// assembled, its edge weights, its Jacobi step as a weighted aggregate, and every
+// solver against a dense solve in double.
 #include <cstdint>
 #include <numbers>
 #include <span>
@@ -8,6 +8,7 @@
 #include <nonlocal/nonlocal.hpp>
 
 #include "support.hpp"
+#include "systems.hpp"
 
 using namespace nonlocal;
 
@@ -35,37 +36,6 @@ struct problem {
 
 /// The stencils every test runs on: 4 and 8 neighbours, a diamond and squares wider than one pixel.
 const std::vector<std::pair<int, std::size_t>> stencils = {{4, 1}, {8, 1}, {4, 2}, {8, 2}, {8, 3}};
-
-/// x = A^-1 b by Gaussian elimination with partial pivoting, in double.
-std::vector<double> dense_solve(const ar_system<>& A) {
-    const std::size_t n = A.size();
-    std::vector<double> M(n * n), e(n, 0.0), col(n), b(A.rhs.begin(), A.rhs.end());
-    for (std::size_t j = 0; j < n; ++j) {
-        e[j] = 1;
-        A.apply(e.data(), col.data());
-        e[j] = 0;
-        for (std::size_t i = 0; i < n; ++i) M[i * n + j] = col[i];
-    }
-    for (std::size_t k = 0; k < n; ++k) {
-        std::size_t p = k;
-        for (std::size_t i = k + 1; i < n; ++i)
-            if (std::abs(M[i * n + k]) > std::abs(M[p * n + k])) p = i;
-        for (std::size_t j = 0; j < n; ++j) std::swap(M[k * n + j], M[p * n + j]);
-        std::swap(b[k], b[p]);
-        for (std::size_t i = k + 1; i < n; ++i) {
-            const double f = M[i * n + k] / M[k * n + k];
-            for (std::size_t j = k; j < n; ++j) M[i * n + j] -= f * M[k * n + j];
-            b[i] -= f * b[k];
-        }
-    }
-    std::vector<double> x(n);
-    for (std::size_t i = n; i-- > 0;) {
-        double s = b[i];
-        for (std::size_t j = i + 1; j < n; ++j) s -= M[i * n + j] * x[j];
-        x[i] = s / M[i * n + i];
-    }
-    return x;
-}
 
 /// Every solver on A from x = 150 everywhere; `check(report, x)` after each.
 template <class T, class Check>
@@ -114,10 +84,23 @@ struct lopsided {
     }
 };
 
-/// W_ij = max(kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), floor) for every stored edge, 0 off the grid.
-template <class S>
-void check_edge_weights(const problem& p, int connectivity, std::size_t radius, const S& sim, double floor) {
-    const ar_system A(p.guide, grid_stencil{p.H, p.W, connectivity, radius}, sim, p.xhat, p.alpha, floor);
+/// W_ij = max(kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), floor) for every stored edge, 0 off the grid,
+/// for a system of T built from the guide's pixel rows or (channel sums only) from its planes of T.
+template <class T = double, class S>
+void check_edge_weights(const problem& p, int connectivity, std::size_t radius, const S& sim, double floor,
+                        bool from_planes = false) {
+    const grid_stencil stencil{p.H, p.W, connectivity, radius};
+    const auto system = [&] {
+        if constexpr (nonlocal::detail::channel_sum_similarity<S>)
+            if (from_planes) {
+                buffer<T> alpha(p.alpha.begin(), p.alpha.end()), b(p.H * p.W);
+                for (std::size_t i = 0; i < b.size(); ++i) b[i] = T(alpha[i] * p.xhat.data()[i]);
+                return ar_system<T>(nonlocal::detail::to_planes<T>(p.guide, "test", "guide"), stencil, sim, alpha, b, floor);
+            }
+        return ar_system<T>(p.guide, stencil, sim, p.xhat, p.alpha, floor);
+    };
+    const ar_system<T> A = system();
+    const double tolerance = std::is_same_v<T, double> ? 1e-12 : 1e-5;
     const auto pixel = [&](std::size_t i) {
         return std::vector<double>{p.guide.data()[3 * i], p.guide.data()[3 * i + 1], p.guide.data()[3 * i + 2]};
     };
@@ -127,16 +110,31 @@ void check_edge_weights(const problem& p, int connectivity, std::size_t radius, 
                 const std::ptrdiff_t rr = std::ptrdiff_t(r) + A.offsets[o].dy, cc = std::ptrdiff_t(c) + A.offsets[o].dx;
                 const std::size_t i = r * p.W + c;
                 if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(p.H) || cc >= std::ptrdiff_t(p.W)) {
-                    BOOST_TEST(A.weights[o][i] == 0.0);
+                    BOOST_TEST(A.weights[o][i] == T(0));
                     continue;
                 }
                 const std::size_t j = std::size_t(rr) * p.W + std::size_t(cc);
                 const auto gi = pixel(i), gj = pixel(j);
-                const double both = S::kernel::apply(sim.logit(std::span<const double>(gi), std::span<const double>(gj), i, j)) +
-                                    S::kernel::apply(sim.logit(std::span<const double>(gj), std::span<const double>(gi), j, i));
-                BOOST_TEST(std::abs(A.weights[o][i] - std::max(both, floor)) <= 1e-12 * std::max(both, floor));
+                const auto logit = [&](const std::vector<double>& a, const std::vector<double>& b, std::size_t k, std::size_t l) {
+                    return nonlocal::detail::logit(sim, std::span<const double>(a), std::span<const double>(b), k, l);
+                };
+                const double both = S::kernel::apply(logit(gi, gj, i, j)) + S::kernel::apply(logit(gj, gi, j, i));
+                BOOST_TEST(std::abs(A.weights[o][i] - std::max(both, floor)) <= tolerance * std::max(both, floor));
             }
 }
+
+/// An asymmetric sum over channels: logit = sum_c (d_c / 40 - d_c^2 / 4000), d = q - k.
+struct skewed_channels {
+    using kernel = exp_kernel;
+    template <class V>
+    V channel_logit(V d) const { return d * V(1.0 / 40) - d * d * V(1.0 / 4000); }
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k) const {
+        T sum = 0;
+        for (std::size_t c = 0; c < q.size(); ++c) sum += channel_logit(q[c] - k[c]);
+        return sum;
+    }
+};
 
 /// The same for similarities without positions.
 template <class S>
@@ -151,16 +149,28 @@ struct positionless {
 
 BOOST_AUTO_TEST_CASE(edge_weights_follow_their_definition) {
     // A symmetric similarity is evaluated once per edge, an asymmetric one both ways; both
-    // must give kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), floored.
+    // must give kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), floored: through each pixel's
+    // logit (similarities with positions, or wrapped so that they take them) and, for sums
+    // over channels, a channel at a time across a row of pixels, in double from pixel rows
+    // and in float and double from planes. Widths around the batch widths.
     static_assert(nonlocal::detail::symmetric_similarity<laplacian_distance>);
     static_assert(!nonlocal::detail::symmetric_similarity<lopsided>);
+    static_assert(nonlocal::detail::channel_sum_similarity<skewed_channels>);
     for (auto [connectivity, radius] : stencils)
-        for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 7}, {6, 1}, {5, 9}, {17, 20}}) {
+        for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 7}, {6, 1}, {5, 9}, {2, 17}, {3, 33}, {17, 20}}) {
             const problem p(H, W, unsigned(7 * H + W));
             check_edge_weights(p, connectivity, radius, lopsided{}, 1e-3);
             check_edge_weights(p, connectivity, radius, positionless<laplacian_distance>{laplacian_distance(20.0)}, 1e-3);
             check_edge_weights(p, connectivity, radius, positionless<squared_euclidean>{}, 0.0);
             check_edge_weights(p, connectivity, radius, colour_weights(H, W, 3, 40.0), 0.0);
+            for (bool planes : {false, true}) {
+                check_edge_weights(p, connectivity, radius, laplacian_distance(20.0), 1e-3, planes);
+                check_edge_weights(p, connectivity, radius, gaussian_distance(50.0), 1e-3, planes);
+                check_edge_weights(p, connectivity, radius, squared_euclidean{}, 0.0, planes);
+                check_edge_weights(p, connectivity, radius, skewed_channels{}, 1e-3, planes);
+                check_edge_weights<float>(p, connectivity, radius, laplacian_distance(20.0), 1e-3, planes);
+                check_edge_weights<float>(p, connectivity, radius, skewed_channels{}, 1e-3, planes);
+            }
         }
 }
 
@@ -186,7 +196,7 @@ BOOST_AUTO_TEST_CASE(every_solver_reaches_the_dense_solution) {
     const problem p(19, 23, 5);
     for (auto [connectivity, radius] : stencils) {
         const ar_system A = p.system(connectivity, radius);
-        const auto exact = dense_solve(A);
+        const auto exact = test::dense_solve(A);
         const solve_options tight{1e-10, 20000};
         const auto check = [&](const solve_report& report, const std::vector<double>& x) {
             BOOST_TEST_CONTEXT(report.method << ", connectivity " << connectivity << ", radius " << radius) {
@@ -249,7 +259,7 @@ BOOST_AUTO_TEST_CASE(multigrid_smoothers) {
     const problem p(21, 18, 8);
     for (auto [connectivity, radius] : {std::pair<int, std::size_t>{8, 1}, {4, 2}}) {
         const ar_system A = p.system(connectivity, radius);
-        const auto exact = dense_solve(A);
+        const auto exact = test::dense_solve(A);
         for (auto kind : {smoother::chebyshev, smoother::jacobi})
             for (std::size_t steps = 1; steps <= 5; ++steps) {
                 const multigrid M(A, {.smoothing_steps = steps, .kind = kind});
@@ -285,7 +295,7 @@ BOOST_AUTO_TEST_CASE(single_precision_systems) {
         for (std::size_t o = 0; o < A.offsets.size(); ++o)
             for (std::size_t i = 0; i < A.size(); ++i)
                 BOOST_TEST(std::abs(F.weights[o][i] - A.weights[o][i]) <= 1e-7 * A.weights[o][i]);
-        const auto exact = dense_solve(A);
+        const auto exact = test::dense_solve(A);
         const solve_options options{1e-4, 20000};
         const auto check = [&](const solve_report& report, const std::vector<float>& x) {
             BOOST_TEST_CONTEXT(report.method << ", connectivity " << connectivity << ", radius " << radius) {
@@ -307,7 +317,7 @@ BOOST_AUTO_TEST_CASE(solvers_take_other_right_hand_sides) {
     ar_system other = A;
     const auto b = test::random_tensor<double, 1>({A.size()}, 13, -5, 5);
     other.rhs.assign(b.begin(), b.end());
-    const auto exact = dense_solve(other);
+    const auto exact = test::dense_solve(other);
     const solve_options tight{1e-10, 20000};
     const multigrid M(A);
     for (int method = 0; method < 4; ++method) {
@@ -471,294 +481,9 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
         }
 }
 
-BOOST_AUTO_TEST_CASE(depth_tasks_run_concurrently) {
-    // A dataset refined one pair per thread: every call owns its system and buffers,
-    // so concurrent calls give what sequential ones do.
-    std::vector<xt::xtensor<float, 3>> guides;
-    std::vector<xt::xtensor<float, 2>> depths;
-    for (unsigned k = 0; k < 4; ++k) {
-        guides.push_back(test::random_tensor<float, 3>({20 + k, 25, 3}, 30 + k, 0, 255));
-        xt::xtensor<float, 2> d = test::random_tensor<float, 2>({20 + k, 25}, 40 + k, 10, 90);
-        for (std::size_t i = 0; i < d.size(); i += 2) d.data()[i] = 0;
-        depths.push_back(d);
-    }
-    std::vector<xt::xtensor<float, 2>> sequential(4), concurrent(4);
-    for (std::size_t k = 0; k < 4; ++k) sequential[k] = fill_depth(depths[k], guides[k]).depth;
-    detail::parallel_for(4, 2, [&](std::size_t k) { concurrent[k] = fill_depth(depths[k], guides[k]).depth; });
-    for (std::size_t k = 0; k < 4; ++k) BOOST_TEST(concurrent[k] == sequential[k]);
-}
-
-BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
-    // depth = K(m d) / K(m) with K = eps (L + eps I)^-1, eps = 0.5 x the observed fraction:
-    // against two dense solves of (L + eps I) on a small problem whose observations all
-    // reach every pixel (close colours: K(m) far above the fallback's delta).
-    const std::size_t H = 9, W = 10;
-    const auto guide = test::random_tensor<double, 3>({H, W, 3}, 21, 0, 3);
-    xt::xtensor<double, 2> depth = test::random_tensor<double, 2>({H, W}, 22, 50, 90);
-    const auto u = test::random_tensor<double, 2>({H, W}, 23, 0, 1);
-    xt::xtensor<double, 2> mask = xt::where(u < 0.3, 1.0, 0.0);
-    mask(4, 4) = 1;
-    depth = xt::where(mask > 0, depth, 0.0);
-    const double fraction = xt::sum(mask)() / double(H * W), eps = 0.5 * fraction;
-    depth_options o;
-    o.solve = {1e-12, 1000};
-    o.median_scale = 0;  // the model alone, without the edge-sharpening median
-    for (auto colour : {colour_kernel::laplacian, colour_kernel::gaussian}) {
-        o.colour = colour;
-        const auto out = fill_depth(depth, guide, o);
-        BOOST_TEST(out.report.converged);
-        const xt::xtensor<double, 2> all_eps = xt::zeros<double>({H, W}) + eps;
-        const auto system = [&](const xt::xtensor<double, 2>& values) {
-            return colour == colour_kernel::laplacian
-                       ? ar_system(guide, grid_stencil{H, W, 8}, laplacian_distance(3.0), values, all_eps, 1e-3)
-                       : ar_system(guide, grid_stencil{H, W, 8}, colour_weights(H, W, 3, 3.0), values, all_eps, 1e-3);
-        };
-        const auto kd = dense_solve(system(depth)), km = dense_solve(system(mask));
-        const double delta = 1e-3 * fraction;
-        const auto x0 = detail::normalised_interpolation(H, W, mask.data(), depth.data());
-        for (std::size_t i = 0; i < H * W; ++i) {
-            BOOST_TEST(km[i] > 100 * delta);
-            BOOST_TEST(std::abs(out.depth.data()[i] - (kd[i] + delta * x0[i]) / (km[i] + delta)) < 1e-3);
-        }
-    }
-}
-
-BOOST_AUTO_TEST_CASE(depth_tasks) {
-    for (auto model : {depth_model::normalised, depth_model::ar})
-        for (auto colour : {colour_kernel::laplacian, colour_kernel::gaussian})
-        for (bool single : {false, true}) {
-            BOOST_TEST_CONTEXT("model " << int(model) << ", colour kernel " << int(colour) << ", float " << single) {
-                depth_options o;
-                o.model = model, o.colour = colour, o.single_precision = single;
-                // A constant depth with holes is a fixed point.
-                const auto guide = test::random_tensor<float, 3>({24, 30, 3}, 7, 0, 255);
-                xt::xtensor<float, 2> flat = xt::ones<float>({24, 30}) * 1234.f;
-                for (std::size_t i = 0; i < flat.size(); i += 3) flat.data()[i] = 0;
-                flat(5, 5) = std::nanf("");
-                const auto filled = fill_depth(flat, guide, o);
-                BOOST_TEST(filled.report.converged);
-                test::check_close(filled.depth, xt::xtensor<float, 2>(xt::ones<float>({24, 30}) * 1234.f), 1e-2, 0);
-
-                // A sharp colour edge keeps a depth edge: left half dark and near, right half bright
-                // and far, depth observed only on a sparse grid.
-                xt::xtensor<float, 2> edge_guide = xt::zeros<float>({32, 32});
-                xt::xtensor<float, 2> truth = xt::ones<float>({32, 32}) * 100.f;
-                for (std::size_t r = 0; r < 32; ++r)
-                    for (std::size_t c = 13; c < 32; ++c) edge_guide(r, c) = 255.f, truth(r, c) = 300.f;
-                xt::xtensor<float, 2> low = xt::empty<float>({8, 8});
-                for (std::size_t r = 0; r < 8; ++r)
-                    for (std::size_t c = 0; c < 8; ++c) low(r, c) = truth(4 * r, 4 * c);
-                depth_options sharp = o;
-                sharp.min_weight = 1e-5;
-                const auto up = upsample_depth(low, edge_guide, 4, sharp);
-                BOOST_TEST(up.report.converged);
-                // The weight floor lets a fraction of the step leak: about min_weight / 2 (the
-                // weight inside a region) in the AR model, min_weight / eps (eps = 0.5 / 16) in the
-                // normalised one; with 1e-5 both stay far below 1 %.
-                for (std::size_t r = 0; r < 32; ++r) {
-                    BOOST_TEST(std::abs(up.depth(r, 12) - 100.f) < 2.f);   // last dark column
-                    BOOST_TEST(std::abs(up.depth(r, 13) - 300.f) < 2.f);   // first bright column
-                    BOOST_TEST(up.depth(r, 13) - up.depth(r, 12) > 0.98f * 200.f);
-                }
-                // Denoising averages the noise within regions the guide separates.
-                xt::xtensor<float, 2> noisy = truth;
-                const auto noise = test::random_tensor<float, 2>({32, 32}, 8, -10, 10);
-                noisy += noise;
-                depth_options smooth = o;
-                smooth.epsilon_scale = 0.25, smooth.lambda = 0.2;
-                const auto den = denoise_depth(noisy, edge_guide, smooth);
-                BOOST_TEST(den.report.converged);
-                BOOST_TEST(xt::mean(xt::square(den.depth - truth))() < xt::mean(xt::square(noisy - truth))() / 4);
-            }
-        }
-}
-
-BOOST_AUTO_TEST_CASE(normalised_interpolation_by_hand) {
-    // One row of 9: alpha 0.3 (depth 2) at column 0 and 0.7 (depth 4) at column 8. Boxes
-    // [c - R, c + R] of radius R = 2, 4, 8, ... until one covers an observation:
-    //   columns 0-2 see column 0 at R = 2: 2; columns 6-8 see column 8: 4;
-    //   columns 3-5 see nothing at R = 2; at R = 4, column 3 sees [0, 7]: 2, column 5 sees
-    //   [1, 8]: 4, column 4 sees both: (0.3 * 2 + 0.7 * 4) / 1.0 = 3.4.
-    std::vector<double> alpha(9, 0.0), rhs(9, 0.0);
-    alpha[0] = 0.3, rhs[0] = 0.6, alpha[8] = 0.7, rhs[8] = 2.8;
-    const auto x = nonlocal::detail::normalised_interpolation(1, 9, alpha.data(), rhs.data());
-    const std::vector<double> expected = {2, 2, 2, 2, 3.4, 4, 4, 4, 4};
-    for (std::size_t c = 0; c < 9; ++c) BOOST_TEST(std::abs(x[c] - expected[c]) < 1e-12);
-    // Many non-dyadic alphas: wherever a box holds no observation, it is seen as empty (an
-    // exact count), not as a rounding residue of the alphas' running sums.
-    const std::size_t H = 40, W = 50;
-    std::vector<double> a(H * W, 0.0), b(H * W, 0.0);
-    for (std::size_t r = 0; r < H; ++r)
-        for (std::size_t c = 0; c < W; ++c)
-            if (c < 20 || c >= 45) a[r * W + c] = 0.1 + 0.01 * double((r * 7 + c) % 13), b[r * W + c] = 9 * a[r * W + c];
-    const auto y = nonlocal::detail::normalised_interpolation(H, W, a.data(), b.data());
-    for (double v : y) BOOST_TEST(std::abs(v - 9) < 1e-9);
-}
-
-BOOST_AUTO_TEST_CASE(half_resolution_guide) {
-    // 3 x 3 box means around the even pixels, clipped to the image, by hand:
-    //   1 2 3
-    //   4 5 6   ->   (1+2+4+5)/4 = 3   (2+3+5+6)/4 = 4
-    //   7 8 9        (4+5+7+8)/4 = 6   (5+6+8+9)/4 = 7
-    const xt::xtensor<double, 2> image = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
-    const auto half = nonlocal::detail::half_resolution(nonlocal::detail::to_pixel_rows<double>(image, "test", "image"));
-    BOOST_TEST(half.height == 2u);
-    BOOST_TEST(half.width == 2u);
-    BOOST_TEST(half.pixels(0, 0) == 3.0);
-    BOOST_TEST(half.pixels(1, 0) == 4.0);
-    BOOST_TEST(half.pixels(2, 0) == 6.0);
-    BOOST_TEST(half.pixels(3, 0) == 7.0);
-    // Interior pixels average all nine; each channel on its own.
-    const auto rgb = test::random_tensor<double, 3>({7, 6, 3}, 31, 0, 255);
-    const auto h = nonlocal::detail::half_resolution(nonlocal::detail::to_pixel_rows<double>(rgb, "test", "image"));
-    for (std::size_t k = 0; k < 3; ++k) {
-        double sum = 0;
-        for (std::size_t r = 1; r <= 3; ++r)
-            for (std::size_t c = 1; c <= 3; ++c) sum += rgb(r, c, k);
-        BOOST_TEST(std::abs(h.pixels(1 * 3 + 1, k) - sum / 9) < 1e-12);
-    }
-}
-
-BOOST_AUTO_TEST_CASE(upsampling_goes_coarse_to_fine_above_the_stage_factor) {
-    // Awkward sizes: the guide is 16 (h - 1) + 1 rows and 16 w columns.
-    const std::size_t h = 3, w = 4, H = 16 * (h - 1) + 1, W = 16 * w;
-    const auto guide = test::random_tensor<double, 3>({H, W, 3}, 41, 0, 255);
-    const auto low = test::random_tensor<float, 2>({h, w}, 42, 50, 150);
-    // The 3 x 3 box means of the guide at its even pixels, computed here.
-    const std::size_t Hh = (H + 1) / 2, Wh = (W + 1) / 2;
-    xt::xtensor<double, 3> half_guide = xt::zeros<double>({Hh, Wh, std::size_t(3)});
-    for (std::size_t r = 0; r < Hh; ++r)
-        for (std::size_t c = 0; c < Wh; ++c)
-            for (std::size_t k = 0; k < 3; ++k) {
-                double sum = 0, count = 0;
-                for (std::ptrdiff_t dr = -1; dr <= 1; ++dr)
-                    for (std::ptrdiff_t dc = -1; dc <= 1; ++dc) {
-                        const std::ptrdiff_t rr = std::ptrdiff_t(2 * r) + dr, cc = std::ptrdiff_t(2 * c) + dc;
-                        if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(H) || cc >= std::ptrdiff_t(W)) continue;
-                        sum += guide(std::size_t(rr), std::size_t(cc), k), ++count;
-                    }
-                half_guide(r, c, k) = sum / count;
-            }
-    for (auto model : {depth_model::normalised, depth_model::ar}) {
-        depth_options o{.model = model, .single_precision = false};
-        o.solve.tolerance = 1e-10;
-        const auto staged = upsample_depth(low, guide, 16, o);   // stage_factor 8: x8, then x2
-        const auto coarse = upsample_depth(low, half_guide, 8, o);
-        const auto by_hand = upsample_depth(coarse.depth, guide, 2, o);
-        BOOST_TEST(staged.report.converged);
-        BOOST_TEST(staged.report.method.starts_with("coarse to fine"));
-        BOOST_TEST(staged.report.iterations == coarse.report.iterations + by_hand.report.iterations);
-        test::check_close(staged.depth, by_hand.depth, 1e-5, 1e-3);
-        // A stage factor of 16 or more, or an odd factor, upsamples in one stage.
-        depth_options direct = o;
-        direct.stage_factor = 16;
-        const auto one = upsample_depth(low, guide, 16, direct);
-        BOOST_TEST(!one.report.method.starts_with("coarse to fine"));
-        BOOST_TEST(one.report.converged);
-        depth_options small = o;
-        small.stage_factor = 2;
-        const auto odd = upsample_depth(low, xt::view(guide, xt::range(0, 3 * (h - 1) + 1), xt::range(0, 3 * w), xt::all()),
-                                        3, small);
-        BOOST_TEST(!odd.report.method.starts_with("coarse to fine"));
-        // Both ways, a constant depth stays constant.
-        const xt::xtensor<float, 2> flat = xt::ones<float>({h, w}) * 77.f;
-        test::check_close(upsample_depth(flat, guide, 16, o).depth, xt::xtensor<float, 2>(xt::ones<float>({H, W}) * 77.f),
-                          1e-4, 0);
-    }
-}
-
-BOOST_AUTO_TEST_CASE(depth_edges_are_sharpened_by_a_median) {
-    // The radius follows the observations' spacing: round(0.75 / sqrt(fraction)), at most 4.
-    const depth_options o;
-    BOOST_TEST(o.median_radius(1.0 / 16) == 3u);   // x4: spacing 4
-    BOOST_TEST(o.median_radius(1.0 / 64) == 4u);   // x8: 6, capped
-    BOOST_TEST(o.median_radius(0.5) == 1u);        // round(1.06)
-    BOOST_TEST(o.median_radius(1.0) == 1u);        // round(0.75)
-    BOOST_TEST(depth_options{.median_scale = 0.3}.median_radius(1.0) == 0u);
-    BOOST_TEST(depth_options{.median_scale = 0}.median_radius(1.0 / 256) == 0u);
-    BOOST_TEST(depth_options{.median_max_radius = 9}.median_radius(1.0 / 256) == 9u);
-
-    // A task's result is the model's result filtered with that radius.
-    const auto guide = test::random_tensor<float, 3>({23, 29, 3}, 51, 0, 255);
-    xt::xtensor<float, 2> depth = test::random_tensor<float, 2>({23, 29}, 52, 10, 90);
-    for (std::size_t i = 0; i < depth.size(); i += 4) depth.data()[i] = 0;   // 3 / 4 observed: radius 1
-    depth_options plain = o;
-    plain.median_scale = 0;
-    const auto sharpened = fill_depth(depth, guide), blended = fill_depth(depth, guide, plain);
-    BOOST_TEST(sharpened.depth == median_filter(blended.depth, 1));
-    BOOST_TEST(sharpened.depth != blended.depth);
-
-    // A depth step whose far (bright) side carries a dark streak, one pixel high, that
-    // runs from the near (dark) side into it: the model follows the streak's colour and
-    // gives it the near depth; the median gives the streak, a minority in every window
-    // away from the step, the far depth (the step's column near the streak, where near
-    // values are the majority, goes the other way).
-    const std::size_t H = 32, W = 48;
-    xt::xtensor<float, 2> streak_guide = xt::zeros<float>({H, W}), truth = xt::ones<float>({H, W}) * 100.f;
-    for (std::size_t r = 0; r < H; ++r)
-        for (std::size_t c = 23; c < W; ++c) streak_guide(r, c) = (r == 13 && c < 35) ? 0.f : 255.f, truth(r, c) = 300.f;
-    xt::xtensor<float, 2> low = xt::empty<float>({H / 4, W / 4});
-    for (std::size_t r = 0; r < H / 4; ++r)
-        for (std::size_t c = 0; c < W / 4; ++c) low(r, c) = truth(4 * r, 4 * c);
-    const auto wrong_in_streak = [&](const xt::xtensor<float, 2>& d) {
-        std::size_t count = 0;
-        for (std::size_t c = 23; c < 35; ++c) count += std::abs(d(13, c) - 300.f) > 50.f;
-        return count;
-    };
-    BOOST_TEST(wrong_in_streak(upsample_depth(low, streak_guide, 4, plain).depth) == 12u);
-    BOOST_TEST(wrong_in_streak(upsample_depth(low, streak_guide, 4).depth) == 1u);   // its first pixel, at the step
-}
-
-BOOST_AUTO_TEST_CASE(depth_passes_add_the_last_result_to_the_guide) {
-    // A pass is the task on the guide with the previous result x sigma_r / sigma_d as one
-    // more channel: its weights are the colour weights times the kernel of the depth difference.
-    const std::size_t H = 19, W = 26;
-    const auto guide = test::random_tensor<double, 3>({H, W, 3}, 61, 0, 255);
-    xt::xtensor<float, 2> depth = test::random_tensor<float, 2>({H, W}, 62, 20, 60);
-    for (std::size_t i = 0; i < depth.size(); i += 3) depth.data()[i] = 0;
-    for (auto model : {depth_model::normalised, depth_model::ar}) {
-        BOOST_TEST_CONTEXT("model " << int(model)) {
-            const depth_options once{.model = model, .depth_passes = 1, .sigma_d = 5};
-            const auto first = fill_depth(depth, guide, {.model = model});
-            xt::xtensor<double, 3> joint = xt::empty<double>({H, W, std::size_t(4)});
-            xt::view(joint, xt::all(), xt::all(), xt::range(0, 3)) = guide;
-            xt::view(joint, xt::all(), xt::all(), 3) = xt::cast<double>(first.depth) * (once.sigma_r / once.sigma_d);
-            const auto by_hand = fill_depth(depth, joint, {.model = model});
-            const auto passed = fill_depth(depth, guide, once);
-            BOOST_TEST(passed.depth == by_hand.depth);
-            BOOST_TEST(passed.report.iterations == first.report.iterations + by_hand.report.iterations);
-            // sigma_d = 0: 2 % of the observed range.
-            float lo = 1e30f, hi = -1e30f;
-            for (float d : depth)
-                if (d > 0) lo = std::min(lo, d), hi = std::max(hi, d);
-            BOOST_TEST(fill_depth(depth, guide, {.model = model, .depth_passes = 1}).depth ==
-                       fill_depth(depth, guide, {.model = model, .depth_passes = 1, .sigma_d = 0.02 * (double(hi) - lo)}).depth);
-        }
-    }
-    // Constant observations leave nothing to adapt to: no pass runs.
-    xt::xtensor<float, 2> flat = xt::where(depth > 0, 42.f, 0.f);
-    const auto plain = fill_depth(flat, guide), passes = fill_depth(flat, guide, {.depth_passes = 2});
-    BOOST_TEST(passes.depth == plain.depth);
-    BOOST_TEST(passes.report.iterations == plain.report.iterations);
-}
-
 BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> guide = xt::zeros<float>({4, 5}), none = xt::zeros<float>({4, 5});
-    test::check_invalid([&] { fill_depth(none, guide); }, "fill_depth", "nothing is observed");
-    test::check_invalid([&] { fill_depth(none, guide, {.model = depth_model::ar}); }, "fill_depth", "nothing is observed");
-    test::check_invalid([&] { upsample_depth(none, guide, 1); }, "upsample_depth", "nothing is observed");
     const xt::xtensor<float, 2> some = xt::ones<float>({4, 5});
-    test::check_invalid([&] { fill_depth(some, guide, {.epsilon_scale = 0}); }, "fill_depth", "epsilon_scale = 0");
-    test::check_invalid([&] { denoise_depth(some, guide, {.lambda = -1}); }, "denoise_depth", "lambda = -1");
-    test::check_invalid([&] { fill_depth(some, guide, {.threads = 0}); }, "fill_depth", "threads = 0");
-    test::check_invalid([&] { fill_depth(some, guide, {.median_scale = -1}); }, "fill_depth", "median_scale = -1");
-    test::check_invalid([&] { fill_depth(some, guide, {.sigma_d = -2}); }, "fill_depth", "sigma_d = -2");
-    test::check_invalid([&] { fill_depth(some, guide, {.median_scale = std::nan("")}); }, "fill_depth",
-                        "median_scale = nan");
-    const xt::xtensor<float, 2> other = xt::ones<float>({4, 6});
-    test::check_invalid([&] { fill_depth(other, guide); }, "fill_depth", "depth [4, 6]", "guide 4 x 5");
-    const xt::xtensor<float, 2> low = xt::ones<float>({2, 2});
-    test::check_invalid([&] { upsample_depth(low, guide, 4); }, "upsample_depth", "2 x 2 depth map upsampled by 4");
     const xt::xtensor<double, 2> bad_alpha = -xt::ones<double>({4, 5});
     test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 4}, colour_weights(4, 5, 1, 10.0), none, bad_alpha); },
                         "alpha must be finite and >= 0");

@@ -59,7 +59,11 @@ inline constexpr bool is_kernel_v = std::is_same_v<K, identity_kernel> || std::i
 /// - `for_head(h)`: the similarity to use for head h of a [B, H, n, d] input;
 /// - `static constexpr bool is_symmetric = true`: logit(x_i, x_j) = logit(x_j, x_i)
 ///   when queries and keys are the same features (distances), which lets
-///   symmetrised weights (`ar_system`) evaluate each pair once.
+///   symmetrised weights (`ar_system`) evaluate each pair once;
+/// - `template <class V> V channel_logit(V difference) const` with logit(q, k) =
+///   sum_c channel_logit(q[c] - k[c]), V being float, double or an xsimd batch of
+///   them: a sum over feature channels (the distances), which lets kernels work on
+///   one channel of many pixels at a time (`ar_system`'s edge weights from image planes).
 ///
 /// If you see "the required expression s.logit(a, b) is invalid", your logit
 /// does not accept `std::span<const float>` and `std::span<const double>`.
@@ -173,6 +177,14 @@ template <class S>
 concept symmetric_similarity = requires {
     requires S::is_symmetric;
 };
+
+/// A similarity that is a sum over feature channels (`channel_logit`), with no positions
+/// and no projection.
+template <class S>
+concept channel_sum_similarity = requires(const S& s, float f, double d) {
+    { s.channel_logit(f) } -> std::convertible_to<float>;
+    { s.channel_logit(d) } -> std::convertible_to<double>;
+} && !positional_logit<S> && !has_projection<S, float> && !has_projection<S, double>;
 
 template <class N>
 concept has_check = requires(const N& nb, extents e) { nb.check(e); };

@@ -2,7 +2,8 @@
 /// @file filter/image.hpp
 /// Images in and out of the aggregate: [H, W] or [H, W, C] of any arithmetic
 /// type <-> pixels [H * W, C] of float or double, and back with rounding and
-/// clamping for integer types.
+/// clamping for integer types; and images as one plane per channel, the layout
+/// of kernels that work on one channel of many pixels at a time.
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/tensor.hpp"
 
@@ -44,6 +46,48 @@ pixel_rows<T> to_pixel_rows(const xt::xexpression<E>& image, std::string_view wh
     p.pixels = xt::empty<T>({p.height * p.width, p.channels});
     std::size_t t = 0;
     for (const auto& x : e) p.pixels.data()[t++] = static_cast<T>(x);   // row-major traversal
+    return p;
+}
+
+/// An image as one plane per channel: pixel (r, c) of channel k at
+/// values[k * height * width + r * width + c].
+template <class T>
+struct image_planes {
+    std::size_t height = 0, width = 0, channels = 0;
+    buffer<T> values;
+
+    std::size_t pixels() const noexcept { return height * width; }
+    const T* channel(std::size_t k) const noexcept { return values.data() + k * pixels(); }
+    T* channel(std::size_t k) noexcept { return values.data() + k * pixels(); }
+};
+
+/// The planes of an image [H, W] or [H, W, C] of any arithmetic type; `std::invalid_argument`
+/// (from `where`, naming the argument `name`) when it is empty.
+template <class T, class E>
+image_planes<T> to_planes(const xt::xexpression<E>& image, std::string_view where, std::string_view name) {
+    constexpr std::size_t R = static_rank<E>;
+    static_assert(R == 2 || R == 3, "nonlocal: images are [H, W] or [H, W, C]");
+    static_assert(std::is_arithmetic_v<value_type_of<E>>, "nonlocal: images hold numbers");
+    const contiguous<value_type_of<E>, R> e(image);   // borrowed when it is a row-major container
+    image_planes<T> p{e.shape(0), e.shape(1), R == 3 ? e.shape(2) : 1, {}};
+    require(p.height > 0 && p.width > 0 && p.channels > 0, where, [&] {
+        return std::string(name) + " is empty: " + shape_string(e.shape());
+    });
+    p.values.resize(p.pixels() * p.channels);
+    for (std::size_t k = 0; k < p.channels; ++k) {
+        T* out = p.channel(k);
+        const auto* in = e.data() + k;
+        for (std::size_t i = 0; i < p.pixels(); ++i) out[i] = static_cast<T>(in[i * p.channels]);
+    }
+    return p;
+}
+
+/// The planes of pixel rows.
+template <class T, class U>
+image_planes<T> to_planes(const pixel_rows<U>& rows) {
+    image_planes<T> p{rows.height, rows.width, rows.channels, buffer<T>(rows.height * rows.width * rows.channels)};
+    for (std::size_t k = 0; k < p.channels; ++k)
+        for (std::size_t i = 0; i < p.pixels(); ++i) p.channel(k)[i] = static_cast<T>(rows.pixels(i, k));
     return p;
 }
 

@@ -163,12 +163,16 @@ struct fixed_median_network {
 /// replicated `side / 2` pixels outward and at least `group` batches more on the
 /// right) into the H x W image `out`: `group` batches of neighbouring pixels load
 /// their windows into `v` (slot s of batch k at v[s * group + k]) and go through
-/// `run` together, so each exchange is `group` independent min / max pairs.
+/// `run` together, so each exchange is `group` independent min / max pairs. When
+/// every window of the group spans at most `flat` (max - min), its pixels keep their
+/// own value instead, which the median lies within `flat` of (exactly it for flat = 0:
+/// constant windows); the span costs 2 min / max per slot, a fraction of the network.
 template <class Arch, std::size_t group, class T, class Slots, class Run>
 void median_rows(const T* padded, std::size_t stride, std::size_t H, std::size_t W, std::size_t side,
-                 std::size_t output, T* out, int threads, Slots make_slots, Run run) {
+                 std::size_t output, T flat, T* out, int threads, Slots make_slots, Run run) {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t lanes = batch::size, band = 16, step = group * lanes;
+    const std::size_t centre = (side / 2) * side + side / 2;
     parallel_for((H + band - 1) / band, threads, [&](std::size_t b) {
         auto v = make_slots();
         T tail[step];
@@ -179,17 +183,26 @@ void median_rows(const T* padded, std::size_t stride, std::size_t H, std::size_t
                     for (std::size_t dx = 0; dx < side; ++dx, ++s)
                         for (std::size_t k = 0; k < group; ++k)
                             v[s * group + k] = batch::load_unaligned(corner + dy * stride + dx + k * lanes);
-                run(v.data());
-                for (std::size_t k = 0; k < group; ++k) v[output * group + k].store_unaligned(tail + k * lanes);
+                bool spans = false;   // some window spans more than `flat`
+                for (std::size_t k = 0; k < group && !spans; ++k) {
+                    batch lo = v[k], hi = v[k];
+                    for (std::size_t s = 1; s < side * side; ++s) lo = xsimd::min(lo, v[s * group + k]), hi = xsimd::max(hi, v[s * group + k]);
+                    spans = xsimd::any(hi - lo > batch(flat));
+                }
+                const std::size_t result = spans ? output : centre;
+                if (spans) run(v.data());
+                for (std::size_t k = 0; k < group; ++k) v[result * group + k].store_unaligned(tail + k * lanes);
                 std::copy(tail, tail + std::min(step, W - c), out + r * W + c);
             }
     });
 }
 
-/// The median filter of an H x W image in row order (`in`) into `out`, on `threads` threads.
-/// `in` is read once, into the padded copy, before `out` is written: `out` may be `in`.
+/// The median filter of an H x W image in row order (`in`) into `out`, on `threads` threads;
+/// pixels whose window spans at most `flat` may keep their value (see `median_rows`; 0: the
+/// exact median everywhere). `in` is read once, into the padded copy, before `out` is
+/// written: `out` may be `in`.
 template <class Arch, class T>
-void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius, T* out, int threads) {
+void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius, T* out, int threads, T flat = T(0)) {
     if (H == 0 || W == 0) return;
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t lanes = batch::size, max_group = 4;
@@ -210,7 +223,7 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
     const auto fixed = [&]<std::size_t R, std::size_t group>() {
         using net = fixed_median_network<R>;
         median_rows<Arch, group>(
-            padded.data(), stride, H, W, side, net::output, out, threads,
+            padded.data(), stride, H, W, side, net::output, flat, out, threads,
             [] { return std::array<batch, net::slots * group>{}; },
             [](batch* v) { net::template run<group>(v); });
     };
@@ -225,7 +238,7 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
     // 75 / 67 / 94 ms.
     const selection_network net = median_network(side * side);
     median_rows<Arch, max_group>(
-        padded.data(), stride, H, W, side, net.output, out, threads,
+        padded.data(), stride, H, W, side, net.output, flat, out, threads,
         [&] { return std::vector<batch, xsimd::aligned_allocator<batch>>(net.slots * max_group); },
         [&](batch* v) { run_network<max_group>(net, v); });
 }

@@ -32,6 +32,8 @@ struct squared_euclidean {
     T logit(std::span<const T> q, std::span<const T> k) const {
         return simd::squared_distance(q.data(), k.data(), q.size());
     }
+    template <class V>
+    V channel_logit(V difference) const { return difference * difference; }
 };
 
 /// s = exp(-|q - k|^2 / h^2): non-local means on patch features, bilateral
@@ -47,6 +49,8 @@ struct gaussian_distance {
     T logit(std::span<const T> q, std::span<const T> k) const {
         return -simd::squared_distance(q.data(), k.data(), q.size()) / static_cast<T>(h * h);
     }
+    template <class V>
+    V channel_logit(V difference) const { return -(difference * difference) / V(h * h); }
 };
 
 /// s = exp(-|q - k|_1 / h), the Laplacian kernel: the L1 colour weight of the
@@ -64,9 +68,11 @@ struct laplacian_distance {
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         T sum = 0;
-        for (std::size_t c = 0; c < q.size(); ++c) sum += std::abs(q[c] - k[c]);
-        return -sum / static_cast<T>(h);
+        for (std::size_t c = 0; c < q.size(); ++c) sum += channel_logit(q[c] - k[c]);
+        return sum;
     }
+    template <class V>
+    V channel_logit(V difference) const { return xsimd::abs(difference) * V(-1 / h); }
 };
 
 /// logit = <q, k> / (|q| |k|), kappa = identity; 0 when either vector is zero.
@@ -86,5 +92,7 @@ static_assert(similarity<squared_euclidean>);
 static_assert(similarity<gaussian_distance>);
 static_assert(similarity<laplacian_distance>);
 static_assert(similarity<cosine>);
+static_assert(detail::channel_sum_similarity<laplacian_distance> && detail::channel_sum_similarity<gaussian_distance> &&
+              detail::channel_sum_similarity<squared_euclidean> && !detail::channel_sum_similarity<cosine>);
 
 }  // namespace nonlocal

@@ -37,6 +37,7 @@
 #include "nonlocal/kernel/logit.hpp"
 #include "nonlocal/neighborhood/grid_stencil.hpp"
 #include "nonlocal/similarity/patch_distance.hpp"
+#include "nonlocal/simd/exp.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
 
 namespace nonlocal {
@@ -119,56 +120,26 @@ public:
     ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
-        stencil.check(extents{height * width, height * width});
-        const std::size_t n = height * width;
-        detail::require(alpha.size() == n && rhs.size() == n, "ar_system", [&] {
-            return "guide " + std::to_string(height) + " x " + std::to_string(width) + " has " + std::to_string(n) +
-                   " pixels, alpha " + std::to_string(alpha.size()) + " and b " + std::to_string(rhs.size());
-        });
-        bool observed = false;
-        for (std::size_t i = 0; i < n; ++i) {
-            detail::require(std::isfinite(alpha[i]) && alpha[i] >= 0 && std::isfinite(rhs[i]), "ar_system", [&] {
-                return "alpha must be finite and >= 0 and b finite, got alpha = " + std::to_string(alpha[i]) +
-                       ", b = " + std::to_string(rhs[i]) + " at pixel " + std::to_string(i);
-            });
-            observed = observed || alpha[i] > 0;
-        }
-        detail::require(observed, "ar_system", [] {
-            return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term");
-        });
-
-        // W_ij = kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), once per edge, a row of
-        // edges at a time: their logits, then kappa over the row in SIMD batches. A
-        // symmetric similarity's two terms are equal: one logit per edge.
+        check_data_term(stencil);
         offsets = stencil.forward_offsets();
-        const nonlocal::detail::projected_features<S, double> f(sim, as_rows(g.pixels), true);
-        constexpr bool symmetric = nonlocal::detail::symmetric_similarity<S>;
-        const auto logit = [&](std::size_t i, std::size_t j) {
-            return nonlocal::detail::logit(sim, (*f).row(i), (*f).row(j), i, j);
-        };
-        const auto kernel = [](std::vector<double>& v, std::size_t begin, std::size_t end) {
-            if constexpr (std::is_same_v<typename S::kernel, exp_kernel>) simd::exp_in_place(v.data() + begin, end - begin);
-            else for (std::size_t c = begin; c < end; ++c) v[c] = S::kernel::apply(v[c]);
-        };
-        std::vector<double> to(width), from(symmetric ? 0 : width);
-        weights.assign(offsets.size(), buffer<T>(n, T(0)));
-        for (std::size_t o = 0; o < offsets.size(); ++o) {
-            const auto [dy, dx] = offsets[o];
-            const std::size_t shift = std::size_t(std::ptrdiff_t(dy) * std::ptrdiff_t(width) + dx);
-            const auto [c0, c1] = columns_inside(dx, width);
-            for (std::size_t r = 0; c0 < c1 && r + std::size_t(dy) < height; ++r) {
-                const std::size_t row = r * width;
-                for (std::size_t c = c0; c < c1; ++c) {
-                    to[c] = logit(row + c, row + c + shift);
-                    if constexpr (!symmetric) from[c] = logit(row + c + shift, row + c);
-                }
-                kernel(to, c0, c1);
-                if constexpr (!symmetric) kernel(from, c0, c1);
-                T* w = weights[o].data() + row;
-                for (std::size_t c = c0; c < c1; ++c)
-                    w[c] = T(std::max(symmetric ? 2 * to[c] : to[c] + from[c], min_weight));
-            }
-        }
+        if constexpr (detail::channel_sum_similarity<S>) weights_by_channel(detail::to_planes<double>(g), sim, min_weight);
+        else weights_by_pixel(g, sim, min_weight);
+        update_diagonal();
+    }
+
+    /// The system of a guide given as planes (one per channel) with a similarity that is a
+    /// sum over channels (`channel_logit`: the distances), its data term given directly:
+    /// the edge weights of a row of pixels are computed a channel at a time across them,
+    /// in the planes' precision. The depth tasks build their systems this way from float
+    /// planes. Throws as the constructor from pixel rows does.
+    template <class P, similarity S>
+        requires detail::channel_sum_similarity<S>
+    ar_system(const detail::image_planes<P>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
+              buffer<T> b, double min_weight = 0.0)
+        : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
+        check_data_term(stencil);
+        offsets = stencil.forward_offsets();
+        weights_by_channel(g, sim, min_weight);
         update_diagonal();
     }
 
@@ -467,7 +438,7 @@ public:
     template <class V, class A>
     static V load(const A& a, std::size_t i, V like) {
         (void)like;
-        const T* p = &a[i];
+        const auto* p = &a[i];
         if constexpr (std::is_arithmetic_v<V>) return *p;
         else return V::load_unaligned(p);
     }
@@ -484,6 +455,108 @@ public:
     }
 
 private:
+    /// Throws unless the stencil fits, alpha and b have an entry per pixel, alpha is finite
+    /// and >= 0, b is finite, and something is observed.
+    void check_data_term(const grid_stencil& stencil) const {
+        stencil.check(extents{height * width, height * width});
+        const std::size_t n = height * width;
+        detail::require(alpha.size() == n && rhs.size() == n, "ar_system", [&] {
+            return "guide " + std::to_string(height) + " x " + std::to_string(width) + " has " + std::to_string(n) +
+                   " pixels, alpha " + std::to_string(alpha.size()) + " and b " + std::to_string(rhs.size());
+        });
+        bool observed = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            detail::require(std::isfinite(alpha[i]) && alpha[i] >= 0 && std::isfinite(rhs[i]), "ar_system", [&] {
+                return "alpha must be finite and >= 0 and b finite, got alpha = " + std::to_string(alpha[i]) +
+                       ", b = " + std::to_string(rhs[i]) + " at pixel " + std::to_string(i);
+            });
+            observed = observed || alpha[i] > 0;
+        }
+        detail::require(observed, "ar_system", [] {
+            return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term");
+        });
+    }
+
+    /// The weights W_ij = max(kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), min_weight) of
+    /// `stencil`'s edges, once per edge, a row of edges at a time: their logits, then kappa
+    /// over the row in SIMD batches. A symmetric similarity's two terms are equal: one
+    /// logit per edge.
+    template <similarity S>
+    void weights_by_pixel(const detail::pixel_rows<double>& g, const S& sim, double min_weight) {
+        const nonlocal::detail::projected_features<S, double> f(sim, as_rows(g.pixels), true);
+        constexpr bool symmetric = nonlocal::detail::symmetric_similarity<S>;
+        const auto logit = [&](std::size_t i, std::size_t j) {
+            return nonlocal::detail::logit(sim, (*f).row(i), (*f).row(j), i, j);
+        };
+        const auto kernel = [](std::vector<double>& v, std::size_t begin, std::size_t end) {
+            if constexpr (std::is_same_v<typename S::kernel, exp_kernel>) simd::exp_in_place(v.data() + begin, end - begin);
+            else for (std::size_t c = begin; c < end; ++c) v[c] = S::kernel::apply(v[c]);
+        };
+        std::vector<double> to(width), from(symmetric ? 0 : width);
+        for_each_edge_row([&](std::size_t row, std::size_t shift, std::size_t c0, std::size_t c1, T* w) {
+            for (std::size_t c = c0; c < c1; ++c) {
+                to[c] = logit(row + c, row + c + shift);
+                if constexpr (!symmetric) from[c] = logit(row + c + shift, row + c);
+            }
+            kernel(to, c0, c1);
+            if constexpr (!symmetric) kernel(from, c0, c1);
+            for (std::size_t c = c0; c < c1; ++c) w[c] = T(std::max(symmetric ? 2 * to[c] : to[c] + from[c], min_weight));
+        });
+    }
+
+    /// The same weights for a similarity that is a sum over channels, across the pixels of a
+    /// row in batches of P: logit = sum_k channel_logit(g_k[i] - g_k[j]) over the planes, kappa
+    /// in SIMD (float's exp to about 2 ulp: `simd::exp_nonpositive`, valid up to logit 88).
+    template <class P, class S>
+    void weights_by_channel(const detail::image_planes<P>& g, const S& sim, double min_weight) {
+        using batch = xsimd::batch<P>;
+        constexpr bool symmetric = nonlocal::detail::symmetric_similarity<S>;
+        const auto kappa = [](auto logit) {
+            using V = decltype(logit);
+            if constexpr (!std::is_same_v<typename S::kernel, exp_kernel>) return logit;
+            else if constexpr (std::is_arithmetic_v<V>) return std::exp(logit);
+            else if constexpr (std::is_same_v<P, float>) return simd::exp_nonpositive(xsimd::min(logit, V(88.f)));
+            else return xsimd::exp(logit);
+        };
+        // W of the edges from pixel i (and the next ones, for a batch V) to i + shift.
+        const auto weight = [&](auto like, std::size_t i, std::size_t shift) {
+            using V = decltype(like);
+            V forward(P(0)), backward(P(0));
+            for (std::size_t k = 0; k < g.channels; ++k) {
+                const P* plane = g.channel(k);
+                const V difference = load(plane, i, like) - load(plane, i + shift, like);
+                forward += sim.channel_logit(difference);
+                if constexpr (!symmetric) backward += sim.channel_logit(V(-difference));
+            }
+            if constexpr (symmetric) return V(V(P(2)) * kappa(forward));
+            else return V(kappa(forward) + kappa(backward));
+        };
+        // The row's weights in P, then stored as T (in place when they are the same type).
+        std::vector<P> row_weights(std::is_same_v<P, T> ? 0 : width);
+        for_each_edge_row([&](std::size_t row, std::size_t shift, std::size_t c0, std::size_t c1, T* w) {
+            P* out = std::is_same_v<P, T> ? reinterpret_cast<P*>(w) : row_weights.data();
+            std::size_t c = c0;
+            for (; c + batch::size <= c1; c += batch::size)
+                xsimd::max(weight(batch{}, row + c, shift), batch(P(min_weight))).store_unaligned(out + c);
+            for (; c < c1; ++c) out[c] = std::max(weight(P{}, row + c, shift), P(min_weight));
+            if constexpr (!std::is_same_v<P, T>)
+                for (c = c0; c < c1; ++c) w[c] = T(row_weights[c]);
+        });
+    }
+
+    /// f(row start, shift, c0, c1, weights of the row) for every direction and every row whose
+    /// pixels have a neighbour in it: columns [c0, c1), the weights allocated (0 elsewhere).
+    template <class F>
+    void for_each_edge_row(F&& f) {
+        weights.assign(offsets.size(), buffer<T>(size(), T(0)));
+        for (std::size_t o = 0; o < offsets.size(); ++o) {
+            const auto [dy, dx] = offsets[o];
+            const auto [c0, c1] = columns_inside(dx, width);
+            for (std::size_t r = 0; c0 < c1 && r + std::size_t(dy) < height; ++r)
+                f(r * width, std::size_t(shift(o)), c0, c1, weights[o].data() + r * width);
+        }
+    }
+
     /// alpha and b = alpha xhat of observations `xhat` with confidences `confidence`, both h x w.
     struct data_term {
         buffer<T> alpha, b;
