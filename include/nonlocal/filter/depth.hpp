@@ -2,10 +2,11 @@
 /// @file filter/depth.hpp
 /// Colour-guided depth refinement with the linear AR model (`solve/ar_system.hpp`):
 /// hole filling, denoising and guided upsampling. Invalid depth (0 or not
-/// finite) is missing; nothing is quantised. Each task builds the system, warm
-/// starts from a normalised interpolation of the observations, solves, sharpens
-/// the depth edges with a median (`depth_options::median_scale`), and returns the
-/// depth with the solver's report.
+/// finite) is missing; nothing is quantised. Each task compares the guide's
+/// colours in luma and chroma (`colour_space`), builds the system, solves it by
+/// conjugate gradients preconditioned by multigrid from full multigrid's
+/// approximation, sharpens the depth edges with a median
+/// (`depth_options::median_scale`), and returns the depth with the solver's report.
 ///
 /// Two estimators share the system's edge weights W:
 /// - `depth_model::normalised` (the default): with L the Laplacian of W, m the
@@ -40,10 +41,12 @@
 
 namespace nonlocal {
 
-/// Solvers for the depth tasks: full multigrid then CG (`full_multigrid`), CG preconditioned
-/// by a multigrid V-cycle or by the diagonal, V-cycles alone, Jacobi or SOR, the last five
-/// from a normalised box interpolation of the observations.
-enum class depth_solver { full_multigrid, pcg_multigrid, multigrid, pcg_jacobi, jacobi, sor };
+/// Solvers for the depth tasks: CG preconditioned by a multigrid V-cycle, V-cycles alone,
+/// CG preconditioned by the diagonal, Jacobi or SOR. The two multigrid solvers start from
+/// full multigrid's approximation (`multigrid::full`, counted as one iteration), the others
+/// from a normalised box interpolation of the observations; the normalised model's second
+/// solve, K(m d), starts from that interpolation times K(m) for every solver.
+enum class depth_solver { pcg_multigrid, multigrid, pcg_jacobi, jacobi, sor };
 
 /// The estimator built on the AR system (see the file's comment).
 enum class depth_model { normalised, ar };
@@ -112,7 +115,7 @@ struct depth_options {
 };
 
 /// A refined depth map and how its solve went; `seconds` counts everything
-/// (weights, warm start, solver set-up and solve), the report the solve alone.
+/// (weights, starts, solver set-up, solve and median), the report the solves alone.
 struct depth_result {
     xt::xtensor<float, 2> depth;
     solve_report report;
@@ -224,19 +227,23 @@ buffer<double> normalised_interpolation(const ar_system<T>& A) {
     return normalised_interpolation(A.height, A.width, A.alpha.data(), A.rhs.data());
 }
 
-/// Solves A x = b with the chosen solver (`M`: a multigrid of A, built when needed), from
-/// the given x (warm starts; full multigrid ignores it).
+/// Solves A x = b with the chosen solver from the given x, or, when `from_full` and the
+/// solver is a multigrid one, from full multigrid's approximation (`M`: a multigrid of A,
+/// for those solvers).
 template <class T>
 solve_report solve(const ar_system<T>& A, vector_in<T> b, vector_out<T> x, const depth_options& o,
-                   std::unique_ptr<multigrid<T>>& M) {
-    if ((o.solver == depth_solver::full_multigrid || o.solver == depth_solver::pcg_multigrid ||
-         o.solver == depth_solver::multigrid) &&
-        !M)
-        M = std::make_unique<multigrid<T>>(A, o.multigrid);
+                   const multigrid<T>* M, bool from_full) {
+    const auto vcycles = [&] {
+        if (!from_full) return multigrid_solve(A, b, x, *M, o.solve);
+        M->full(b, x);
+        solve_report r = multigrid_solve(A, b, x, *M, {o.solve.tolerance, o.solve.max_iterations > 0 ? o.solve.max_iterations - 1 : 0});
+        r.method = "full multigrid + " + r.method;
+        r.iterations += 1;
+        return r;
+    };
     switch (o.solver) {
-        case depth_solver::full_multigrid: return full_multigrid(A, b, x, *M, o.solve);
-        case depth_solver::pcg_multigrid: return pcg(A, b, x, *M, o.solve);
-        case depth_solver::multigrid: return multigrid_solve(A, b, x, *M, o.solve);
+        case depth_solver::pcg_multigrid: return from_full ? full_multigrid(A, b, x, *M, o.solve) : pcg(A, b, x, *M, o.solve);
+        case depth_solver::multigrid: return vcycles();
         case depth_solver::pcg_jacobi: return pcg(A, b, x, jacobi_preconditioner(A), o.solve);
         case depth_solver::jacobi: return jacobi(A, b, x, o.solve);
         case depth_solver::sor: return sor(A, b, x, 1.6, o.solve);
@@ -272,20 +279,23 @@ template <class T>
 depth_result refine(const image_planes<T>& g, const observed_depth& d, const depth_options& o, const stopwatch& clock) {
     const std::size_t n = g.pixels();
     const double fraction = d.fraction();
-    std::unique_ptr<multigrid<T>> M;
+    const bool multilevel = o.solver == depth_solver::pcg_multigrid || o.solver == depth_solver::multigrid;
+    const auto hierarchy = [&](const ar_system<T>& A) {
+        return multilevel ? std::make_unique<multigrid<T>>(A, o.multigrid) : nullptr;
+    };
     depth_result result;
     buffer<double> x;
-    const bool warm = o.solver != depth_solver::full_multigrid;   // full multigrid needs no start
     if (o.model == depth_model::ar) {
         buffer<T> alpha(n), b(n);
         for (std::size_t i = 0; i < n; ++i) alpha[i] = T(o.lambda * d.observed[i]), b[i] = T(o.lambda * d.observed[i] * d.depth[i]);
         const ar_system<T> A = depth_system<T>(g, std::move(alpha), std::move(b), o);
+        const auto M = hierarchy(A);
         buffer<T> solution(n, T(0));
-        if (warm) {
+        if (!multilevel) {
             const buffer<double> x0 = normalised_interpolation(A);
             std::copy(x0.begin(), x0.end(), solution.begin());
         }
-        result.report = solve(A, A.rhs, solution, o, M);
+        result.report = solve(A, A.rhs, solution, o, M.get(), true);
         x.assign(solution.begin(), solution.end());
     } else {
         // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
@@ -295,12 +305,14 @@ depth_result refine(const image_planes<T>& g, const observed_depth& d, const dep
         // x0 = the normalised box interpolation of m d (eps cancels).
         const buffer<double> x0 = normalised_interpolation(g.height, g.width, b_mask.data(), b_depth.data());
         const ar_system<T> A = depth_system<T>(g, buffer<T>(n, T(eps)), std::move(b_depth), o);
-        // K(m) first; K(m d) from x0 K(m), exact where the depth is constant.
+        const auto M = hierarchy(A);
+        // K(m) first (from the observed fraction, for the solvers that need a start); then
+        // K(m d) from x0 K(m), exact where the depth is constant.
         buffer<T> km(n, T(fraction)), kd(n);
-        const solve_report rm = solve(A, b_mask, km, o, M);
+        const solve_report rm = solve(A, b_mask, km, o, M.get(), true);
         for (std::size_t i = 0; i < n; ++i) kd[i] = T(x0[i] * km[i]);
-        const solve_report rd = solve(A, A.rhs, kd, o, M);
-        result.report = one_report("normalised " + rd.method, rm, rd);
+        const solve_report rd = solve(A, A.rhs, kd, o, M.get(), false);
+        result.report = one_report("normalised " + rm.method, rm, rd);
         // Where K(m) is tiny (no observation well connected) x0 takes over; delta is far above
         // the solves' error and far below K(m) near observations (about `fraction`). K(m) and
         // K(m d) are not negative (K's entries are not, d > 0); an approximate solve's are

@@ -239,22 +239,28 @@ public:
         for (std::size_t I = 0; I < coarse_height; ++I) {
             T* out = rc + I * Wc;
             // Fine row v's share: coarse point K takes v[2K - 1] to_left[K - 1] + v[2K] centre[K]
-            // (1 when null) + v[2K + 1] to_right[K], from the columns that exist.
-            const auto gather = [&](const T* v, const T* to_left, const T* centre, const T* to_right, bool first) {
+            // (1 when null) + v[2K + 1] to_right[K], from the columns that exist; the first
+            // share is stored, the others added (separate loops, so that each vectorises).
+            const auto gather = [&]<bool first>(const T* v, const T* to_left, const T* centre, const T* to_right) {
                 const auto own = [&](std::size_t K) { return (centre ? centre[K] : T(1)) * v[2 * K]; };
                 const auto put = [&](std::size_t K, T sum) { out[K] = first ? sum : out[K] + sum; };
                 put(0, own(0) + (right_inside > 0 ? to_right[0] * v[1] : T(0)));
-                for (std::size_t K = 1; K < right_inside; ++K)
-                    put(K, own(K) + to_left[K - 1] * v[2 * K - 1] + to_right[K] * v[2 * K + 1]);
+                if (centre)
+                    for (std::size_t K = 1; K < right_inside; ++K)
+                        put(K, centre[K] * v[2 * K] + to_left[K - 1] * v[2 * K - 1] + to_right[K] * v[2 * K + 1]);
+                else
+                    for (std::size_t K = 1; K < right_inside; ++K)
+                        put(K, v[2 * K] + to_left[K - 1] * v[2 * K - 1] + to_right[K] * v[2 * K + 1]);
                 for (std::size_t K = std::max<std::size_t>(1, right_inside); K < Wc; ++K)
                     put(K, own(K) + to_left[K - 1] * v[2 * K - 1]);
             };
             const T* mid = r + 2 * I * W;   // the coarse row's own fine row
-            gather(mid, &at(east, I, 0), nullptr, &at(west, I, 0), true);
+            gather.template operator()<true>(mid, &at(east, I, 0), nullptr, &at(west, I, 0));
             if (2 * I + 1 < height)   // the odd row below, whose north this point is
-                gather(mid + W, &at(north_east, I, 0), &at(north, I, 0), &at(north_west, I, 0), false);
+                gather.template operator()<false>(mid + W, &at(north_east, I, 0), &at(north, I, 0), &at(north_west, I, 0));
             if (I > 0)   // the odd row above, whose south this point is
-                gather(mid - W, &at(south_east, I - 1, 0), &at(south, I - 1, 0), &at(south_west, I - 1, 0), false);
+                gather.template operator()<false>(mid - W, &at(south_east, I - 1, 0), &at(south, I - 1, 0),
+                                                  &at(south_west, I - 1, 0));
         }
     }
 
