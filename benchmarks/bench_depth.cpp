@@ -1,11 +1,16 @@
 // Depth refinement with the AR model, one thread:
-//   depth_upsample/x:8/ar:0|1/threads:1|2: Aloe's ground truth subsampled by 8 and
-//     upsampled on the left image (a generated scene when ../shared/data is absent)
-//     with the normalised model (ar:0, the default) or the AR model's minimiser,
-//     on one thread or two, solved in double or in float;
+//   depth_upsample/x:8|16/ar:0|1/threads:1|2/float:0|1/aggregation:0|1: Aloe's ground
+//     truth subsampled by 8 or 16 and upsampled on the left image (a generated scene when
+//     ../shared/data is absent) with the normalised model (ar:0, the default) or the AR
+//     model's minimiser, on one thread or two, solved in double or in float, on
+//     multigrid levels of operator-dependent interpolation (the default) or aggregation;
+//     the counter solver_iterations is the task's (both solves, every stage);
+//   multigrid_setup/aggregation:0|1: the hierarchy of that x8 system;
 //   ar_apply<double|float>: one matrix-free A x on that system, in pixels per second;
-//   median_filter/radius:1|2|3|4|5: the edge-sharpening median of the depth tasks on
-//     Aloe's ground truth, and OpenCV's medianBlur (float: 3 x 3 and 5 x 5 only) when found.
+//   median_filter/radius:1|2|3|4|5: the exact median on Aloe's ground truth plus a little
+//     noise (no window is constant), and OpenCV's medianBlur (float: 3 x 3 and 5 x 5 only)
+//     when found; depth_median/x:4|8: the depth tasks' median (radius 3 and 4) on the
+//     normalised model's result, windows spanning at most 1 % of the depth range skipped.
 //
 //   build/release/benchmarks/bench_depth
 #define STB_IMAGE_IMPLEMENTATION
@@ -68,12 +73,12 @@ void depth_upsample(benchmark::State& state) {
     const std::size_t factor = state.range(0);
     const auto low = subsample(aloe().truth, factor);
     std::size_t iterations = 0;
-    const auto model = state.range(1) ? nonlocal::depth_model::ar : nonlocal::depth_model::normalised;
-    const int threads = int(state.range(2));
-    const bool single = state.range(3) != 0;
+    nonlocal::depth_options o{.model = state.range(1) ? nonlocal::depth_model::ar : nonlocal::depth_model::normalised,
+                              .threads = int(state.range(2)),
+                              .single_precision = state.range(3) != 0};
+    if (state.range(4)) o.multigrid.transfer = nonlocal::coarsening::aggregation;
     for (auto _ : state) {
-        auto out = nonlocal::upsample_depth(low, aloe().guide, factor,
-                                            {.model = model, .threads = threads, .single_precision = single});
+        auto out = nonlocal::upsample_depth(low, aloe().guide, factor, o);
         iterations = out.report.iterations;
         benchmark::DoNotOptimize(out.depth.data());
     }
@@ -82,14 +87,46 @@ void depth_upsample(benchmark::State& state) {
         benchmark::Counter(double(aloe().truth.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(depth_upsample)
-    ->ArgNames({"x", "ar", "threads", "float"})
-    ->Args({8, 0, 1, 0})
-    ->Args({8, 0, 1, 1})
-    ->Args({8, 1, 1, 0})
-    ->Args({8, 1, 1, 1})
-    ->Args({8, 0, 2, 1})
+    ->ArgNames({"x", "ar", "threads", "float", "aggregation"})
+    ->Args({8, 0, 1, 0, 0})
+    ->Args({8, 0, 1, 1, 0})
+    ->Args({8, 0, 1, 1, 1})
+    ->Args({8, 1, 1, 0, 0})
+    ->Args({8, 1, 1, 1, 0})
+    ->Args({8, 0, 2, 1, 0})
+    ->Args({16, 0, 1, 1, 0})
+    ->Args({16, 0, 1, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+/// The x8 normalised model's system, as the task builds it (float, luma-chroma colours).
+const nonlocal::ar_system<float>& x8_system() {
+    static const nonlocal::ar_system<float> A = [] {
+        const auto& s = aloe();
+        const std::size_t H = s.truth.shape(0), W = s.truth.shape(1), n = H * W;
+        const nonlocal::depth_options o;
+        const auto g = nonlocal::detail::compared_channels(nonlocal::detail::to_planes<float>(s.guide, "bench", "guide"), o);
+        nonlocal::buffer<float> b(n, 0.f);
+        const float eps = float(o.epsilon_scale / 64);
+        for (std::size_t r = 0; r < H; r += 8)
+            for (std::size_t c = 0; c < W; c += 8) b[r * W + c] = eps * s.truth(r, c);
+        return nonlocal::detail::depth_system<float>(g, nonlocal::buffer<float>(n, eps), std::move(b), o);
+    }();
+    return A;
+}
+
+void multigrid_setup(benchmark::State& state) {
+    const nonlocal::multigrid_options o{.transfer = state.range(0) ? nonlocal::coarsening::aggregation
+                                                                   : nonlocal::coarsening::operator_dependent};
+    std::size_t levels = 0;
+    for (auto _ : state) {
+        const nonlocal::multigrid<float> M(x8_system(), o);
+        levels = M.levels();
+        benchmark::DoNotOptimize(&M);
+    }
+    state.counters["levels"] = double(levels);
+}
+BENCHMARK(multigrid_setup)->ArgName("aggregation")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 template <class T>
 void ar_apply(benchmark::State& state) {
@@ -108,8 +145,21 @@ void ar_apply(benchmark::State& state) {
 BENCHMARK(ar_apply<double>)->ArgName("connectivity")->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
 BENCHMARK(ar_apply<float>)->ArgName("connectivity")->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
 
+/// Aloe's ground truth plus noise in [0, 0.01): no window is constant, so the exact median
+/// runs its whole network everywhere.
+const xt::xtensor<float, 2>& noisy_truth() {
+    static const xt::xtensor<float, 2> image = [] {
+        xt::xtensor<float, 2> t = aloe().truth;
+        std::mt19937 gen(5);
+        std::uniform_real_distribution<float> noise(0.f, 0.01f);
+        for (float& v : t) v += noise(gen);
+        return t;
+    }();
+    return image;
+}
+
 void median_filter(benchmark::State& state) {
-    const auto& image = aloe().truth;   // the network's work does not depend on the values
+    const auto& image = noisy_truth();
     const std::size_t radius = std::size_t(state.range(0));
     for (auto _ : state) {
         auto out = nonlocal::median_filter(image, radius);
@@ -119,10 +169,28 @@ void median_filter(benchmark::State& state) {
 }
 BENCHMARK(median_filter)->ArgName("radius")->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(5)->Unit(benchmark::kMillisecond);
 
+void depth_median(benchmark::State& state) {
+    const std::size_t factor = std::size_t(state.range(0));
+    const nonlocal::depth_options o{.median_scale = 0};
+    const auto model = nonlocal::upsample_depth(subsample(aloe().truth, factor), aloe().guide, factor, o).depth;
+    const std::size_t H = model.shape(0), W = model.shape(1), radius = nonlocal::depth_options{}.median_radius(1.0 / double(factor * factor));
+    float lo = 1e30f, hi = -1e30f;   // the observed range, as the task takes it
+    for (float v : subsample(aloe().truth, factor))
+        if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+    const float flat = float(nonlocal::depth_options{}.median_flatness) * (hi - lo);
+    xt::xtensor<float, 2> out = model;
+    for (auto _ : state) {
+        nonlocal::detail::median_filter<nonlocal::default_arch>(model.data(), H, W, radius, out.data(), 1, flat);
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["radius"] = double(radius);
+}
+BENCHMARK(depth_median)->ArgName("x")->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
+
 #if NONLOCAL_HAVE_OPENCV
 void peer_opencv_median_blur(benchmark::State& state) {
     cv::setNumThreads(1);
-    auto image = aloe().truth;
+    auto image = noisy_truth();
     const cv::Mat in(int(image.shape(0)), int(image.shape(1)), CV_32F, image.data());
     cv::Mat out;
     for (auto _ : state) {

@@ -1,8 +1,12 @@
 // nonlocal-refine: colour-guided depth refinement with the linear AR model.
 //
 //   nonlocal-refine --guide RGB --depth DEPTH --out OUT [--mode fill|denoise|upsample] [--factor F]
-//                   [--model normalised|ar] [--colour laplacian|gaussian] [--sigma-r S] [--radius R]
-//                   [--lambda L] [--solver pcg|multigrid|pcg-jacobi|jacobi|sor] [--tol T] [--threads N] [--double]
+//                   [--model normalised|ar] [--colour laplacian|gaussian] [--colour-space luma-chroma|guide]
+//                   [--chroma-weight C] [--sigma-r S] [--radius R] [--epsilon-scale E] [--lambda L]
+//                   [--median-scale M] [--median-max-radius R] [--median-flatness F] [--depth-passes P]
+//                   [--sigma-d S] [--solver pcg|multigrid|pcg-jacobi|jacobi|sor]
+//                   [--coarsening operator-dependent|aggregation] [--tol T] [--max-iterations N]
+//                   [--threads N] [--double]
 //
 // DEPTH is an 8- or 16-bit PNG or a float32 .npy; 0 (or non-finite) is missing.
 // OUT is written by extension: .png as 16 bit in the input's units, .npy as float32.
@@ -19,7 +23,8 @@
 
 int main(int argc, char** argv) {
     CLI::App app{"Colour-guided depth refinement (linear AR model)"};
-    std::string guide_path, depth_path, out_path, mode = "fill", solver = "pcg", model = "normalised", colour = "laplacian";
+    std::string guide_path, depth_path, out_path, mode = "fill", solver = "pcg", model = "normalised", colour = "laplacian",
+                space = "luma-chroma", coarsening = "operator-dependent";
     std::size_t factor = 1;
     nonlocal::depth_options options;
     app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG or JPEG")->required();
@@ -32,17 +37,27 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"normalised", "ar"}))->capture_default_str();
     app.add_option("--colour", colour, "colour weight: laplacian exp(-|dI|_1 / s) or gaussian exp(-|dI|^2 / 2 s^2)")
         ->check(CLI::IsMember({"laplacian", "gaussian"}))->capture_default_str();
-    app.add_option("--sigma-r", options.sigma_r, "colour bandwidth s, in guide units")->check(CLI::PositiveNumber)
-        ->capture_default_str();
+    app.add_option("--colour-space", space,
+                   "compare colours in luma-chroma (an RGB guide as Y, c Cb, c Cr) or in the guide's own channels")
+        ->check(CLI::IsMember({"luma-chroma", "guide"}))->capture_default_str();
+    app.add_option("--chroma-weight", options.chroma_weight, "luma-chroma: the weight c of chroma against luma")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    app.add_option("--sigma-r", options.sigma_r,
+                   "colour bandwidth s, in the compared channels' units (luma; about 3 for RGB in the guide's space)")
+        ->check(CLI::PositiveNumber)->capture_default_str();
     app.add_option("--radius", options.radius, "stencil radius (1: the 8 neighbours)")->check(CLI::PositiveNumber)
         ->capture_default_str();
-    app.add_option("--epsilon-scale", options.epsilon_scale, "normalised model: eps = this x observed fraction")
-        ->check(CLI::PositiveNumber)->capture_default_str();
+    auto* epsilon = app.add_option("--epsilon-scale", options.epsilon_scale,
+                                   "normalised model: eps = this x observed fraction (mode denoise: 0.25 unless given)")
+                        ->check(CLI::PositiveNumber)->capture_default_str();
     app.add_option("--median-scale", options.median_scale,
                    "edge-sharpening median of radius this x the observations' spacing (0: none)")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
     app.add_option("--median-max-radius", options.median_max_radius, "largest radius of that median")
         ->capture_default_str();
+    app.add_option("--median-flatness", options.median_flatness,
+                   "windows spanning at most this fraction of the observed depth range keep their value (0: exact median)")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
     app.add_option("--depth-passes", options.depth_passes,
                    "re-solves whose weights also follow the last result's depth (adaptive weights)")
         ->capture_default_str();
@@ -55,6 +70,9 @@ int main(int argc, char** argv) {
     auto* lambda = app.add_option("--lambda", options.lambda, "model ar: confidence of the observations")->check(CLI::PositiveNumber);
     app.add_option("--solver", solver, "pcg (multigrid-preconditioned), multigrid, pcg-jacobi, jacobi or sor")
         ->check(CLI::IsMember({"pcg", "multigrid", "pcg-jacobi", "jacobi", "sor"}))->capture_default_str();
+    app.add_option("--coarsening", coarsening,
+                   "multigrid levels: operator-dependent interpolation with Galerkin coarse systems, or 2 x 2 aggregation")
+        ->check(CLI::IsMember({"operator-dependent", "aggregation"}))->capture_default_str();
     app.add_option("--tol", options.solve.tolerance, "relative residual to reach")->check(CLI::PositiveNumber)
         ->capture_default_str();
     app.add_option("--max-iterations", options.solve.max_iterations, "iteration budget")->capture_default_str();
@@ -68,6 +86,9 @@ int main(int argc, char** argv) {
     options.single_precision = !double_precision;
     options.model = model == "ar" ? nonlocal::depth_model::ar : nonlocal::depth_model::normalised;
     options.colour = colour == "gaussian" ? nonlocal::colour_kernel::gaussian : nonlocal::colour_kernel::laplacian;
+    options.space = space == "guide" ? nonlocal::colour_space::guide : nonlocal::colour_space::luma_chroma;
+    options.multigrid.transfer =
+        coarsening == "aggregation" ? nonlocal::coarsening::aggregation : nonlocal::coarsening::operator_dependent;
     try {
         const auto guide = nonlocal::tools::read_image(guide_path);
         const auto depth_image = nonlocal::tools::read_image(depth_path);
@@ -77,7 +98,8 @@ int main(int argc, char** argv) {
         if (mode == "upsample") {
             result = nonlocal::upsample_depth(depth, guide.pixels, factor, options);
         } else if (mode == "denoise") {
-            if (!lambda->count()) options.lambda = 0.2;
+            if (!lambda->count()) options.lambda = 0.2;   // denoise_depth's defaults, unless given
+            if (!epsilon->count()) options.epsilon_scale = 0.25;
             result = nonlocal::denoise_depth(depth, guide.pixels, options);
         } else {
             result = nonlocal::fill_depth(depth, guide.pixels, options);
