@@ -292,8 +292,11 @@ BOOST_AUTO_TEST_CASE(operator_dependent_multigrid_in_float) {
     const ar_system<float> F(guide, grid_stencil{45, 67, 8}, laplacian_distance(3.0), xhat, alpha, 1e-3);
     const detail::operator_dependent_interpolation<double> P(A);
     const detail::operator_dependent_interpolation<float> Q(F);
-    for (std::size_t i = 0; i < P.west.size(); ++i) BOOST_TEST(std::abs(P.west[i] - Q.west[i]) < 1e-5);
-    for (std::size_t i = 0; i < P.north_west.size(); ++i) BOOST_TEST(std::abs(P.north_west[i] - Q.north_west[i]) < 1e-5);
+    for (std::ptrdiff_t r = 0; r < 45; ++r)   // every weight of every pixel towards the coarse points around it
+        for (std::ptrdiff_t c = 0; c < 67; ++c)
+            for (std::ptrdiff_t I = r / 2; I <= (r + 1) / 2; ++I)
+                for (std::ptrdiff_t K = c / 2; K <= (c + 1) / 2; ++K)
+                    BOOST_TEST(std::abs(P.weight(r, c, I, K) - Q.weight(r, c, I, K)) < 1e-5);
     std::vector<double> x(A.size(), 0.0);
     std::vector<float> y(A.size(), 0.f);
     BOOST_TEST(full_multigrid(A, A.rhs, x, multigrid(A), {1e-10, 300}).converged);

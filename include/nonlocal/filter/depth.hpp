@@ -161,12 +161,12 @@ struct observed_depth {
 template <class T>
 image_planes<T> compared_channels(image_planes<T> g, const depth_options& o) {
     if (o.space != colour_space::luma_chroma || g.channels != 3) return g;
-    T *r = g.channel(0), *gr = g.channel(1), *b = g.channel(2);
+    T *first = g.channel(0), *second = g.channel(1), *third = g.channel(2);   // R, G, B in; Y, c Cb, c Cr out
     const T cb = T(0.564 * o.chroma_weight), cr = T(0.713 * o.chroma_weight);
     for (std::size_t i = 0; i < g.pixels(); ++i) {
-        const T y = T(0.299) * r[i] + T(0.587) * gr[i] + T(0.114) * b[i];
-        const T red = r[i], blue = b[i];
-        r[i] = y, gr[i] = cb * (blue - y), b[i] = cr * (red - y);
+        const T red = first[i], green = second[i], blue = third[i];
+        const T y = T(0.299) * red + T(0.587) * green + T(0.114) * blue;
+        first[i] = y, second[i] = cb * (blue - y), third[i] = cr * (red - y);
     }
     return g;
 }

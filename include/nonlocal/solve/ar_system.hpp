@@ -8,9 +8,11 @@
 /// neighbours, or a window of any radius).
 /// Its normal equations are A x = b with A the graph Laplacian of the
 /// symmetrised weights W_ij = w_ij + w_ji plus diag(alpha), and b = alpha xhat.
-/// The weights are computed once (in double), by any similarity on the guide's
-/// pixels, and stored per stencil direction in precision T so that `apply` and
-/// the Jacobi step are loops over whole rows of pixels, vectorised across them.
+/// The weights are computed once, by any similarity on the guide's pixels (in
+/// double from pixel rows; from image planes in their precision, a channel at a
+/// time across a row of pixels, for similarities that are sums over channels),
+/// and stored per stencil direction in precision T so that `apply` and the Jacobi
+/// step are loops over whole rows of pixels, vectorised across them.
 ///
 /// Row i of A x = b is one normalised weighted aggregate: x_i = (sum_j W_ij x_j +
 /// alpha_i xhat_i) / (sum_j W_ij + alpha_i). `jacobi_step` computes exactly that,

@@ -41,16 +41,18 @@ void static_for(F&& f) {
     }
 }
 
-/// v as a scalar of T or a batch of `like`'s type, loaded from p.
+/// A batch V loaded from p.
 template <class V, class T>
 V load_as(const T* p) {
-    if constexpr (std::is_arithmetic_v<V>) return *p;
-    else return V::load_unaligned(p);
+    return V::load_unaligned(p);
 }
+/// The first `count` lanes of v to p (all of them: a plain store).
 template <class V, class T>
-void store_as(T* p, V v) {
-    if constexpr (std::is_arithmetic_v<V>) *p = v;
-    else v.store_unaligned(p);
+void store_lanes(T* p, V v, std::size_t count) {
+    if (count == V::size) return v.store_unaligned(p);
+    alignas(64) T lanes[V::size];
+    v.store_aligned(lanes);
+    std::copy(lanes, lanes + count, p);
 }
 /// 1 / d where d > 0, else 0, lane by lane for batches.
 template <class V>
@@ -61,10 +63,11 @@ V inverse_or_zero(V d) {
 
 /// The diagonal and forward weights (east, south-west, south, south-east) of a system
 /// whose stencil reaches one pixel, split by column parity, with two zero rows above and
-/// below and a zero column on each side: pixel (r, c) of a quantity is element c / 2 of
-/// its row r, parity c % 2. A pixel within two of the grid and its neighbours then load
-/// without a check, and fine pixels of one parity class lie next to each other, as the
-/// coarse points they belong to do.
+/// below, a zero column on the left and a batch and a column of zeros on the right: pixel
+/// (r, c) of a quantity is element c / 2 of its row r, parity c % 2. A batch of pixels
+/// within two of the grid, or past its end, and their neighbours then load without a
+/// check, and fine pixels of one parity class lie next to each other, as the coarse
+/// points they belong to do.
 template <class T>
 class parity_planes {
 public:
@@ -72,7 +75,8 @@ public:
     static constexpr int quantities = 5;
 
     explicit parity_planes(const ar_system<T>& A)
-        : rows_(A.height + 4), stride_((A.width + 1) / 2 + 2), data_(std::size_t(quantities) * 2 * rows_ * stride_, T(0)) {
+        : rows_(A.height + 4), stride_((A.width + 1) / 2 + 2 + xsimd::batch<T>::size),
+          data_(std::size_t(quantities) * 2 * rows_ * stride_, T(0)) {
         const std::size_t W = A.width;
         const auto split = [&](int q, const T* values) {
             for (std::size_t r = 0; r < A.height; ++r) {
@@ -117,9 +121,11 @@ private:
 /// create on coarse levels) are lumped into the diagonal, as classical algebraic
 /// multigrid does, and every pixel's weights sum to at most 1.
 ///
-/// Each class's weights are an array of (coarse_height + 2) x (coarse_width + 3) with a
-/// zero border (one row above and below, two columns left and one right): a fine pixel
-/// (2I + a, 2K + b), a and b in {0, 1}, at element (I, K) (`at`).
+/// Each class's weights are an array of coarse_height + 2 rows of coarse_width + 3 + a
+/// batch, with a zero border (one row above and below, two columns left and a column and
+/// a batch right): a fine pixel (2I + a, 2K + b), a and b in {0, 1}, at element (I, K)
+/// (`at`). Every batch of coarse points, the last one of a row reaching past its end,
+/// loads the weights around it without a check; results are stored for the points there are.
 template <class T>
 class operator_dependent_interpolation {
 public:
@@ -138,7 +144,7 @@ public:
     }
 
     /// The row stride of the class arrays.
-    std::size_t stride() const noexcept { return coarse_width + 3; }
+    std::size_t stride() const noexcept { return coarse_width + 3 + xsimd::batch<T>::size; }
     /// Element (I, K) of a class array, I in [-1, coarse_height], K in [-2, coarse_width]
     /// (unsigned arithmetic: -1 wraps and comes back).
     T& at(buffer<T>& b, std::size_t I, std::size_t K) const { return b[(I + 1) * stride() + K + 2]; }
@@ -150,34 +156,33 @@ private:
             b->assign((coarse_height + 2) * stride(), T(0));
         const std::size_t odd_rows = height / 2, odd_columns = width / 2;
         // (even, odd): offset (0, 1) from coarse point (I, k); collapse the columns.
-        for_each_point(coarse_height, odd_columns, [&](auto tag, std::size_t I, std::size_t k) {
-            using V = decltype(tag);
-            const stencil_at<V, 0, 1> w(planes, I, k);
+        for_each_point(coarse_height, odd_columns, [&](std::size_t I, std::size_t k, std::size_t count) {
+            const stencil_at<0, 1> w(planes, I, k);
             const V left = w.positive(-1, -1) + w.positive(0, -1) + w.positive(1, -1);
             const V right = w.positive(-1, 1) + w.positive(0, 1) + w.positive(1, 1);
-            split(left, right, w.lumped_diagonal() - w.positive(-1, 0) - w.positive(1, 0), &at(west, I, k), &at(east, I, k));
+            split(left, right, w.lumped_diagonal() - w.positive(-1, 0) - w.positive(1, 0), &at(west, I, k), &at(east, I, k),
+                  count);
         });
         // (odd, even): offset (1, 0); collapse the rows.
-        for_each_point(odd_rows, coarse_width, [&](auto tag, std::size_t I, std::size_t k) {
-            using V = decltype(tag);
-            const stencil_at<V, 1, 0> w(planes, I, k);
+        for_each_point(odd_rows, coarse_width, [&](std::size_t I, std::size_t k, std::size_t count) {
+            const stencil_at<1, 0> w(planes, I, k);
             const V up = w.positive(-1, -1) + w.positive(-1, 0) + w.positive(-1, 1);
             const V down = w.positive(1, -1) + w.positive(1, 0) + w.positive(1, 1);
-            split(up, down, w.lumped_diagonal() - w.positive(0, -1) - w.positive(0, 1), &at(north, I, k), &at(south, I, k));
+            split(up, down, w.lumped_diagonal() - w.positive(0, -1) - w.positive(0, 1), &at(north, I, k), &at(south, I, k),
+                  count);
         });
         // (odd, odd): offset (1, 1); through the edge neighbours (rows I and I + 1 of the
         // (even, odd) class, columns k and k + 1 of the (odd, even) class; 0 off the grid).
-        for_each_point(odd_rows, odd_columns, [&](auto tag, std::size_t I, std::size_t k) {
-            using V = decltype(tag);
-            const stencil_at<V, 1, 1> w(planes, I, k);
+        for_each_point(odd_rows, odd_columns, [&](std::size_t I, std::size_t k, std::size_t count) {
+            const stencil_at<1, 1> w(planes, I, k);
             const auto get = [&](const buffer<T>& b, std::size_t i, std::size_t j) { return load_as<V>(&at(b, i, j)); };
             const V nw = w.positive(-1, -1) + w.positive(-1, 0) * get(west, I, k) + w.positive(0, -1) * get(north, I, k);
             const V ne = w.positive(-1, 1) + w.positive(-1, 0) * get(east, I, k) + w.positive(0, 1) * get(north, I, k + 1);
             const V sw = w.positive(1, -1) + w.positive(1, 0) * get(west, I + 1, k) + w.positive(0, -1) * get(south, I, k);
             const V se = w.positive(1, 1) + w.positive(1, 0) * get(east, I + 1, k) + w.positive(0, 1) * get(south, I, k + 1);
             const V scale = inverse_or_zero(xsimd::max(w.lumped_diagonal(), nw + ne + sw + se));
-            store_as(&at(north_west, I, k), nw * scale), store_as(&at(north_east, I, k), ne * scale);
-            store_as(&at(south_west, I, k), sw * scale), store_as(&at(south_east, I, k), se * scale);
+            store_lanes(&at(north_west, I, k), nw * scale, count), store_lanes(&at(north_east, I, k), ne * scale, count);
+            store_lanes(&at(south_west, I, k), sw * scale, count), store_lanes(&at(south_east, I, k), se * scale, count);
         });
     }
 
@@ -281,41 +286,38 @@ private:
             out[dirs[o].dy == 0 ? 0 : std::size_t(dirs[o].dx + 2)] = weights[o].data();
         buffer<T> unused(dirs.size() < 4 ? n : 0);   // a direction the grid cannot hold (one row or column)
         for (T*& p : out) if (!p) p = unused.data();
-        for_each_point(Hc, Wc, [&](auto tag, std::size_t I, std::size_t K) {
-            using V = decltype(tag);
-            const coarse_products<V> products(*this, planes, I, K);
+        for_each_point(Hc, Wc, [&](std::size_t I, std::size_t K, std::size_t count) {
+            const coarse_products products(*this, planes, I, K);
             const std::size_t J = I * Wc + K;
-            store_as(&diagonal[J], products.template entry<0, 0>());
-            store_as(&out[0][J], -products.template entry<0, 1>());   // east
-            store_as(&out[1][J], -products.template entry<1, -1>());  // south-west
-            store_as(&out[2][J], -products.template entry<1, 0>());   // south
-            store_as(&out[3][J], -products.template entry<1, 1>());   // south-east
+            store_lanes(&diagonal[J], products.template entry<0, 0>(), count);
+            store_lanes(&out[0][J], V(-products.template entry<0, 1>()), count);   // east
+            store_lanes(&out[1][J], V(-products.template entry<1, -1>()), count);  // south-west
+            store_lanes(&out[2][J], V(-products.template entry<1, 0>()), count);   // south
+            store_lanes(&out[3][J], V(-products.template entry<1, 1>()), count);   // south-east
         });
         return ar_system<T>::from_operator(Hc, Wc, dirs, std::move(weights), std::move(diagonal));
     }
 
-    /// Calls f(V{}, I, k) for the points (I, k) of a rows x columns class, k in batches of
-    /// xsimd::batch<T> (V) and the last ones one by one (V = T).
+    using V = xsimd::batch<T>;
+
+    /// Calls f(I, k, count) for the points (I, k), ..., (I, k + count - 1) of a rows x columns
+    /// class in batches of V: count is the batch's width but for the last of a row, which
+    /// holds what is left.
     template <class F>
     static void for_each_point(std::size_t rows, std::size_t columns, F&& f) {
-        using batch = xsimd::batch<T>;
-        for (std::size_t I = 0; I < rows; ++I) {
-            std::size_t k = 0;
-            for (; k + batch::size <= columns; k += batch::size) f(batch{}, I, k);
-            for (; k < columns; ++k) f(T{}, I, k);
-        }
+        for (std::size_t I = 0; I < rows; ++I)
+            for (std::size_t k = 0; k < columns; k += V::size) f(I, k, std::min(V::size, columns - k));
     }
 
     /// A pixel's interpolation weights a / den and b / den, at most 1 together.
-    template <class V>
-    static void split(V a, V b, V den, T* wa, T* wb) {
+    static void split(V a, V b, V den, T* wa, T* wb, std::size_t count) {
         const V scale = inverse_or_zero(xsimd::max(den, a + b));
-        store_as(wa, a * scale), store_as(wb, b * scale);
+        store_lanes(wa, a * scale, count), store_lanes(wb, b * scale, count);
     }
 
-    /// The stencil of the fine pixels at offset (a, b) from coarse points (I, k), (I, k + 1), ...
-    /// (one, or a batch of V): W towards (dy, dx) and the diagonal.
-    template <class V, int a, int b>
+    /// The stencil of the fine pixels at offset (a, b) from the batch of coarse points (I, k),
+    /// (I, k + 1), ...: W towards (dy, dx) and the diagonal.
+    template <int a, int b>
     struct stencil_at {
         const parity_planes<T>& planes;
         std::ptrdiff_t r;
@@ -344,8 +346,7 @@ private:
         }
     };
 
-    /// phi_J'(fine offset (a, b) from J') for the coarse points J' = (I, K), (I, K + 1), ...
-    template <class V>
+    /// phi_J'(fine offset (a, b) from J') for the batch of coarse points J' = (I, K), (I, K + 1), ...
     V phi(int a, int b, std::size_t I, std::size_t K) const {
         if (a == 0 && b == 0) return V(T(1));
         // The class array and the (I, K) of the pixel's own class element.
@@ -356,9 +357,8 @@ private:
         return load_as<V>(&at(b_, row, column));
     }
 
-    /// The products phi_{J + (dI, dK)}^T A phi_J for coarse points J = (I, K), ...: A phi_J
-    /// on the 5 x 5 fine pixels around J (0 where not needed), then `entry`.
-    template <class V>
+    /// The products phi_{J + (dI, dK)}^T A phi_J for the batch of coarse points J = (I, K), ...:
+    /// A phi_J on the 5 x 5 fine pixels around J (0 where not needed), then `entry`.
     struct coarse_products {
         const operator_dependent_interpolation& P;
         std::size_t I, K;
@@ -368,10 +368,10 @@ private:
                         std::size_t k)
             : P(p), I(i), K(k) {
             for (int a = -1; a <= 1; ++a)
-                for (int b = -1; b <= 1; ++b) phi_J[std::size_t((a + 1) * 3 + b + 1)] = P.template phi<V>(a, b, I, K);
+                for (int b = -1; b <= 1; ++b) phi_J[std::size_t((a + 1) * 3 + b + 1)] = P.phi(a, b, I, K);
             static_for<-2, 3>([&](auto a) {
                 static_for<-2, 3>([&](auto b) {
-                    const stencil_at<V, a.value, b.value> w(planes, I, K);
+                    const stencil_at<a.value, b.value> w(planes, I, K);
                     V v(T(0));
                     if constexpr (a.value >= -1 && a.value <= 1 && b.value >= -1 && b.value <= 1)
                         v = w.diagonal() * phi_J[std::size_t((a.value + 1) * 3 + b.value + 1)];
@@ -392,7 +392,7 @@ private:
             V sum(T(0));
             for (int a = std::max(-2, 2 * dI - 1); a <= std::min(2, 2 * dI + 1); ++a)
                 for (int b = std::max(-2, 2 * dK - 1); b <= std::min(2, 2 * dK + 1); ++b)
-                    sum += P.template phi<V>(a - 2 * dI, b - 2 * dK, I + std::size_t(dI), K + std::size_t(dK)) *
+                    sum += P.phi(a - 2 * dI, b - 2 * dK, I + std::size_t(dI), K + std::size_t(dK)) *
                            a_phi[std::size_t((a + 2) * 5 + b + 2)];
             return sum;
         }

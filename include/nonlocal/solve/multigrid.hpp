@@ -133,7 +133,7 @@ public:
     void operator()(std::span<const T> r, std::span<T> z) const {
         levels_.front()->require_size(r, "multigrid", "r");
         levels_.front()->require_size(z, "multigrid", "z");
-        cycle(0, r.data(), z.data());
+        cycle(0, r.data(), z.data(), true);
     }
 
     /// x = full multigrid's approximation of A^-1 b: b restricted to every level, the
@@ -153,7 +153,7 @@ public:
         solve_coarsest(rhs(L - 1), solution(L - 1));
         for (std::size_t l = L - 1; l-- > 0;) {
             std::visit([&](const auto& transfer) { transfer.prolong(solution(l + 1), solution(l), false); }, transfers_[l]);
-            for (std::size_t k = 0; k < options_.full_cycles; ++k) cycle_from(l, rhs(l), solution(l));
+            for (std::size_t k = 0; k < options_.full_cycles; ++k) cycle(l, rhs(l), solution(l), false);
         }
     }
 
@@ -217,45 +217,33 @@ private:
         std::visit(
             [&](const auto& transfer) {
                 transfer.restrict_to(residual, rc);
-                cycle(level + 1, rc, zc);
+                cycle(level + 1, rc, zc, true);
                 transfer.prolong(zc, correction, true);
             },
             transfers_[level]);
     }
 
-    /// z = one V-cycle on A z = r from z = 0 at `level`, in the buffers z and work_[level].
-    void cycle(std::size_t level, const T* r, T* z) const {
-        const ar_system<T>& A = *levels_[level];
-        if (level + 1 == levels_.size()) return solve_coarsest(r, z);
-        T* work = work_[level].data();
-        const T* s = inverse_smoothing_[level].data();
-        // Pre-smoothing from 0: its first sweep, without a product, into work; the other
-        // m - 1 sweeps and the residual in one pass over memory, each stage writing the
-        // buffer the stage before read (`sweeps`: z, work, z, ...). The residual lands in
-        // work for even m, in z for odd m, the smoothed correction in the other buffer;
-        // post-smoothing's m stages from the correction then end in z either way.
-        const std::size_t m = options_.smoothing_steps;
-        sweep_from_zero(A.size(), s, r, work, damping_[0]);
-        A.sweeps(r, work, z, pre_smoothing_, s);
-        T* correction = m % 2 ? work : z;
-        coarse_correction(level, m % 2 ? z : work, correction);
-        A.sweeps(r, correction, m % 2 ? z : work, post_smoothing_, s);   // all of post-smoothing in one pass
-    }
-
-    /// x = one V-cycle on A x = b at `level` from the given x, in the buffers x and work_[level]:
-    /// the m sweeps and the residual in one pass (the smoothed x lands in x for even m, in
-    /// work for odd m, the residual in the other buffer), the coarse correction, then the m
-    /// sweeps after it, which end in x either way.
-    void cycle_from(std::size_t level, const T* b, T* x) const {
+    /// One V-cycle on A x = b at `level`, from x = 0 (`from_zero`) or from the given x, in the
+    /// buffers x and work_[level]. Pre-smoothing and the residual run in one pass over memory,
+    /// each stage writing the buffer the stage before read (`sweeps`); from 0 its first sweep
+    /// needs no product and runs on its own, into work. Either way the residual lands in work
+    /// for even m, in x for odd m, the smoothed x in the other buffer, and post-smoothing's m
+    /// stages from it end in x.
+    void cycle(std::size_t level, const T* b, T* x, bool from_zero) const {
         const ar_system<T>& A = *levels_[level];
         if (level + 1 == levels_.size()) return solve_coarsest(b, x);
         T* work = work_[level].data();
         const T* s = inverse_smoothing_[level].data();
         const std::size_t m = options_.smoothing_steps;
-        A.sweeps(b, x, work, smoothing_and_residual_, s);
+        if (from_zero) {
+            sweep_from_zero(A.size(), s, b, work, damping_[0]);
+            A.sweeps(b, work, x, pre_smoothing_, s);
+        } else {
+            A.sweeps(b, x, work, smoothing_and_residual_, s);
+        }
         T* smoothed = m % 2 ? work : x;
         coarse_correction(level, m % 2 ? x : work, smoothed);
-        A.sweeps(b, smoothed, m % 2 ? x : work, post_smoothing_, s);
+        A.sweeps(b, smoothed, m % 2 ? x : work, post_smoothing_, s);   // all of post-smoothing in one pass
     }
 
     multigrid_options options_;
