@@ -55,16 +55,21 @@ void check_close(const A& actual, const E& expected, double atol, double rtol, c
 }
 
 /// The architectures the kernels are tested on: the default one (what the
-/// build flags select) and, when the flags allow them, SSE2 and AVX2 + FMA.
+/// build flags select) and, when the flags allow them, SSE2 and AVX2 + FMA,
+/// unless NONLOCAL_TEST_DEFAULT_ARCH_ONLY is defined (CMake option
+/// NONLOCAL_TEST_EVERY_ARCH=OFF: the sanitizer, AVX2 and scalar builds, whose
+/// flags select the architecture they test).
 template <class F>
 void for_each_arch(F&& f) {
     f(xsimd::default_arch{});
+#ifndef NONLOCAL_TEST_DEFAULT_ARCH_ONLY
     if constexpr (!std::is_same_v<xsimd::default_arch, xsimd::sse2> &&
                   xsimd::supported_architectures::contains<xsimd::sse2>())
         f(xsimd::sse2{});
     if constexpr (!std::is_same_v<xsimd::default_arch, xsimd::fma3<xsimd::avx2>> &&
                   xsimd::supported_architectures::contains<xsimd::fma3<xsimd::avx2>>())
         f(xsimd::fma3<xsimd::avx2>{});
+#endif
 }
 
 /// Lengths around the SIMD widths (4, 8, 16 floats; 2, 4, 8 doubles) and an
