@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(depth_tasks) {
                 const auto noise = test::random_tensor<float, 2>({32, 32}, 8, -10, 10);
                 noisy += noise;
                 depth_options smooth = o;
-                smooth.epsilon_scale = 0.25, smooth.lambda = 0.2;
+                smooth.epsilon_scale = denoise_options().epsilon_scale, smooth.lambda = denoise_options().lambda;
                 const auto den = denoise_depth(noisy, edge_guide, smooth);
                 BOOST_TEST(den.report.converged);
                 BOOST_TEST(xt::mean(xt::square(den.depth - truth))() < xt::mean(xt::square(noisy - truth))() / 4);

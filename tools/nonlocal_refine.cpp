@@ -98,8 +98,9 @@ int main(int argc, char** argv) {
         if (mode == "upsample") {
             result = nonlocal::upsample_depth(depth, guide.pixels, factor, options);
         } else if (mode == "denoise") {
-            if (!lambda->count()) options.lambda = 0.2;   // denoise_depth's defaults, unless given
-            if (!epsilon->count()) options.epsilon_scale = 0.25;
+            const nonlocal::depth_options defaults = nonlocal::denoise_options();   // unless given
+            if (!lambda->count()) options.lambda = defaults.lambda;
+            if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
             result = nonlocal::denoise_depth(depth, guide.pixels, options);
         } else {
             result = nonlocal::fill_depth(depth, guide.pixels, options);

@@ -431,13 +431,15 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G
     });
 }
 
-/// Denoises `depth` (and fills its holes): `fill_depth` with more smoothing by
-/// default (the normalised model's kernel reaching twice as many observations,
-/// epsilon_scale = 0.25; the AR model's data term weaker, lambda = 0.2), so the
-/// colour-guided smoothness averages the noise.
+/// The defaults of `denoise_depth`: `depth_options` with more smoothing (the normalised
+/// model's kernel reaching twice as many observations, epsilon_scale = 0.25; the AR
+/// model's data term weaker, lambda = 0.2), so the colour-guided smoothness averages the noise.
+inline depth_options denoise_options() { return {.epsilon_scale = 0.25, .lambda = 0.2}; }
+
+/// Denoises `depth` (and fills its holes): `fill_depth` with `denoise_options()` by default.
 template <class D, class G>
 depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide,
-                           depth_options o = {.epsilon_scale = 0.25, .lambda = 0.2}) {
+                           depth_options o = denoise_options()) {
     return fill_depth(depth, guide, o, "denoise_depth");
 }
 
