@@ -362,25 +362,28 @@ public:
     template <std::size_t count, class Finish>
     void batches(const T* x, std::size_t begin, std::size_t end, Finish& finish) const {
         using batch = xsimd::batch<T>;
-        // acc + W_d[i] x[i + s_d] + W_d[i - s_d] x[i - s_d]: direction d's two edges of the batch at i.
-        const auto edges = [x](batch acc, const T* w, std::size_t s, std::size_t i) {
-            acc = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), acc);
-            return xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), acc);
+        // The edges ahead (W_d[i] x[i + s_d]) and behind (W_d[i - s_d] x[i - s_d]) of the batch
+        // at i summed in two accumulators: two chains of dependent FMAs, each half as long (with
+        // 8 neighbours 4 FMAs of 4 cycles' latency instead of 8), so consecutive batches overlap.
+        const auto edges = [x](batch& ahead, batch& behind, const T* w, std::size_t s, std::size_t i) {
+            ahead = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), ahead);
+            behind = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), behind);
         };
         if constexpr (count > 0) {
             std::array<const T*, count> w;
             std::array<std::size_t, count> s;
             for (std::size_t o = 0; o < count; ++o) w[o] = weights[o].data(), s[o] = std::size_t(shift(o));
             for (std::size_t i = begin; i < end; i += lanes) {
-                batch acc(T(0));
-                for (std::size_t o = 0; o < count; ++o) acc = edges(acc, w[o], s[o], i);
-                finish(i, batch::load_unaligned(x + i), acc);
+                batch ahead(T(0)), behind(T(0));
+                for (std::size_t o = 0; o < count; ++o) edges(ahead, behind, w[o], s[o], i);
+                finish(i, batch::load_unaligned(x + i), ahead + behind);
             }
         } else {
             for (std::size_t i = begin; i < end; i += lanes) {
-                batch acc(T(0));
-                for (std::size_t o = 0; o < offsets.size(); ++o) acc = edges(acc, weights[o].data(), std::size_t(shift(o)), i);
-                finish(i, batch::load_unaligned(x + i), acc);
+                batch ahead(T(0)), behind(T(0));
+                for (std::size_t o = 0; o < offsets.size(); ++o)
+                    edges(ahead, behind, weights[o].data(), std::size_t(shift(o)), i);
+                finish(i, batch::load_unaligned(x + i), ahead + behind);
             }
         }
     }
