@@ -160,40 +160,56 @@ struct fixed_median_network {
 };
 
 /// The median filter of a padded image (rows of `stride` values, the border
-/// replicated `side / 2` pixels outward and at least `group` batches more on the
-/// right) into the H x W image `out`: `group` batches of neighbouring pixels load
-/// their windows into `v` (slot s of batch k at v[s * group + k]) and go through
-/// `run` together, so each exchange is `group` independent min / max pairs. When
-/// every window of the group spans at most `flat` (max - min), its pixels keep their
-/// own value instead, which the median lies within `flat` of (exactly it for flat = 0:
-/// constant windows); the span costs 2 min / max per slot, a fraction of the network.
+/// replicated `side / 2` pixels outward and at least one batch more on the right)
+/// into the H x W image `out`. A batch of neighbouring pixels loads its windows into
+/// a column of `v` (slot s of column k at v[s * group + k]); when every window of the
+/// batch spans at most `flat` (max - min) its pixels keep their own value, which the
+/// median lies within `flat` of (exactly it for flat = 0: constant windows), and the
+/// column is reused. Otherwise the batch joins the queue, and each time `group`
+/// batches are queued they go through `run` together, so each exchange is `group`
+/// independent min / max pairs. The span costs 2 min / max per slot, a fraction of
+/// the network, and only the batches near depth steps pay for the network.
 template <class Arch, std::size_t group, class T, class Slots, class Run>
 void median_rows(const T* padded, std::size_t stride, std::size_t H, std::size_t W, std::size_t side,
                  std::size_t output, T flat, T* out, int threads, Slots make_slots, Run run) {
     using batch = xsimd::batch<T, Arch>;
-    constexpr std::size_t lanes = batch::size, band = 16, step = group * lanes;
+    constexpr std::size_t lanes = batch::size, band = 16;
     const std::size_t centre = (side / 2) * side + side / 2;
     parallel_for((H + band - 1) / band, threads, [&](std::size_t b) {
         auto v = make_slots();
-        T tail[step];
+        T tail[lanes];
+        T* target[group];          // where queued column k's medians go
+        std::size_t valid[group];  // and how many of its lanes are pixels
+        std::size_t queued = 0;
+        const auto store = [&](std::size_t slot, std::size_t k, T* to, std::size_t count) {
+            v[slot * group + k].store_unaligned(tail);
+            std::copy(tail, tail + count, to);
+        };
+        const auto flush = [&] {   // columns past `queued` hold older windows: run, then ignored
+            if (queued == 0) return;
+            run(v.data());
+            for (std::size_t k = 0; k < queued; ++k) store(output, k, target[k], valid[k]);
+            queued = 0;
+        };
         for (std::size_t r = b * band; r < std::min(H, (b + 1) * band); ++r)
-            for (std::size_t c = 0; c < W; c += step) {
+            for (std::size_t c = 0; c < W; c += lanes) {
                 const T* corner = padded + r * stride + c;
+                batch lo = batch::load_unaligned(corner), hi = lo;
                 for (std::size_t dy = 0, s = 0; dy < side; ++dy)
-                    for (std::size_t dx = 0; dx < side; ++dx, ++s)
-                        for (std::size_t k = 0; k < group; ++k)
-                            v[s * group + k] = batch::load_unaligned(corner + dy * stride + dx + k * lanes);
-                bool spans = false;   // some window spans more than `flat`
-                for (std::size_t k = 0; k < group && !spans; ++k) {
-                    batch lo = v[k], hi = v[k];
-                    for (std::size_t s = 1; s < side * side; ++s) lo = xsimd::min(lo, v[s * group + k]), hi = xsimd::max(hi, v[s * group + k]);
-                    spans = xsimd::any(hi - lo > batch(flat));
+                    for (std::size_t dx = 0; dx < side; ++dx, ++s) {
+                        const batch value = batch::load_unaligned(corner + dy * stride + dx);
+                        v[s * group + queued] = value;
+                        lo = xsimd::min(lo, value), hi = xsimd::max(hi, value);
+                    }
+                const std::size_t count = std::min(lanes, W - c);
+                if (!xsimd::any(hi - lo > batch(flat))) {
+                    store(centre, queued, out + r * W + c, count);
+                    continue;
                 }
-                const std::size_t result = spans ? output : centre;
-                if (spans) run(v.data());
-                for (std::size_t k = 0; k < group; ++k) v[result * group + k].store_unaligned(tail + k * lanes);
-                std::copy(tail, tail + std::min(step, W - c), out + r * W + c);
+                target[queued] = out + r * W + c, valid[queued] = count;
+                if (++queued == group) flush();
             }
+        flush();
     });
 }
 
@@ -207,9 +223,9 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t lanes = batch::size, max_group = 4;
     const std::size_t side = 2 * radius + 1;
-    // The image with its border replicated `radius` pixels outward, and a group of
-    // batches more on the right so that every load stays inside.
-    const std::size_t stride = W + 2 * radius + max_group * lanes, rows = H + 2 * radius;
+    // The image with its border replicated `radius` pixels outward, and a batch more
+    // on the right so that every load stays inside.
+    const std::size_t stride = W + 2 * radius + lanes, rows = H + 2 * radius;
     buffer<T> padded(rows * stride);
     for (std::size_t r = 0; r < rows; ++r) {
         const T* src = in + std::min(r > radius ? r - radius : 0, H - 1) * W;
