@@ -2,7 +2,9 @@
 // model as two dense solves, coarse-to-fine stages done by hand, the median and
 // the depth passes as their compositions), their behaviour on constant depth and
 // colour edges, concurrency, and bad input.
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <span>
 
 #include <nonlocal/nonlocal.hpp>
@@ -150,6 +152,36 @@ BOOST_AUTO_TEST_CASE(normalised_interpolation_by_hand) {
             if (c < 20 || c >= 45) a[r * W + c] = 0.1 + 0.01 * double((r * 7 + c) % 13), b[r * W + c] = 9 * a[r * W + c];
     const auto y = nonlocal::detail::normalised_interpolation(H, W, a.data(), b.data());
     for (double v : y) BOOST_TEST(std::abs(v - 9) < 1e-9);
+}
+
+BOOST_AUTO_TEST_CASE(normalised_interpolation_against_literal_boxes) {
+    // Sparse random observations on awkward sizes: each pixel's value is the box sums,
+    // added up literally, of the first box of radius 2, 4, 8, ... that holds one.
+    std::mt19937 gen(5);
+    for (std::size_t H : {1, 2, 7, 23})
+        for (std::size_t W : {1, 3, 17, 31})
+            for (double density : {0.02, 0.3}) {
+                std::bernoulli_distribution observed(density);
+                std::uniform_real_distribution<double> value(0.1, 2.0);
+                std::vector<double> alpha(H * W, 0.0), rhs(H * W, 0.0);
+                for (std::size_t i = 0; i < H * W; ++i)
+                    if (observed(gen)) alpha[i] = value(gen), rhs[i] = alpha[i] * value(gen);
+                if (std::count(alpha.begin(), alpha.end(), 0.0) == std::ptrdiff_t(H * W)) alpha[0] = 1, rhs[0] = 1;
+                const auto x = nonlocal::detail::normalised_interpolation(H, W, alpha.data(), rhs.data());
+                for (std::size_t r = 0; r < H; ++r)
+                    for (std::size_t c = 0; c < W; ++c)
+                        for (std::size_t R = 2;; R *= 2) {
+                            double sw = 0, swx = 0;
+                            std::size_t count = 0;
+                            for (std::size_t rr = r > R ? r - R : 0; rr < std::min(H, r + R + 1); ++rr)
+                                for (std::size_t cc = c > R ? c - R : 0; cc < std::min(W, c + R + 1); ++cc)
+                                    sw += alpha[rr * W + cc], swx += rhs[rr * W + cc], count += alpha[rr * W + cc] > 0;
+                            if (count == 0) continue;
+                            BOOST_TEST(std::abs(x[r * W + c] - swx / sw) < 1e-12 * (1 + std::abs(swx / sw)),
+                                       H << " x " << W << ", density " << density << ", pixel " << r << ", " << c);
+                            break;
+                        }
+            }
 }
 
 BOOST_AUTO_TEST_CASE(half_resolution_guide) {

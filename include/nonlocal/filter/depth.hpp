@@ -199,13 +199,17 @@ buffer<double> normalised_interpolation(std::size_t H, std::size_t W, const T* a
     const std::size_t stride = W + 1;
     buffer<double> sw((H + 1) * stride, 0.0), swx((H + 1) * stride, 0.0);
     buffer<std::uint32_t> count((H + 1) * stride, 0);
-    for (std::size_t r = 0; r < H; ++r)
+    // Each row's running sums plus the row above's integral: one dependent add per pixel
+    // and sum, where adding the left and upper integrals and subtracting the corner chains three.
+    for (std::size_t r = 0; r < H; ++r) {
+        double row_w = 0, row_wx = 0;
+        std::uint32_t row_count = 0;
         for (std::size_t c = 0; c < W; ++c) {
             const std::size_t i = (r + 1) * stride + c + 1, k = r * W + c;
-            sw[i] = alpha[k] + sw[i - 1] + sw[i - stride] - sw[i - stride - 1];
-            swx[i] = rhs[k] + swx[i - 1] + swx[i - stride] - swx[i - stride - 1];
-            count[i] = std::uint32_t(alpha[k] > 0) + count[i - 1] + count[i - stride] - count[i - stride - 1];
+            row_w += alpha[k], row_wx += rhs[k], row_count += std::uint32_t(alpha[k] > 0);
+            sw[i] = sw[i - stride] + row_w, swx[i] = swx[i - stride] + row_wx, count[i] = count[i - stride] + row_count;
         }
+    }
     const auto box = [&](const auto& s, std::size_t r0, std::size_t c0, std::size_t r1, std::size_t c1) {
         return s[r1 * stride + c1] - s[r0 * stride + c1] - s[r1 * stride + c0] + s[r0 * stride + c0];
     };
