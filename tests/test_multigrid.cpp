@@ -200,12 +200,13 @@ BOOST_AUTO_TEST_CASE(aggregation_transfers_are_galerkin) {
 
 BOOST_AUTO_TEST_CASE(v_cycle_is_symmetric) {
     // <M r, s> = <r, M s>: the cycle can precondition conjugate gradients, for either
-    // transfer, 1 to 4 sweeps, odd and even sizes.
+    // transfer, 1 to 4 sweeps on the finest level and 1 or 3 on the others, odd and even sizes.
     for (auto [H, W] : {std::pair<std::size_t, std::size_t>{37, 41}, {40, 33}})
         for (auto transfer : {coarsening::operator_dependent, coarsening::aggregation})
             for (std::size_t steps : {1, 2, 3, 4}) {
                 const ar_system<> A = random_system(H, W, 8, unsigned(H + W));
-                const multigrid M(A, {.smoothing_steps = steps, .transfer = transfer});
+                const multigrid M(A, {.smoothing_steps = steps, .coarse_smoothing_steps = steps % 2 ? 3u : 1u,
+                                      .transfer = transfer});
                 BOOST_TEST(M.levels() > 2u);
                 const auto r = test::random_tensor<double, 1>({A.size()}, 3, -1, 1), s = test::random_tensor<double, 1>({A.size()}, 4, -1, 1);
                 std::vector<double> Mr(A.size()), Ms(A.size());
@@ -263,6 +264,26 @@ BOOST_AUTO_TEST_CASE(full_multigrid_approximates_and_converges) {
     std::vector<double> short_x(5);
     test::check_invalid([&] { M.full(rhs, short_x); }, "multigrid::full", "x has 5 entries");
     test::check_invalid([&] { full_multigrid(A, rhs, short_x, M); }, "full_multigrid", "x has 5 entries");
+}
+
+BOOST_AUTO_TEST_CASE(coarser_levels_smooth_with_their_own_sweeps) {
+    // 1, 3 or 5 sweeps on the levels below the finest, for either transfer: the cycle still
+    // preconditions CG to the solution (the reference: CG to 1e-13 with the default hierarchy).
+    const ar_system<> A = random_system(63, 70, 8, 13);
+    const auto b = test::random_tensor<double, 1>({A.size()}, 14, 0, 1);
+    const std::vector<double> rhs(b.begin(), b.end());
+    std::vector<double> exact(A.size(), 0.0);
+    BOOST_TEST(pcg(A, rhs, exact, multigrid(A), {1e-13, 1000}).converged);
+    for (auto transfer : {coarsening::operator_dependent, coarsening::aggregation})
+        for (std::size_t steps : {1, 3, 5}) {
+            BOOST_TEST_CONTEXT("transfer " << int(transfer) << ", " << steps << " coarse sweeps") {
+                const multigrid M(A, {.coarse_smoothing_steps = steps, .transfer = transfer});
+                BOOST_TEST(M.levels() > 2u);
+                std::vector<double> x(A.size(), 0.0);
+                BOOST_TEST(pcg(A, rhs, x, M, {1e-10, 200}).converged);
+                for (std::size_t i = 0; i < x.size(); ++i) BOOST_TEST(std::abs(x[i] - exact[i]) <= 1e-7 * (1 + std::abs(exact[i])));
+            }
+        }
 }
 
 BOOST_AUTO_TEST_CASE(thin_grids_coarsen_along_their_length) {

@@ -36,8 +36,12 @@ enum class coarsening {
 
 /// Parameters of the multigrid hierarchy and its cycles.
 struct multigrid_options {
-    /// Jacobi sweeps before and after the coarse correction; each group runs in one pass over memory
+    /// Jacobi sweeps before and after the coarse correction on the finest level; each group
+    /// runs in one pass over memory
     std::size_t smoothing_steps = 4;
+    /// The same on the coarser levels, where fewer sweeps cost little in convergence for some
+    /// systems and save work (the depth tasks' normalised model takes 2, see `depth_options`).
+    std::size_t coarse_smoothing_steps = 4;
     /// chebyshev: the m sweeps are damped by 1 / theta_k, theta_k the roots of the degree-m
     /// Chebyshev polynomial on [lower, upper], so that together they damp the eigenvalues
     /// of S^-1 A in that interval as much as m sweeps can (a Chebyshev smoother). S holds half
@@ -61,15 +65,12 @@ struct multigrid_options {
 template <class T = double>
 class multigrid {
 public:
-    /// Throws `std::invalid_argument` unless smoothing_steps >= 1, 0 < lower < upper (finite),
-    /// 0 < damping <= 2, correction_scale is finite and positive and full_cycles >= 1.
+    /// Throws `std::invalid_argument` unless smoothing_steps >= 1, coarse_smoothing_steps >= 1,
+    /// 0 < lower < upper (finite), 0 < damping <= 2, correction_scale is finite and positive
+    /// and full_cycles >= 1.
     explicit multigrid(const ar_system<T>& A, multigrid_options options = {})
-        : options_(options), damping_(sweep_damping(options)) {
-        for (std::size_t k = 1; k < damping_.size(); ++k) pre_smoothing_.push_back({damping_[k]});
-        pre_smoothing_.push_back({0, true});
-        for (double omega : damping_) post_smoothing_.push_back({omega});
-        smoothing_and_residual_ = post_smoothing_;
-        smoothing_and_residual_.push_back({0, true});
+        : options_(options), finest_(sweep_damping(options)),
+          coarser_(sweep_damping(options, options.coarse_smoothing_steps)) {
         levels_.push_back(&A);
         while (levels_.back()->size() > 256) {
             const ar_system<T>& fine = *levels_.back();
@@ -95,21 +96,24 @@ public:
     const ar_system<T>& level(std::size_t l) const { return *levels_.at(l); }
     static constexpr const char* name = "multigrid";
 
-    /// The damping of each smoothing sweep, in the order they run (before and after).
-    static std::vector<double> sweep_damping(const multigrid_options& o) {
-        detail::require(o.smoothing_steps >= 1 && std::isfinite(o.lower) && std::isfinite(o.upper) && o.lower > 0 &&
-                            o.lower < o.upper && o.damping > 0 && o.damping <= 2 && std::isfinite(o.correction_scale) &&
-                            o.correction_scale > 0 && o.full_cycles >= 1,
+    /// The damping of each of `steps` smoothing sweeps, in the order they run (before and after).
+    static std::vector<double> sweep_damping(const multigrid_options& o, std::size_t steps) {
+        detail::require(o.smoothing_steps >= 1 && o.coarse_smoothing_steps >= 1 && std::isfinite(o.lower) &&
+                            std::isfinite(o.upper) && o.lower > 0 && o.lower < o.upper && o.damping > 0 &&
+                            o.damping <= 2 && std::isfinite(o.correction_scale) && o.correction_scale > 0 &&
+                            o.full_cycles >= 1 && steps >= 1,
                         "multigrid", [&] {
-                            return "needs smoothing_steps >= 1 (without smoothing a V-cycle is a projection, not a "
-                                   "preconditioner), 0 < lower < upper (finite), 0 < damping <= 2, correction_scale > 0 "
-                                   "and full_cycles >= 1, got smoothing_steps = " + std::to_string(o.smoothing_steps) +
+                            return "needs smoothing_steps >= 1 and coarse_smoothing_steps >= 1 (without smoothing a "
+                                   "V-cycle is a projection, not a preconditioner), 0 < lower < upper (finite), "
+                                   "0 < damping <= 2, correction_scale > 0 and full_cycles >= 1, got smoothing_steps = " +
+                                   std::to_string(o.smoothing_steps) +
+                                   ", coarse_smoothing_steps = " + std::to_string(o.coarse_smoothing_steps) +
                                    ", lower = " + std::to_string(o.lower) + ", upper = " + std::to_string(o.upper) +
                                    ", damping = " + std::to_string(o.damping) +
                                    ", correction_scale = " + std::to_string(o.correction_scale) +
                                    ", full_cycles = " + std::to_string(o.full_cycles);
                         });
-        const std::size_t m = o.smoothing_steps;
+        const std::size_t m = steps;
         std::vector<double> omega(m, o.damping);
         if (o.kind == smoother::chebyshev) {
             const double centre = (o.upper + o.lower) / 2, half_width = (o.upper - o.lower) / 2;
@@ -118,6 +122,8 @@ public:
         }
         return omega;
     }
+    /// The damping of the finest level's sweeps.
+    static std::vector<double> sweep_damping(const multigrid_options& o) { return sweep_damping(o, o.smoothing_steps); }
 
     /// S^-1 of a level, S the smoothing diagonal: s_i = (a_ii + sum_j |a_ij|) / 2 (0 where s_i is 0).
     static buffer<T> inverse_smoothing_diagonal(const ar_system<T>& A) {
@@ -234,23 +240,36 @@ private:
         if (level + 1 == levels_.size()) return solve_coarsest(b, x);
         T* work = work_[level].data();
         const T* s = inverse_smoothing_[level].data();
-        const std::size_t m = options_.smoothing_steps;
+        const smoothing& smooth = level == 0 ? finest_ : coarser_;
+        const std::size_t m = smooth.damping.size();
         if (from_zero) {
-            sweep_from_zero(A.size(), s, b, work, damping_[0]);
-            A.sweeps(b, work, x, pre_smoothing_, s);
+            sweep_from_zero(A.size(), s, b, work, smooth.damping[0]);
+            A.sweeps(b, work, x, smooth.pre, s);
         } else {
-            A.sweeps(b, x, work, smoothing_and_residual_, s);
+            A.sweeps(b, x, work, smooth.and_residual, s);
         }
         T* smoothed = m % 2 ? work : x;
         coarse_correction(level, m % 2 ? x : work, smoothed);
-        A.sweeps(b, smoothed, m % 2 ? x : work, post_smoothing_, s);   // all of post-smoothing in one pass
+        A.sweeps(b, smoothed, m % 2 ? x : work, smooth.post, s);   // all of post-smoothing in one pass
     }
 
+    /// A level's smoothing: the damping of each of its m sweeps, and the stages of its passes
+    /// over memory: sweeps 1..m-1 and the residual before the coarse correction, sweeps 0..m-1
+    /// after; from a given x, sweeps 0..m-1 and the residual before.
+    struct smoothing {
+        std::vector<double> damping;
+        std::vector<typename ar_system<T>::sweep_stage> pre, post, and_residual;
+        explicit smoothing(std::vector<double> omega) : damping(std::move(omega)) {
+            for (std::size_t k = 1; k < damping.size(); ++k) pre.push_back({damping[k]});
+            pre.push_back({0, true});
+            for (double w : damping) post.push_back({w});
+            and_residual = post;
+            and_residual.push_back({0, true});
+        }
+    };
+
     multigrid_options options_;
-    std::vector<double> damping_;   // of each sweep
-    // The stages of one pass over memory: sweeps 1..m-1 and the residual before the coarse
-    // correction, sweeps 0..m-1 after; from a given x, sweeps 0..m-1 and the residual before.
-    std::vector<typename ar_system<T>::sweep_stage> pre_smoothing_, post_smoothing_, smoothing_and_residual_;
+    smoothing finest_, coarser_;   // of level 0, of the levels below it
     std::vector<const ar_system<T>*> levels_;
     std::vector<std::unique_ptr<ar_system<T>>> owned_;
     std::vector<std::variant<detail::operator_dependent_interpolation<T>, detail::aggregation<T>>> transfers_;
