@@ -2,6 +2,7 @@
 // assembled, its edge weights, its Jacobi step as a weighted aggregate, and every
 // solver against a dense solve in double.
 #include <cstdint>
+#include <limits>
 #include <numbers>
 #include <span>
 
@@ -440,7 +441,8 @@ BOOST_AUTO_TEST_CASE(apply_and_dot_is_apply_and_its_inner_product) {
 BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
     // The fused passes follow each other in chunks of at least 4096 pixels, in bands on
     // several threads: images smaller and larger than a chunk, every stencil, both
-    // precisions, one to three threads, two and four passes, bit for bit.
+    // precisions, one to three threads, two, three and four passes, the first from zero or
+    // not, bit for bit.
     const auto check = [](auto tag, std::size_t H, std::size_t W, int connectivity, std::size_t radius) {
         using T = decltype(tag);
         const problem p(H, W, unsigned(H * W + radius));
@@ -459,6 +461,11 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
         A.relax(r.data(), first.data(), second.data(), 1.9);
         A.relax(r.data(), second.data(), third.data(), 0.9);
         A.residual(r.data(), third.data(), third_residual.data());
+        // From zero: a sweep from a z of zeros, another and the residual.
+        std::vector<T> from_zero(H * W), then(H * W), then_residual(H * W);
+        A.relax(r.data(), std::vector<T>(H * W, T(0)).data(), from_zero.data(), 0.7);
+        A.relax(r.data(), from_zero.data(), then.data(), 1.3);
+        A.residual(r.data(), then.data(), then_residual.data());
         for (int threads : {1, 2, 3}) {   // bands with seams when the image is long enough
             ar_system<T> B = A;
             B.threads = threads;
@@ -472,6 +479,10 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
             const stage four[] = {{0.6}, {1.9}, {0.9}, {0, true}};
             std::vector<T> z4(z0.begin(), z0.end()), work4(H * W);
             B.sweeps(r.data(), z4.data(), work4.data(), four);
+            // A first sweep from zero reads neither z (NaN here) nor the weights.
+            const stage zero_first[] = {{0.7, false, true}, {1.3}, {0, true}};
+            std::vector<T> z3(H * W, std::numeric_limits<T>::quiet_NaN()), work3(H * W);
+            B.sweeps(r.data(), z3.data(), work3.data(), zero_first);
             BOOST_TEST_CONTEXT(H << " x " << W << ", connectivity " << connectivity << ", radius " << radius
                                  << ", threads " << threads) {
                 BOOST_TEST(z2 == twice);
@@ -479,6 +490,8 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
                 BOOST_TEST(swept == residual);
                 BOOST_TEST(work4 == third);
                 BOOST_TEST(z4 == third_residual);
+                BOOST_TEST(z3 == then);
+                BOOST_TEST(work3 == then_residual);
             }
         }
     };

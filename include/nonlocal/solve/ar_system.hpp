@@ -264,17 +264,20 @@ public:
         });
     }
 
-    /// A stage of `sweeps`: a damped Jacobi sweep with damping `omega`, or the residual.
+    /// A stage of `sweeps`: a damped Jacobi sweep with damping `omega`, or the residual; a
+    /// sweep `from_zero` takes z = 0 instead of its input, so it reads neither z nor the
+    /// weights and costs no stencil (the first sweep of a V-cycle).
     struct sweep_stage {
         double omega = 0;
         bool residual = false;
+        bool from_zero = false;
     };
 
     /// Stencil passes on A z = r, one per stage, in one pass over memory (see `pipelined`):
     /// stage k reads what stage k - 1 wrote (the first reads z) and writes `work` for even
     /// k, z for odd k; a sweep writes z + omega D^-1 (r - A z), or z + omega t (r - A z) with t
     /// = `inverse_smoothing` when given, the residual r - A z. Equal, bit for bit, to the
-    /// separate passes.
+    /// separate passes (a sweep from zero: to `relax` from a z of zeros).
     void sweeps(const T* r, T* z, T* work, std::span<const sweep_stage> stages,
                 const T* inverse_smoothing = nullptr) const {
         pipelined(z, work, stages.size(), [&](std::size_t k) {
@@ -282,22 +285,23 @@ public:
             const sweep_stage stage = stages[k];
             const auto relax_finish = relaxation(r, out, stage.omega, inverse_smoothing);
             const auto residual_finish = residual_of(r, out);
-            return [=](std::size_t i, auto own, auto neighbours) {
-                if (stage.residual) residual_finish(i, own, neighbours);
-                else relax_finish(i, own, neighbours);
+            return [=, this](const T* input, std::size_t begin, std::size_t end) {
+                if (stage.from_zero && !stage.residual) return zero_range(begin, end, relax_finish);
+                if (stage.residual) stencil_range(input, begin, end, residual_finish);
+                else stencil_range(input, begin, end, relax_finish);
             };
         });
     }
 
-    /// `count` stencil passes in one pass over memory: pass k runs over x for even k and y
-    /// for odd k, with the `finish` that `finish_of(k)` returns, which writes what pass k + 1
-    /// reads. Each pass follows the one before far enough behind (`lag` pixels) to read only
+    /// `count` passes over the pixels in one pass over memory: pass k runs over x for even k
+    /// and y for odd k, as `pass_of(k)(input, begin, end)` does for the pixels of [begin, end),
+    /// writing what pass k + 1 reads. Each pass follows the one before far enough behind (`lag` pixels) to read only
     /// finished pixels and close enough that they are still in cache; a pass may overwrite
     /// the buffer the pass before it reads where that one no longer reads. On `threads`
     /// threads each takes a band of the image; pass k leaves k lag pixels at each seam
     /// between bands, done pass by pass once every band is.
-    template <class FinishOf>
-    void pipelined(const T* x, const T* y, std::size_t count, FinishOf&& finish_of) const {
+    template <class PassOf>
+    void pipelined(const T* x, const T* y, std::size_t count, PassOf&& pass_of) const {
         if (count == 0) return;
         const std::size_t n = size(), lag = reach_in_pixels() + 2 * lanes + 1;
         std::size_t chunks = std::size_t(std::max(threads, 1));
@@ -309,7 +313,7 @@ public:
         };
         const T* input[2] = {x, y};
         const auto run = [&](std::size_t k, std::size_t begin, std::size_t end) {
-            if (begin < end) stencil_range(input[k % 2], begin, end, finish_of(k));
+            if (begin < end) pass_of(k)(input[k % 2], begin, end);
         };
         detail::parallel_for(chunks, threads, [&](std::size_t t) {
             const std::size_t step = std::max<std::size_t>(4096, lag);
@@ -326,6 +330,16 @@ public:
         });
         for (std::size_t k = 1; k < count; ++k)
             detail::parallel_for(chunks - 1, threads, [&](std::size_t t) { run(k, inner(k, t).second, inner(k, t + 1).first); });
+    }
+
+    /// Calls `finish(i, 0, 0)` for the pixels of [begin, end), as a stencil pass over z = 0
+    /// would, without reading z or the weights: batches, then the last pixels as scalars.
+    template <class Finish>
+    static void zero_range(std::size_t begin, std::size_t end, const Finish& finish) {
+        using batch = xsimd::batch<T>;
+        std::size_t i = begin;
+        for (; i + lanes <= end; i += lanes) finish(i, batch(T(0)), batch(T(0)));
+        for (; i < end; ++i) finish(i, T(0), T(0));
     }
 
     /// Calls the stencil pass's `finish` for the pixels of [begin, end): the batches

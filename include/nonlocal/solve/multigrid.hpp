@@ -206,16 +206,6 @@ private:
         std::copy(y.begin(), y.end(), z);
     }
 
-    /// z = omega S^-1 r (t = S^-1): the first sweep from z = 0, without a product, in batches.
-    static void sweep_from_zero(std::size_t n, const T* t, const T* r, T* z, double damping) {
-        using batch = xsimd::batch<T>;
-        const batch omega = batch(T(damping));
-        std::size_t i = 0;
-        for (; i + batch::size <= n; i += batch::size)
-            (omega * batch::load_unaligned(&r[i]) * batch::load_unaligned(&t[i])).store_unaligned(&z[i]);
-        for (; i < n; ++i) z[i] = T(damping) * r[i] * t[i];
-    }
-
     /// The coarse correction of `level`: the residual restricted, one V-cycle on the next
     /// level from 0, and its interpolation added to `correction`.
     void coarse_correction(std::size_t level, const T* residual, T* correction) const {
@@ -231,40 +221,33 @@ private:
 
     /// One V-cycle on A x = b at `level`, from x = 0 (`from_zero`) or from the given x, in the
     /// buffers x and work_[level]. Pre-smoothing and the residual run in one pass over memory,
-    /// each stage writing the buffer the stage before read (`sweeps`); from 0 its first sweep
-    /// needs no product and runs on its own, into work. Either way the residual lands in work
-    /// for even m, in x for odd m, the smoothed x in the other buffer, and post-smoothing's m
-    /// stages from it end in x.
+    /// each stage writing the buffer the stage before read (`sweeps`); from 0 the first sweep
+    /// reads neither x nor the weights. Either way the residual lands in work for even m, in x
+    /// for odd m, the smoothed x in the other buffer, and post-smoothing's m stages from it end in x.
     void cycle(std::size_t level, const T* b, T* x, bool from_zero) const {
         const ar_system<T>& A = *levels_[level];
         if (level + 1 == levels_.size()) return solve_coarsest(b, x);
         T* work = work_[level].data();
         const T* s = inverse_smoothing_[level].data();
         const smoothing& smooth = level == 0 ? finest_ : coarser_;
-        const std::size_t m = smooth.damping.size();
-        if (from_zero) {
-            sweep_from_zero(A.size(), s, b, work, smooth.damping[0]);
-            A.sweeps(b, work, x, smooth.pre, s);
-        } else {
-            A.sweeps(b, x, work, smooth.and_residual, s);
-        }
+        const std::size_t m = smooth.post.size();
+        A.sweeps(b, x, work, from_zero ? smooth.from_zero : smooth.from_x, s);
         T* smoothed = m % 2 ? work : x;
         coarse_correction(level, m % 2 ? x : work, smoothed);
         A.sweeps(b, smoothed, m % 2 ? x : work, smooth.post, s);   // all of post-smoothing in one pass
     }
 
-    /// A level's smoothing: the damping of each of its m sweeps, and the stages of its passes
-    /// over memory: sweeps 1..m-1 and the residual before the coarse correction, sweeps 0..m-1
-    /// after; from a given x, sweeps 0..m-1 and the residual before.
+    /// A level's smoothing of m sweeps (their damping `omega`), as the stages of its passes over
+    /// memory: before the coarse correction the m sweeps and the residual, the first sweep from
+    /// zero or from the given x; after it, the m sweeps.
     struct smoothing {
-        std::vector<double> damping;
-        std::vector<typename ar_system<T>::sweep_stage> pre, post, and_residual;
-        explicit smoothing(std::vector<double> omega) : damping(std::move(omega)) {
-            for (std::size_t k = 1; k < damping.size(); ++k) pre.push_back({damping[k]});
-            pre.push_back({0, true});
-            for (double w : damping) post.push_back({w});
-            and_residual = post;
-            and_residual.push_back({0, true});
+        std::vector<typename ar_system<T>::sweep_stage> from_zero, from_x, post;
+        explicit smoothing(const std::vector<double>& omega) {
+            for (double w : omega) post.push_back({w});
+            from_x = post;
+            from_x.push_back({0, true});
+            from_zero = from_x;
+            from_zero.front().from_zero = true;
         }
     };
 
