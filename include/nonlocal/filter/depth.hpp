@@ -106,7 +106,7 @@ struct depth_options {
     /// Of the multigrid solvers. Two sweeps on the coarser levels instead of four: on Aloe the
     /// normalised model takes the same MG-PCG iterations either way (x4 / x8 / x16 / holes:
     /// 10 / 15 / 18 / 5) for less work per cycle; the AR model takes 6 / 5 / 12 / 4 instead of
-    /// 4 / 4 / 8 / 4, about as fast at x4, x8 and in hole filling, about 20 % slower at x16.
+    /// 4 / 4 / 8 / 4, about as fast at x4, x8 and in hole filling, about 25 % slower at x16.
     multigrid_options multigrid{.coarse_smoothing_steps = 2};
 
     /// The radius of the edge-sharpening median for observations covering
