@@ -286,6 +286,7 @@ BOOST_AUTO_TEST_CASE(multigrid_smoothers) {
     test::check_invalid([&] { multigrid(p.system(8), {.smoothing_steps = 0}); }, "multigrid", "smoothing_steps = 0");
     test::check_invalid([&] { multigrid(p.system(8), {.coarse_smoothing_steps = 0}); }, "multigrid",
                         "coarse_smoothing_steps = 0");
+    test::check_invalid([&] { multigrid<>::sweep_damping({}, 0); }, "multigrid", "got steps = 0");
     test::check_invalid([&] { multigrid(p.system(8), {.damping = 2.5}); }, "multigrid", "damping = 2.5");
     test::check_invalid([&] { multigrid(p.system(8), {.correction_scale = std::nan("")}); }, "multigrid",
                         "correction_scale = nan");

@@ -105,8 +105,8 @@ public:
                         "multigrid", [&] {
                             return "needs smoothing_steps >= 1 and coarse_smoothing_steps >= 1 (without smoothing a "
                                    "V-cycle is a projection, not a preconditioner), 0 < lower < upper (finite), "
-                                   "0 < damping <= 2, correction_scale > 0 and full_cycles >= 1, got smoothing_steps = " +
-                                   std::to_string(o.smoothing_steps) +
+                                   "0 < damping <= 2, correction_scale > 0, full_cycles >= 1 and steps >= 1, got steps = " +
+                                   std::to_string(steps) + ", smoothing_steps = " + std::to_string(o.smoothing_steps) +
                                    ", coarse_smoothing_steps = " + std::to_string(o.coarse_smoothing_steps) +
                                    ", lower = " + std::to_string(o.lower) + ", upper = " + std::to_string(o.upper) +
                                    ", damping = " + std::to_string(o.damping) +
