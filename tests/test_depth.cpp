@@ -3,7 +3,9 @@
 // the depth passes as their compositions), their behaviour on constant depth and
 // colour edges, concurrency, and bad input.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <span>
 
@@ -342,6 +344,7 @@ BOOST_AUTO_TEST_CASE(depth_passes_add_the_last_result_to_the_guide) {
 
 BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> guide = xt::zeros<float>({4, 5}), none = xt::zeros<float>({4, 5});
+    const auto low_ones = [] { return xt::xtensor<float, 2>(xt::ones<float>({2, 3})); };
     test::check_invalid([&] { fill_depth(none, guide); }, "fill_depth", "nothing is observed");
     test::check_invalid([&] { fill_depth(none, guide, {.model = depth_model::ar}); }, "fill_depth", "nothing is observed");
     test::check_invalid([&] { upsample_depth(none, guide, 1); }, "upsample_depth", "nothing is observed");
@@ -355,6 +358,15 @@ BOOST_AUTO_TEST_CASE(bad_input) {
                         "median_scale = nan");
     test::check_invalid([&] { fill_depth(some, guide, {.chroma_weight = -1}); }, "fill_depth", "chroma_weight = -1");
     test::check_invalid([&] { fill_depth(some, guide, {.median_flatness = -0.5}); }, "fill_depth", "median_flatness = -0.5");
+    test::check_invalid([&] { fill_depth(some, guide, {.min_weight = -1e-3}); }, "fill_depth", "min_weight = -0.001");
+    // A guide value that is not finite would spread through the weights: rejected by name and position.
+    xt::xtensor<float, 3> rgb = xt::ones<float>({4, 5, 3});
+    rgb(1, 4, 2) = std::nanf("");
+    test::check_invalid([&] { fill_depth(some, rgb); }, "fill_depth", "guide holds a value that is not finite: nan",
+                        "pixel (1, 4), channel 2");
+    rgb(1, 4, 2) = std::numeric_limits<float>::infinity();
+    test::check_invalid([&] { upsample_depth(low_ones(), rgb, 2); }, "upsample_depth", "guide holds", "inf at pixel (1, 4), channel 2");
+    test::check_invalid([&] { denoise_depth(some, rgb); }, "denoise_depth", "guide holds");
     const xt::xtensor<float, 2> other = xt::ones<float>({4, 6});
     test::check_invalid([&] { fill_depth(other, guide); }, "fill_depth", "depth [4, 6]", "guide 4 x 5");
     const xt::xtensor<float, 2> low = xt::ones<float>({2, 2});

@@ -1,6 +1,9 @@
 // filter/image.hpp: images as pixel rows and as planes, from containers, views and
-// integer types, and their errors.
+// integer types, and their errors (empty images, values that are not finite).
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <string>
 
 #include <nonlocal/nonlocal.hpp>
 #include <xtensor/xview.hpp>
@@ -37,6 +40,31 @@ BOOST_AUTO_TEST_CASE(planes_hold_each_channel_in_row_order) {
     BOOST_TEST(detail::to_planes<float>(rgb, "test", "image").channel(2)[3 * 7 + 4] == rgb(3, 4, 2));
     test::check_invalid([] { detail::to_planes<float>(xt::xtensor<float, 3>(xt::zeros<float>({0, 4, 3})), "where", "guide"); },
                         "where", "guide is empty", "[0, 4, 3]");
+}
+
+BOOST_AUTO_TEST_CASE(values_that_are_not_finite_are_rejected_with_their_position) {
+    // NaN and both infinities, in float and double images, as planes and as pixel rows; a
+    // double too large for float is not finite once converted to float planes.
+    for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+        xt::xtensor<double, 3> rgb = xt::ones<double>({4, 5, 3});
+        rgb(2, 3, 1) = bad;
+        const xt::xtensor<float, 3> single = xt::cast<float>(rgb);
+        const std::string value = std::to_string(bad);
+        test::check_invalid([&] { detail::to_planes<float>(rgb, "where", "guide"); }, "where", "guide holds a value that is not finite", value, "pixel (2, 3), channel 1");
+        test::check_invalid([&] { detail::to_planes<double>(single, "where", "guide"); }, "pixel (2, 3), channel 1");
+        test::check_invalid([&] { detail::to_pixel_rows<double>(rgb, "where", "image"); }, "where", "image holds a value that is not finite", "pixel (2, 3), channel 1");
+        xt::xtensor<float, 2> grey = xt::ones<float>({3, 7});
+        grey(1, 6) = float(bad);
+        test::check_invalid([&] { detail::to_pixel_rows<float>(grey, "where", "image"); }, "pixel (1, 6), channel 0");
+        test::check_invalid([&] { detail::to_planes<float>(grey, "where", "image"); }, "pixel (1, 6), channel 0");
+    }
+    xt::xtensor<double, 2> large = xt::ones<double>({2, 2});
+    large(1, 0) = 1e300;
+    BOOST_TEST(detail::to_planes<double>(large, "where", "guide").values[2] == 1e300);
+    test::check_invalid([&] { detail::to_planes<float>(large, "where", "guide"); }, "inf at pixel (1, 0), channel 0");
+    // Integer images are finite whatever their values.
+    const xt::xtensor<std::uint16_t, 2> deep = xt::ones<std::uint16_t>({2, 3}) * std::uint16_t(65535);
+    BOOST_TEST(detail::to_planes<float>(deep, "where", "guide").values[5] == 65535.f);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

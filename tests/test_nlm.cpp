@@ -4,6 +4,7 @@
 // denoising behaviour; bad input.
 #include <nonlocal/nonlocal.hpp>
 
+#include <cmath>
 #include <random>
 
 #include "support.hpp"
@@ -155,6 +156,12 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> guide = xt::zeros<float>({8, 8});
     test::check_invalid([&] { joint_bilateral(img, guide); }, "values are 8 x 9 but the guide is 8 x 8");
     test::check_invalid([&] { joint_bilateral(img, img, bilateral_options{1, 0.0, 1.0}); }, "finite and positive");
+    xt::xtensor<float, 2> nan_img = img;
+    nan_img(7, 8) = std::nanf("");
+    o.search_radius = 3;
+    test::check_invalid([&] { nlm_denoise(nan_img, o); }, "nlm_denoise", "image holds a value that is not finite", "pixel (7, 8)");
+    test::check_invalid([&] { joint_bilateral(nan_img, img); }, "joint_bilateral", "values holds", "pixel (7, 8)");
+    test::check_invalid([&] { joint_bilateral(img, nan_img); }, "joint_bilateral", "guide holds", "pixel (7, 8)");
     test::check_invalid([] { patch_distance(4, 4, 1, 0.0); }, "patch_distance", "h = 0");
     const xt::xtensor<float, 2> px = xt::zeros<float>({16, 1});
     test::check_invalid([&] { weighted_aggregate(px, px, px, patch_distance(4, 4, 1, 1.0), window2d{2, 8, 3}, sum{}); },

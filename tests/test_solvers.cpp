@@ -502,9 +502,26 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
         }
 }
 
+/// A similarity summed over channels whose logit is NaN where the channels differ (the square
+/// root of -|difference|) and 0 where they are equal.
+struct nan_where_channels_differ {
+    using kernel = exp_kernel;
+    static constexpr bool is_symmetric = true;
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k) const {
+        T sum = 0;
+        for (std::size_t c = 0; c < q.size(); ++c) sum += channel_logit(q[c] - k[c]);
+        return sum;
+    }
+    template <class V>
+    V channel_logit(V difference) const { return xsimd::sqrt(-xsimd::abs(difference)); }
+};
+static_assert(nonlocal::detail::channel_sum_similarity<nan_where_channels_differ>);
+
 BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> guide = xt::zeros<float>({4, 5}), none = xt::zeros<float>({4, 5});
     const xt::xtensor<float, 2> some = xt::ones<float>({4, 5});
+    const auto some3 = [](std::size_t width) { return xt::xtensor<float, 2>(xt::ones<float>({std::size_t(3), width})); };
     const xt::xtensor<double, 2> bad_alpha = -xt::ones<double>({4, 5});
     test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 4}, colour_weights(4, 5, 1, 10.0), none, bad_alpha); },
                         "alpha must be finite and >= 0");
@@ -530,6 +547,39 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { direct(negative, ones); }, "ar_system", "alpha = -1", "at pixel 7");
     test::check_invalid([&] { direct(ones, not_finite); }, "ar_system", "b = nan", "at pixel 3");
     test::check_invalid([&] { direct(std::vector<double>(20, 0.0), ones); }, "ar_system", "nothing is observed");
+    // A guide that is not finite, a floor that is negative or NaN, and a similarity whose
+    // kernel gives NaN on some edges (here where the guide's values differ), on both the
+    // per-pixel and the per-channel paths of the weights.
+    xt::xtensor<float, 2> nan_guide = guide;
+    nan_guide(3, 1) = std::nanf("");
+    test::check_invalid([&] { ar_system(nan_guide, grid_stencil{4, 5, 4}, laplacian_distance(3.0), some, some); },
+                        "ar_system", "guide holds a value that is not finite", "pixel (3, 1), channel 0");
+    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 4}, laplacian_distance(3.0), some, some, -1e-3); },
+                        "ar_system", "min_weight must be finite and >= 0", "-0.001");
+    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 4}, laplacian_distance(3.0), some, some, std::nan("")); },
+                        "ar_system", "min_weight must be finite and >= 0, got nan");
+    xt::xtensor<float, 2> step = guide;
+    for (std::size_t r = 0; r < 4; ++r) step(r, 3) = step(r, 4) = 1.f;   // columns 3 and 4 differ from column 2
+    const auto nan_where_different = make_similarity([](auto q, auto k) {
+        return q[0] == k[0] ? 0.0 : std::nan("");
+    });
+    test::check_invalid([&] { ar_system(step, grid_stencil{4, 5, 8}, nan_where_different, some, some, 1e-3); },
+                        "ar_system", "the edge from pixel (0, 2) to its neighbour at offset (0, 1) has the weight nan",
+                        "edge weights must be finite and >= 0");
+    const auto huge = make_similarity([](auto, auto) { return 1e38; });   // weights 2e38: finite in float, their sums not
+    test::check_invalid([&] { ar_system<float>(guide, grid_stencil{4, 5, 8}, huge, some, some); }, "ar_system",
+                        "the edge weights of pixel (0, 0) and its alpha add up to inf, which is not finite");
+    for (const std::size_t width : {5, 21}) {   // the per-channel path: in SIMD batches and as scalars
+        xt::xtensor<float, 2> bump = xt::zeros<float>({std::size_t(3), width});
+        bump(1, width - 2) = 1.f;
+        const auto at = "the edge from pixel (1, " + std::to_string(width - 3) + ") to its neighbour at offset (0, 1)";
+        test::check_invalid([&] { ar_system(bump, grid_stencil{3, width, 8}, nan_where_channels_differ{}, some3(width), some3(width)); },
+                            "ar_system", at, "edge weights must be finite and >= 0");
+        const buffer<float> a(3 * width, 1.f), b(3 * width, 0.f);
+        const auto planes = nonlocal::detail::to_planes<float>(bump, "test", "guide");
+        test::check_invalid([&] { ar_system<float>(planes, grid_stencil{3, width, 8}, nan_where_channels_differ{}, a, b, 1e-3); },
+                            "ar_system", at, "has the weight", "nan; edge weights");
+    }
 }
 
 BOOST_AUTO_TEST_CASE(data_term_given_directly_or_as_observations) {

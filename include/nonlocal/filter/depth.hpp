@@ -362,14 +362,16 @@ inline void check_options(const depth_options& o, std::string_view where) {
     require(std::isfinite(o.epsilon_scale) && o.epsilon_scale > 0 && std::isfinite(o.lambda) && o.lambda > 0 &&
                 std::isfinite(o.median_scale) && o.median_scale >= 0 && std::isfinite(o.sigma_d) && o.sigma_d >= 0 &&
                 std::isfinite(o.chroma_weight) && o.chroma_weight >= 0 && std::isfinite(o.median_flatness) &&
-                o.median_flatness >= 0 && o.threads >= 1,
+                o.median_flatness >= 0 && std::isfinite(o.min_weight) && o.min_weight >= 0 && o.threads >= 1,
             where, [&] {
                 return "needs finite epsilon_scale > 0, finite lambda > 0, finite median_scale >= 0, finite sigma_d >= 0, "
-                       "finite chroma_weight >= 0, finite median_flatness >= 0 and threads >= 1, got epsilon_scale = " +
+                       "finite chroma_weight >= 0, finite median_flatness >= 0, finite min_weight >= 0 and threads >= 1, "
+                       "got epsilon_scale = " +
                        std::to_string(o.epsilon_scale) + ", lambda = " + std::to_string(o.lambda) +
                        ", median_scale = " + std::to_string(o.median_scale) + ", sigma_d = " + std::to_string(o.sigma_d) +
                        ", chroma_weight = " + std::to_string(o.chroma_weight) +
-                       ", median_flatness = " + std::to_string(o.median_flatness) + ", threads = " + std::to_string(o.threads);
+                       ", median_flatness = " + std::to_string(o.median_flatness) +
+                       ", min_weight = " + std::to_string(o.min_weight) + ", threads = " + std::to_string(o.threads);
             });
 }
 

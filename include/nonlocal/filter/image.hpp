@@ -10,6 +10,7 @@
 #include <concepts>
 #include <cstddef>
 #include <limits>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -25,6 +26,34 @@ namespace nonlocal::detail {
 template <class Pixel>
 using compute_type = std::conditional_t<std::is_same_v<Pixel, double>, double, float>;
 
+/// Where a value of an image lies: pixel (row, column), channel.
+struct image_position {
+    std::size_t row = 0, column = 0, channel = 0;
+};
+
+/// 1 when v is NaN or infinite, else 0: an int, so that loops or-ing it over many values vectorise.
+template <class T>
+int not_finite(T v) noexcept {
+    return !(std::abs(v) <= std::numeric_limits<T>::max());
+}
+
+/// Throws `std::invalid_argument` (from `where`, naming the image `name`) at the first of
+/// its `values` (converted to floating point) that is not finite, if any; `position(t)`
+/// says where value t lies. Images are checked as they are converted: an image sets the
+/// weights or means of every pixel near each of its pixels, so one NaN or infinity would
+/// spread through the result.
+template <class T, class Position>
+void require_finite(std::span<const T> values, Position&& position, std::string_view where, std::string_view name) {
+    const auto t = std::size_t(std::find_if(values.begin(), values.end(), [](T v) { return not_finite(v) != 0; }) -
+                               values.begin());
+    if (t == values.size()) return;
+    const image_position at = position(t);
+    require(false, where, [&] {
+        return std::string(name) + " holds a value that is not finite: " + std::to_string(values[t]) + " at pixel (" +
+               std::to_string(at.row) + ", " + std::to_string(at.column) + "), channel " + std::to_string(at.channel);
+    });
+}
+
 /// An image [H, W] or [H, W, C] with its pixels as rows [H * W, C].
 template <class T>
 struct pixel_rows {
@@ -32,6 +61,8 @@ struct pixel_rows {
     xt::xtensor<T, 2> pixels;
 };
 
+/// The pixel rows of an image; `std::invalid_argument` (from `where`, naming it `name`) when
+/// it is empty or a value is not finite in T (`require_finite`).
 template <class T, class E>
 pixel_rows<T> to_pixel_rows(const xt::xexpression<E>& image, std::string_view where, std::string_view name) {
     constexpr std::size_t R = static_rank<E>;
@@ -45,7 +76,11 @@ pixel_rows<T> to_pixel_rows(const xt::xexpression<E>& image, std::string_view wh
     });
     p.pixels = xt::empty<T>({p.height * p.width, p.channels});
     std::size_t t = 0;
-    for (const auto& x : e) p.pixels.data()[t++] = static_cast<T>(x);   // row-major traversal
+    int bad = 0;
+    for (const auto& x : e) bad |= not_finite(p.pixels.data()[t++] = static_cast<T>(x));   // row-major traversal
+    if (bad) require_finite(std::span<const T>(p.pixels.data(), p.pixels.size()), [&p](std::size_t t) {
+        return image_position{t / p.channels / p.width, t / p.channels % p.width, t % p.channels};
+    }, where, name);
     return p;
 }
 
@@ -62,7 +97,8 @@ struct image_planes {
 };
 
 /// The planes of an image [H, W] or [H, W, C] of any arithmetic type; `std::invalid_argument`
-/// (from `where`, naming the argument `name`) when it is empty.
+/// (from `where`, naming the argument `name`) when it is empty or a value is not finite
+/// in T (`require_finite`).
 template <class T, class E>
 image_planes<T> to_planes(const xt::xexpression<E>& image, std::string_view where, std::string_view name) {
     constexpr std::size_t R = static_rank<E>;
@@ -74,11 +110,15 @@ image_planes<T> to_planes(const xt::xexpression<E>& image, std::string_view wher
         return std::string(name) + " is empty: " + shape_string(e.shape());
     });
     p.values.resize(p.pixels() * p.channels);
+    int bad = 0;
     for (std::size_t k = 0; k < p.channels; ++k) {
         T* out = p.channel(k);
         const auto* in = e.data() + k;
-        for (std::size_t i = 0; i < p.pixels(); ++i) out[i] = static_cast<T>(in[i * p.channels]);
+        for (std::size_t i = 0; i < p.pixels(); ++i) bad |= not_finite(out[i] = static_cast<T>(in[i * p.channels]));
     }
+    if (bad) require_finite(std::span<const T>(p.values.data(), p.values.size()), [&p](std::size_t t) {
+        return image_position{t % p.pixels() / p.width, t % p.pixels() % p.width, t / p.pixels()};
+    }, where, name);
     return p;
 }
 

@@ -122,11 +122,12 @@ public:
     ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
-        check_data_term(stencil);
+        check_data_term(stencil, min_weight);
         offsets = stencil.forward_offsets();
         if constexpr (detail::channel_sum_similarity<S>) weights_by_channel(detail::to_planes<double>(g), sim, min_weight);
         else weights_by_pixel(g, sim, min_weight);
         update_diagonal();
+        check_weights();
     }
 
     /// The system of a guide given as planes (one per channel) with a similarity that is a
@@ -139,10 +140,11 @@ public:
     ar_system(const detail::image_planes<P>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
-        check_data_term(stencil);
+        check_data_term(stencil, min_weight);
         offsets = stencil.forward_offsets();
         weights_by_channel(g, sim, min_weight);
         update_diagonal();
+        check_weights();
     }
 
     std::size_t size() const noexcept { return height * width; }
@@ -474,10 +476,12 @@ public:
     }
 
 private:
-    /// Throws unless the stencil fits, alpha and b have an entry per pixel, alpha is finite
-    /// and >= 0, b is finite, and something is observed.
-    void check_data_term(const grid_stencil& stencil) const {
+    /// Throws unless the stencil fits, min_weight is finite and >= 0, alpha and b have an entry
+    /// per pixel, alpha is finite and >= 0, b is finite, and something is observed.
+    void check_data_term(const grid_stencil& stencil, double min_weight) const {
         stencil.check(extents{height * width, height * width});
+        detail::require(std::isfinite(min_weight) && min_weight >= 0, "ar_system",
+                        [&] { return "min_weight must be finite and >= 0, got " + std::to_string(min_weight); });
         const std::size_t n = height * width;
         detail::require(alpha.size() == n && rhs.size() == n, "ar_system", [&] {
             return "guide " + std::to_string(height) + " x " + std::to_string(width) + " has " + std::to_string(n) +
@@ -493,6 +497,34 @@ private:
         }
         detail::require(observed, "ar_system", [] {
             return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term");
+        });
+    }
+
+    /// Throws unless every edge weight is finite and >= 0, as the Laplacian needs: a custom
+    /// similarity's kernel may give anything, and the floor min_weight keeps a NaN. Weights
+    /// are at least the floor or NaN, and any weight that is NaN or infinite makes its
+    /// pixels' diagonal so: the diagonal is checked (which also catches finite weights too
+    /// large to add up), the weights only to report.
+    void check_weights() const {
+        int bad = 0;
+        for (const T d : diagonal) bad |= detail::not_finite(d);
+        if (!bad) return;
+        for (std::size_t o = 0; o < offsets.size(); ++o) {
+            const buffer<T>& w = weights[o];
+            const std::size_t i = std::size_t(
+                std::find_if(w.begin(), w.end(), [](T v) { return detail::not_finite(v) || v < T(0); }) - w.begin());
+            detail::require(i == w.size(), "ar_system", [&] {
+                return "by the similarity, the edge from pixel (" + std::to_string(i / width) + ", " +
+                       std::to_string(i % width) + ") to its neighbour at offset (" + std::to_string(offsets[o].dy) +
+                       ", " + std::to_string(offsets[o].dx) + ") has the weight " + std::to_string(double(w[i])) +
+                       "; edge weights must be finite and >= 0";
+            });
+        }
+        const std::size_t i = std::size_t(
+            std::find_if(diagonal.begin(), diagonal.end(), [](T d) { return detail::not_finite(d) != 0; }) - diagonal.begin());
+        detail::require(false, "ar_system", [&] {
+            return "the edge weights of pixel (" + std::to_string(i / width) + ", " + std::to_string(i % width) +
+                   ") and its alpha add up to " + std::to_string(double(diagonal[i])) + ", which is not finite";
         });
     }
 
@@ -556,7 +588,7 @@ private:
             P* out = std::is_same_v<P, T> ? reinterpret_cast<P*>(w) : row_weights.data();
             std::size_t c = c0;
             for (; c + batch::size <= c1; c += batch::size)
-                xsimd::max(weight(batch{}, row + c, shift), batch(P(min_weight))).store_unaligned(out + c);
+                xsimd::max(batch(P(min_weight)), weight(batch{}, row + c, shift)).store_unaligned(out + c);   // x86 max: a NaN weight stays NaN, for check_weights
             for (; c < c1; ++c) out[c] = std::max(weight(P{}, row + c, shift), P(min_weight));
             if constexpr (!std::is_same_v<P, T>)
                 for (c = c0; c < c1; ++c) w[c] = T(row_weights[c]);
