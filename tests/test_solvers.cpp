@@ -212,6 +212,79 @@ BOOST_AUTO_TEST_CASE(every_solver_reaches_the_dense_solution) {
     }
 }
 
+/// The diagonal preconditioner, counting its applications.
+struct counting_preconditioner {
+    jacobi_preconditioner<double> inner;
+    std::size_t* calls;
+    void operator()(std::span<const double> r, std::span<double> z) const { ++*calls, inner(r, z); }
+    static constexpr const char* name = "counting";
+};
+
+BOOST_AUTO_TEST_CASE(zero_right_hand_sides_starts_that_meet_the_tolerance_and_breakdowns) {
+    const problem p(13, 17, 8);
+    const ar_system A = p.system(8);
+    const std::size_t n = A.size();
+    // b = 0: x = 0, the solution, from any start and after no iteration, for every solver.
+    const std::vector<double> zero(n, 0.0);
+    const auto check_zero = [&](const solve_report& report, const std::vector<double>& x) {
+        BOOST_TEST_CONTEXT(report.method) {
+            BOOST_TEST(report.converged);
+            BOOST_TEST(report.iterations == 0u);
+            BOOST_TEST(report.relative_residual == 0.0);
+            BOOST_TEST(std::all_of(x.begin(), x.end(), [](double v) { return v == 0.0; }));
+        }
+    };
+    std::vector<double> x(n, 7.0);
+    check_zero(pcg(A, zero, x, multigrid(A)), x);
+    x.assign(n, 7.0);
+    check_zero(pcg(A, zero, x, jacobi_preconditioner(A)), x);
+    x.assign(n, 7.0);
+    check_zero(multigrid_solve(A, zero, x, multigrid(A)), x);
+    x.assign(n, 7.0);
+    check_zero(jacobi(A, zero, x), x);
+    x.assign(n, 7.0);
+    check_zero(sor(A, zero, x), x);
+    x.assign(n, 7.0);
+    const solve_report full = full_multigrid(A, zero, x, multigrid(A));
+    BOOST_TEST(full.converged);
+    BOOST_TEST(full.iterations == 1u);   // full multigrid itself
+    BOOST_TEST(std::all_of(x.begin(), x.end(), [](double v) { return v == 0.0; }));
+    // A start that already meets the tolerance: no iteration, x unchanged, no preconditioning.
+    std::vector<double> solved(n, 0.0);
+    BOOST_TEST(pcg(A, solved, multigrid(A), {1e-10, 100}).converged);
+    std::vector<double> again = solved;
+    std::size_t calls = 0;
+    const solve_report warm = pcg(A, again, counting_preconditioner{jacobi_preconditioner(A), &calls}, {1e-6, 100});
+    BOOST_TEST(warm.converged);
+    BOOST_TEST(warm.iterations == 0u);
+    BOOST_TEST(calls == 0u);
+    BOOST_TEST(again == solved);
+    // Tolerances below 0 or NaN are rejected by every solver, by name.
+    for (const double bad : {-1e-4, std::nan("")}) {
+        const solve_options o{bad, 10};
+        const std::string got = "the tolerance must be >= 0, got " + std::to_string(bad);
+        test::check_invalid([&] { pcg(A, x, jacobi_preconditioner(A), o); }, "pcg", got);
+        test::check_invalid([&] { full_multigrid(A, A.rhs, x, multigrid(A), o); }, "full_multigrid", got);
+        test::check_invalid([&] { multigrid_solve(A, x, o); }, "multigrid", got);
+        test::check_invalid([&] { jacobi(A, x, o); }, "jacobi", got);
+        test::check_invalid([&] { sor(A, x, 1.5, o); }, "sor", got);
+    }
+    // An operator that is not positive definite (here -A): CG stops at once, reports that
+    // it did not converge, and leaves x as it was instead of stepping by 0 / 0 or a
+    // negative curvature.
+    std::vector<buffer<double>> negated = A.weights;
+    for (auto& w : negated)
+        for (double& v : w) v = -v;
+    buffer<double> negated_diagonal = A.diagonal;
+    for (double& d : negated_diagonal) d = -d;
+    const ar_system<double> minus_A = ar_system<double>::from_operator(A.height, A.width, A.offsets, negated, negated_diagonal);
+    std::vector<double> start(n, 1.0);
+    const solve_report broken = pcg(minus_A, A.rhs, start, jacobi_preconditioner(A), {1e-8, 50});
+    BOOST_TEST(!broken.converged);
+    BOOST_TEST(broken.iterations == 0u);
+    BOOST_TEST(std::all_of(start.begin(), start.end(), [](double v) { return v == 1.0; }));
+}
+
 BOOST_AUTO_TEST_CASE(multigrid_levels_and_non_convergence) {
     const problem p(70, 90, 6);
     const ar_system A = p.system(8);

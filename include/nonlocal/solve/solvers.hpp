@@ -23,7 +23,8 @@
 
 namespace nonlocal {
 
-/// Stopping rule of the iterative solvers: |b - A x| <= tolerance |b|.
+/// Stopping rule of the iterative solvers: |b - A x| <= tolerance |b|; the tolerance must be
+/// >= 0 (not NaN). For b = 0 every solver returns x = 0, the solution, after no iteration.
 struct solve_options {
     double tolerance = 1e-4;
     std::size_t max_iterations = 1000;
@@ -77,10 +78,23 @@ using vector_in = std::type_identity_t<std::span<const T>>;
 template <class T>
 using vector_out = std::type_identity_t<std::span<T>>;
 
+/// Throws (from `where`) unless b and x have an entry per pixel and the tolerance is >= 0.
 template <class T>
-void require_sizes(const ar_system<T>& A, std::span<const T> b, std::span<const T> x, std::string_view where) {
+void require_inputs(const ar_system<T>& A, std::span<const T> b, std::span<const T> x, const solve_options& options,
+                    std::string_view where) {
     A.require_size(x, where);
     A.require_size(b, where, "b");
+    require(options.tolerance >= 0, where,
+            [&] { return "the tolerance must be >= 0, got " + std::to_string(options.tolerance); });
+}
+
+/// For b = 0 (|b| = `b_norm`): x = 0, the solution, and true; the report says it converged.
+template <class T>
+bool zero_solution(double b_norm, std::span<T> x, solve_report& report) {
+    if (b_norm != 0) return false;
+    std::fill(x.begin(), x.end(), T(0));
+    report.relative_residual = 0, report.converged = true;
+    return true;
 }
 
 class stopwatch {
@@ -96,18 +110,19 @@ private:
 template <class T, class Step>
 solve_report iterate(const char* method, const ar_system<T>& A, std::span<const T> b, std::span<T> x,
                      const solve_options& options, Step&& step) {
-    require_sizes<T>(A, b, x, method);
+    require_inputs<T>(A, b, x, options, method);
     const stopwatch clock;
     solve_report report{method};
     buffer<T> r(A.size());
     const double b_norm = norm(b);
-    for (;;) {
-        report.relative_residual = residual<T>(A, b, x, r) / b_norm;
-        report.converged = report.relative_residual <= options.tolerance;
-        if (report.converged || report.iterations == options.max_iterations) break;
-        step(x, r);
-        ++report.iterations;
-    }
+    if (!zero_solution(b_norm, x, report))
+        for (;;) {
+            report.relative_residual = residual<T>(A, b, x, r) / b_norm;
+            report.converged = report.relative_residual <= options.tolerance;
+            if (report.converged || report.iterations == options.max_iterations) break;
+            step(x, r);
+            ++report.iterations;
+        }
     report.seconds = clock.seconds();
     return report;
 }
@@ -179,21 +194,27 @@ struct jacobi_preconditioner {
 template <class T, class Preconditioner>
 solve_report pcg(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x, const Preconditioner& M,
                  const solve_options& options = {}) {
-    detail::require_sizes<T>(A, b, x, "pcg");
+    detail::require_inputs<T>(A, b, x, options, "pcg");
     const detail::stopwatch clock;
     solve_report report{std::string("pcg + ") + Preconditioner::name};
+    const double b_norm = detail::norm(b);
+    if (detail::zero_solution(b_norm, x, report)) return report;
     const std::size_t n = A.size();
     buffer<T> r(n), z(n), p(n), q(n);
-    const double b_norm = detail::norm(b);
     report.relative_residual = detail::residual<T>(A, b, x, r) / b_norm;
-    M(std::span<const T>(r), std::span<T>(z));
-    p = z;
-    double rz = detail::dot(r.data(), z.data(), n);
+    double rz = 0;
+    if (!(report.relative_residual <= options.tolerance)) {   // no preconditioning for a start that meets the tolerance
+        M(std::span<const T>(r), std::span<T>(z));
+        p = z;
+        rz = detail::dot(r.data(), z.data(), n);
+    }
     // Each iteration: q = A p with <p, q> in one pass; r -= step q with |r|^2 in one; the
     // preconditioner; <r, z>; then x += step p and p = z + beta p in one pass.
     while (!(report.converged = report.relative_residual <= options.tolerance) &&
            report.iterations < options.max_iterations) {
-        const T step = T(rz / A.apply_and_dot(p.data(), q.data()));
+        const double pq = A.apply_and_dot(p.data(), q.data());
+        if (!(pq > 0)) break;   // A not positive definite along p (or NaN): stop, not converged
+        const T step = T(rz / pq);
         const double rr = detail::partial_sums(n, [&](std::size_t i) {
             r[i] -= step * q[i];
             return double(r[i]) * double(r[i]);
@@ -240,7 +261,7 @@ solve_report multigrid_solve(const ar_system<T>& A, detail::vector_in<T> b, deta
 template <class T>
 solve_report full_multigrid(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x,
                             const multigrid<T>& M, const solve_options& options = {}) {
-    detail::require_sizes<T>(A, b, x, "full_multigrid");
+    detail::require_inputs<T>(A, b, x, options, "full_multigrid");
     const detail::stopwatch clock;
     M.full(b, x);
     const std::size_t left = options.max_iterations > 0 ? options.max_iterations - 1 : 0;
