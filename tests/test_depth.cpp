@@ -359,6 +359,11 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { fill_depth(some, guide, {.chroma_weight = -1}); }, "fill_depth", "chroma_weight = -1");
     test::check_invalid([&] { fill_depth(some, guide, {.median_flatness = -0.5}); }, "fill_depth", "median_flatness = -0.5");
     test::check_invalid([&] { fill_depth(some, guide, {.min_weight = -1e-3}); }, "fill_depth", "min_weight = -0.001");
+    test::check_invalid([&] { upsample_depth(low_ones(), guide, 2, {.stage_factor = 1}); }, "upsample_depth", "stage_factor = 1");
+    test::check_invalid([&] { upsample_depth(low_ones(), guide, 2, {.stage_factor = 0}); }, "upsample_depth", "stage_factor = 0");
+    depth_options nan_tolerance;
+    nan_tolerance.solve.tolerance = std::nan("");
+    test::check_invalid([&] { fill_depth(some, guide, nan_tolerance); }, "fill_depth", "solve.tolerance = nan");
     // A guide value that is not finite would spread through the weights: rejected by name and position.
     xt::xtensor<float, 3> rgb = xt::ones<float>({4, 5, 3});
     rgb(1, 4, 2) = std::nanf("");

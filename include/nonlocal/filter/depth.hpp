@@ -96,8 +96,8 @@ struct depth_options {
     /// sigma_d (sigma_r for the depth, in depth units). Each pass costs what the first solve does.
     std::size_t depth_passes = 0;
     double sigma_d = 0;                                            ///< 0: 2 % of the observed depth's range
-    /// Upsampling by an even factor above this goes coarse to fine: by half the factor
-    /// onto the guide at half resolution, then by 2 (see `upsample_depth`).
+    /// Upsampling by an even factor above this (at least 2) goes coarse to fine: by half the
+    /// factor onto the guide at half resolution, then by 2 (see `upsample_depth`).
     std::size_t stage_factor = 8;
     depth_solver solver = depth_solver::pcg_multigrid;
     int threads = 1;                                               ///< of the solver's passes over the pixels
@@ -362,16 +362,18 @@ inline void check_options(const depth_options& o, std::string_view where) {
     require(std::isfinite(o.epsilon_scale) && o.epsilon_scale > 0 && std::isfinite(o.lambda) && o.lambda > 0 &&
                 std::isfinite(o.median_scale) && o.median_scale >= 0 && std::isfinite(o.sigma_d) && o.sigma_d >= 0 &&
                 std::isfinite(o.chroma_weight) && o.chroma_weight >= 0 && std::isfinite(o.median_flatness) &&
-                o.median_flatness >= 0 && std::isfinite(o.min_weight) && o.min_weight >= 0 && o.threads >= 1,
+                o.median_flatness >= 0 && std::isfinite(o.min_weight) && o.min_weight >= 0 && o.stage_factor >= 2 &&
+                o.solve.tolerance >= 0 && o.threads >= 1,
             where, [&] {
                 return "needs finite epsilon_scale > 0, finite lambda > 0, finite median_scale >= 0, finite sigma_d >= 0, "
-                       "finite chroma_weight >= 0, finite median_flatness >= 0, finite min_weight >= 0 and threads >= 1, "
-                       "got epsilon_scale = " +
+                       "finite chroma_weight >= 0, finite median_flatness >= 0, finite min_weight >= 0, stage_factor >= 2, "
+                       "solve.tolerance >= 0 and threads >= 1, got epsilon_scale = " +
                        std::to_string(o.epsilon_scale) + ", lambda = " + std::to_string(o.lambda) +
                        ", median_scale = " + std::to_string(o.median_scale) + ", sigma_d = " + std::to_string(o.sigma_d) +
                        ", chroma_weight = " + std::to_string(o.chroma_weight) +
                        ", median_flatness = " + std::to_string(o.median_flatness) +
-                       ", min_weight = " + std::to_string(o.min_weight) + ", threads = " + std::to_string(o.threads);
+                       ", min_weight = " + std::to_string(o.min_weight) + ", stage_factor = " + std::to_string(o.stage_factor) +
+                       ", solve.tolerance = " + std::to_string(o.solve.tolerance) + ", threads = " + std::to_string(o.threads);
             });
 }
 
