@@ -4,6 +4,7 @@
 // .npy through xtensor.
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,17 @@ struct image {
 
 inline bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// A command-line check that a path to write ends in one of `suffixes` (".png", ".npy"):
+/// the empty string when it does, else the message, so that a run fails before it computes.
+inline std::string ends_in_one_of(const std::string& path, std::initializer_list<const char*> suffixes) {
+    std::string listed;
+    for (const char* suffix : suffixes) {
+        if (ends_with(path, suffix)) return {};
+        listed += listed.empty() ? suffix : std::string(" or ") + suffix;
+    }
+    return "must end in " + listed + ", got " + path;
 }
 
 /// Reads a PNG or JPEG (any number of channels, 8 or 16 bit) or a float32 .npy [H, W] / [H, W, C].

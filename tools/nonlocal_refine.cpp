@@ -29,7 +29,9 @@ int main(int argc, char** argv) {
     nonlocal::depth_options options;
     app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG or JPEG")->required();
     app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG or float32 .npy; 0 is missing")->required();
-    app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")->required();
+    app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")->required()
+        ->check(CLI::Validator([](std::string& path) { return nonlocal::tools::ends_in_one_of(path, {".png", ".npy"}); },
+                               "PATH.png|PATH.npy"));
     app.add_option("--mode", mode, "fill, denoise or upsample")->check(CLI::IsMember({"fill", "denoise", "upsample"}))
         ->capture_default_str();
     app.add_option("--factor", factor, "upsampling factor (mode upsample)")->check(CLI::PositiveNumber);
