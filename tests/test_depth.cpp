@@ -134,6 +134,31 @@ BOOST_AUTO_TEST_CASE(depth_tasks) {
         }
 }
 
+BOOST_AUTO_TEST_CASE(sixteen_bit_guides_are_brought_to_the_8_bit_scale) {
+    // uint16 planes are scaled by 255 / 65535; uint8 and float planes are as they are.
+    xt::xtensor<std::uint16_t, 2> corners = xt::zeros<std::uint16_t>({2, 2});
+    corners(0, 1) = 257, corners(1, 1) = 65535;
+    const auto scaled = detail::guide_planes<double>(corners, "test");
+    BOOST_TEST(scaled.values[0] == 0.0);
+    BOOST_TEST(std::abs(scaled.values[1] - 1.0) < 1e-12);
+    BOOST_TEST(std::abs(scaled.values[3] - 255.0) < 1e-12);
+    const xt::xtensor<float, 2> wide = xt::ones<float>({2, 2}) * 1000.f;
+    BOOST_TEST(detail::guide_planes<float>(wide, "test").values[2] == 1000.f);
+    // So the same scene in 8 and in 16 bits (8-bit values x 257) refines alike with the same options.
+    const xt::xtensor<std::uint8_t, 3> eight = xt::cast<std::uint8_t>(test::random_tensor<float, 3>({20, 27, 3}, 21, 0, 255));
+    const xt::xtensor<std::uint16_t, 3> sixteen = xt::cast<std::uint16_t>(xt::cast<std::uint32_t>(eight) * 257u);
+    xt::xtensor<float, 2> sparse = xt::zeros<float>({20, 27});
+    const auto depth = test::random_tensor<float, 2>({20, 27}, 22, 50, 80);
+    for (std::size_t i = 0; i < sparse.size(); i += 5) sparse.data()[i] = depth.data()[i];
+    const xt::xtensor<float, 2> low = xt::view(depth, xt::range(0, 20, 4), xt::range(0, 27, 4));
+    for (const bool single : {true, false}) {
+        depth_options o;
+        o.single_precision = single;
+        test::check_close(fill_depth(sparse, sixteen, o).depth, fill_depth(sparse, eight, o).depth, 1e-3, 0);
+        test::check_close(upsample_depth(low, sixteen, 4, o).depth, upsample_depth(low, eight, 4, o).depth, 1e-3, 0);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(normalised_interpolation_by_hand) {
     // One row of 9: alpha 0.3 (depth 2) at column 0 and 0.7 (depth 4) at column 8. Boxes
     // [c - R, c + R] of radius R = 2, 4, 8, ... until one covers an observation:

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
                 space = "luma-chroma", coarsening = "operator-dependent";
     std::size_t factor = 1;
     nonlocal::depth_options options;
-    app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG or JPEG")->required();
+    app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG (8 or 16 bit) or JPEG")->required();
     app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG or float32 .npy; 0 is missing")->required();
     app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")->required()
         ->check(CLI::Validator([](std::string& path) { return nonlocal::tools::ends_in_one_of(path, {".png", ".npy"}); },
@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
     app.add_option("--chroma-weight", options.chroma_weight, "luma-chroma: the weight c of chroma against luma")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
     app.add_option("--sigma-r", options.sigma_r,
-                   "colour bandwidth s, in the compared channels' units (luma; about 3 for RGB in the guide's space)")
+                   "colour bandwidth s, in the compared channels' units on the 8-bit scale (16-bit guides are brought "
+                   "to it): luma; about 3 for RGB in the guide's space")
         ->check(CLI::PositiveNumber)->capture_default_str();
     app.add_option("--radius", options.radius, "stencil radius (1: the 8 neighbours)")->check(CLI::PositiveNumber)
         ->capture_default_str();
@@ -96,17 +97,20 @@ int main(int argc, char** argv) {
         const auto depth_image = nonlocal::tools::read_image(depth_path);
         if (depth_image.pixels.shape(2) != 1) throw std::runtime_error(depth_path + " must have one channel");
         const xt::xtensor<float, 2> depth = xt::view(depth_image.pixels, xt::all(), xt::all(), 0);
-        nonlocal::depth_result result;
-        if (mode == "upsample") {
-            result = nonlocal::upsample_depth(depth, guide.pixels, factor, options);
-        } else if (mode == "denoise") {
+        if (mode == "denoise") {
             const nonlocal::depth_options defaults = nonlocal::denoise_options();   // unless given
             if (!lambda->count()) options.lambda = defaults.lambda;
             if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
-            result = nonlocal::denoise_depth(depth, guide.pixels, options);
-        } else {
-            result = nonlocal::fill_depth(depth, guide.pixels, options);
         }
+        const auto refine = [&](const auto& guide_pixels) {
+            if (mode == "upsample") return nonlocal::upsample_depth(depth, guide_pixels, factor, options);
+            if (mode == "denoise") return nonlocal::denoise_depth(depth, guide_pixels, options);
+            return nonlocal::fill_depth(depth, guide_pixels, options);
+        };
+        // A 16-bit guide as 16-bit integers, which the library brings to the 8-bit scale of --sigma-r.
+        const nonlocal::depth_result result =
+            guide.bit_depth == 16 ? refine(xt::xtensor<std::uint16_t, 3>(xt::cast<std::uint16_t>(guide.pixels)))
+                                  : refine(guide.pixels);
         if (nonlocal::tools::ends_with(out_path, ".npy")) {
             xt::dump_npy(out_path, result.depth);
         } else {

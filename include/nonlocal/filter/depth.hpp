@@ -73,8 +73,11 @@ struct depth_options {
     colour_kernel colour = colour_kernel::laplacian;
     colour_space space = colour_space::luma_chroma;
     double chroma_weight = 1.5;                                    ///< luma_chroma: of Cb and Cr against Y
-    /// Colour bandwidth, in the units of the compared channels: luma (0..255 for 8-bit
-    /// guides) in luma_chroma; for RGB compared as it is (colour_space::guide), about 3.
+    /// Colour bandwidth, in the units of the compared channels on the 8-bit scale: luma
+    /// (0..255) in luma_chroma; for RGB compared as it is (colour_space::guide), about 3.
+    /// Integer guides wider than 8 bits are brought to that scale (uint16: values / 257),
+    /// so one setting suits 8- and 16-bit images of a scene; float guides are compared as
+    /// they are (scale sigma_r with them if they are not on 0..255).
     double sigma_r = 1.5;
     double sigma_s = std::numeric_limits<double>::infinity();      ///< spatial Gaussian (infinite: none)
     double epsilon_scale = 0.5;                                    ///< normalised: eps = this x observed fraction
@@ -159,6 +162,20 @@ struct observed_depth {
         return count > 0 ? hi - lo : 0.0;
     }
 };
+
+/// The guide's planes in T on the 8-bit scale of `depth_options::sigma_r`: integer guides
+/// wider than 8 bits scaled by 255 / their type's largest value (uint16: 1 / 257), other
+/// guides as they are. `std::invalid_argument` (from `where`) as `to_planes` throws.
+template <class T, class G>
+image_planes<T> guide_planes(const xt::xexpression<G>& guide, std::string_view where) {
+    using Pixel = value_type_of<G>;
+    image_planes<T> planes = to_planes<T>(guide, where, "guide");
+    if constexpr (std::is_integral_v<Pixel> && (std::numeric_limits<Pixel>::max() > 255)) {
+        const T scale = T(255.0 / double(std::numeric_limits<Pixel>::max()));
+        for (T& v : planes.values) v *= scale;
+    }
+    return planes;
+}
 
 /// The planes to compare colours in (`colour_space`): a 3-channel guide as Y, c Cb, c Cr
 /// (ITU-R BT.601: Cb = 0.564 (B - Y), Cr = 0.713 (R - Y)) for luma_chroma, else as it is.
@@ -438,7 +455,7 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G
     detail::observed_depth observed(H, W);
     for (std::size_t i = 0; i < H * W; ++i) observed.observe(i, double(d.data()[i]));
     return detail::in_precision(o, [&]<class T>() {
-        return detail::refine_with_passes<T>(detail::compared_channels(detail::to_planes<T>(guide, where, "guide"), o),
+        return detail::refine_with_passes<T>(detail::compared_channels(detail::guide_planes<T>(guide, where), o),
                                              observed, o, where, clock);
     });
 }
@@ -497,7 +514,7 @@ depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression
     xt::xtensor<double, 2> values = xt::empty<double>({h, w});
     std::copy(d.data(), d.data() + h * w, values.begin());
     return detail::in_precision(o, [&]<class T>() {
-        return detail::upsample<T>(values, detail::compared_channels(detail::to_planes<T>(guide, "upsample_depth", "guide"), o),
+        return detail::upsample<T>(values, detail::compared_channels(detail::guide_planes<T>(guide, "upsample_depth"), o),
                                    factor, o, clock);
     });
 }
