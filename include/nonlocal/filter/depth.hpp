@@ -440,7 +440,8 @@ std::pair<std::size_t, std::size_t> guide_size(const xt::xexpression<G>& guide) 
 /// Fills the missing pixels (0 or not finite) of `depth` [H, W] guided by `guide`
 /// [H, W] or [H, W, C], with the valid pixels as the observations of `o.model`
 /// (the normalised model by default; the AR model with alpha = lambda on them).
-/// Throws `std::invalid_argument` when sizes differ or no pixel is valid.
+/// Throws `std::invalid_argument` when sizes differ, no pixel is valid, the guide
+/// holds NaN or infinity, or an option is out of its range.
 template <class D, class G>
 depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = {},
                         std::string_view where = "fill_depth") {
@@ -496,7 +497,8 @@ depth_result upsample(const xt::xtensor<double, 2>& low, const image_planes<T>& 
 /// [factor (h - 1) + 1, factor h] and likewise for W. An even factor above
 /// `o.stage_factor` (8 by default) goes coarse to fine, which converges in fewer
 /// iterations: by factor / 2 onto the guide at half resolution (3 x 3 box means at
-/// the even pixels), then by 2 from that result, recursively.
+/// the even pixels), then by 2 from that result, recursively. Throws
+/// `std::invalid_argument` as `fill_depth` does, or when the sizes do not fit.
 template <class D, class G>
 depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression<G>& guide, std::size_t factor,
                             const depth_options& o = {}) {

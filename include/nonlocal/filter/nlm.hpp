@@ -60,8 +60,8 @@ struct nlm_options {
 /// weighted by exp(-max(d - 2 sigma^2, 0) / h^2), d the mean squared difference
 /// of their patches over pixels and channels. Returns an image of the input's
 /// type and shape (integers rounded and clamped). Throws `std::invalid_argument`
-/// for an empty image, a non-positive or non-finite h (or neither h nor sigma
-/// given), or a negative or non-finite sigma.
+/// for an empty image or one holding NaN or infinity, a non-positive or non-finite
+/// h (or neither h nor sigma given), or a negative or non-finite sigma.
 template <class Arch = default_arch, class E, execution_policy Ex = execution::sequenced_policy>
 auto nlm_denoise(const xt::xexpression<E>& image, const nlm_options& options = {}, Ex policy = {}) {
     using Pixel = detail::value_type_of<E>;
@@ -92,7 +92,8 @@ struct bilateral_options {
 /// window's mean weighted by exp(-|p_i - p_j|^2 / 2 s_s^2 - |g_i - g_j|^2 / 2 s_r^2),
 /// with g the pixels of `guide` [H, W] or [H, W, C_g] (all channels summed).
 /// Returns an image of the values' type and shape. Throws `std::invalid_argument`
-/// when the sizes differ, an image is empty, or a sigma is not finite and positive.
+/// when the sizes differ, an image is empty or holds NaN or infinity, or a sigma is
+/// not finite and positive.
 template <class Arch = default_arch, class V, class G, execution_policy Ex = execution::sequenced_policy>
 auto joint_bilateral(const xt::xexpression<V>& values, const xt::xexpression<G>& guide,
                      const bilateral_options& options = {}, Ex policy = {}) {

@@ -97,11 +97,12 @@ public:
     /// `stencil` (4 or 8 neighbours or a wider window), a `similarity` on the guide's pixels (its
     /// kernel applied to its logit, which may use the pixels' positions),
     /// observations `xhat` [H, W] and confidences `alpha` [H, W] (0: unobserved).
-    /// Throws `std::invalid_argument` when sizes differ, alpha is negative or not
-    /// finite, an observed xhat is not finite, or nothing is observed.
-    /// Every edge weight is at least `min_weight`: a floor that keeps pixels whose
-    /// colours differ from all their neighbours connected (and the system well
-    /// conditioned) without tying them to any of them.
+    /// Throws `std::invalid_argument` when sizes differ, the guide holds NaN or infinity,
+    /// alpha is negative or not finite, an observed xhat is not finite, nothing is
+    /// observed, min_weight is negative or NaN, or the similarity makes an edge weight
+    /// NaN or infinite. Every edge weight is at least `min_weight`: a floor that keeps
+    /// pixels whose colours differ from all their neighbours connected (and the system
+    /// well conditioned) without tying them to any of them.
     template <class G, class X, class A, similarity S>
     ar_system(const xt::xexpression<G>& guide, const grid_stencil& stencil, const S& sim,
               const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence, double min_weight = 0.0)
@@ -117,7 +118,8 @@ public:
     /// The system of a guide given as pixel rows with its data term given directly, per
     /// pixel in row order: `confidence` (alpha) and `b` = alpha xhat.
     /// Throws `std::invalid_argument` when sizes differ, alpha is negative or not
-    /// finite, b is not finite, or nothing is observed.
+    /// finite, b is not finite, nothing is observed, min_weight is negative or NaN, or
+    /// an edge weight is NaN or infinite.
     template <similarity S>
     ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
@@ -587,8 +589,10 @@ private:
         for_each_edge_row([&](std::size_t row, std::size_t shift, std::size_t c0, std::size_t c1, T* w) {
             P* out = std::is_same_v<P, T> ? reinterpret_cast<P*>(w) : row_weights.data();
             std::size_t c = c0;
+            // The weight second: x86's max returns its second operand when either is NaN, so a
+            // NaN weight stays NaN for check_weights (as std::max keeps it in the scalar tail).
             for (; c + batch::size <= c1; c += batch::size)
-                xsimd::max(batch(P(min_weight)), weight(batch{}, row + c, shift)).store_unaligned(out + c);   // x86 max: a NaN weight stays NaN, for check_weights
+                xsimd::max(batch(P(min_weight)), weight(batch{}, row + c, shift)).store_unaligned(out + c);
             for (; c < c1; ++c) out[c] = std::max(weight(P{}, row + c, shift), P(min_weight));
             if constexpr (!std::is_same_v<P, T>)
                 for (c = c0; c < c1; ++c) w[c] = T(row_weights[c]);
