@@ -397,6 +397,12 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     rgb(1, 4, 2) = std::numeric_limits<float>::infinity();
     test::check_invalid([&] { upsample_depth(low_ones(), rgb, 2); }, "upsample_depth", "guide holds", "inf at pixel (1, 4), channel 2");
     test::check_invalid([&] { denoise_depth(some, rgb); }, "denoise_depth", "guide holds");
+    // Depth beyond float's range (the result's type), in either precision of the solve.
+    xt::xtensor<double, 2> deep = xt::ones<double>({4, 5});
+    deep(2, 1) = 1e300;
+    for (const bool single : {true, false})
+        test::check_invalid([&] { fill_depth(deep, guide, {.single_precision = single}); }, "fill_depth",
+                            "the depth 1", "at pixel (2, 1) is beyond the range of float");
     const xt::xtensor<float, 2> other = xt::ones<float>({4, 6});
     test::check_invalid([&] { fill_depth(other, guide); }, "fill_depth", "depth [4, 6]", "guide 4 x 5");
     const xt::xtensor<float, 2> low = xt::ones<float>({2, 2});

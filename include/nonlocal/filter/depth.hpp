@@ -400,6 +400,11 @@ template <class T>
 depth_result refine_with_passes(const image_planes<T>& g, const observed_depth& d, const depth_options& o,
                                 std::string_view where, const stopwatch& clock) {
     require(d.count > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
+    for (std::size_t i = 0; i < d.depth.size(); ++i)   // the result is float, whatever the solve's precision
+        require(!d.observed[i] || d.depth[i] <= double(std::numeric_limits<float>::max()), where, [&] {
+            return "the depth " + std::to_string(d.depth[i]) + " at pixel (" + std::to_string(i / d.width) + ", " +
+                   std::to_string(i % d.width) + ") is beyond the range of float, the result's type";
+        });
     depth_result result = refine<T>(g, d, o, clock);
     const double sigma_d = o.depth_passes > 0 ? depth_bandwidth(d, o) : 0;
     for (std::size_t pass = 0; pass < o.depth_passes && sigma_d > 0; ++pass) {
@@ -440,8 +445,9 @@ std::pair<std::size_t, std::size_t> guide_size(const xt::xexpression<G>& guide) 
 /// Fills the missing pixels (0 or not finite) of `depth` [H, W] guided by `guide`
 /// [H, W] or [H, W, C], with the valid pixels as the observations of `o.model`
 /// (the normalised model by default; the AR model with alpha = lambda on them).
-/// Throws `std::invalid_argument` when sizes differ, no pixel is valid, the guide
-/// holds NaN or infinity, or an option is out of its range.
+/// Throws `std::invalid_argument` when sizes differ, no pixel is valid, a depth is beyond
+/// float's range (the result's type), the guide holds NaN or infinity, or an option is
+/// out of its range.
 template <class D, class G>
 depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = {},
                         std::string_view where = "fill_depth") {

@@ -24,6 +24,16 @@ inline double checked_bandwidth(double h, std::string_view who) {
 }
 }  // namespace detail
 
+/// The logit of a similarity that is a sum over channels, from its `channel_logit`:
+/// sum_c s.channel_logit(q_c - k_c). For similarities that declare `channel_logit` (the
+/// AR system then computes their weights a channel at a time) and need no faster `logit`.
+template <class S, class T>
+T channel_sum_logit(const S& s, std::span<const T> q, std::span<const T> k) {
+    T sum = 0;
+    for (std::size_t c = 0; c < q.size(); ++c) sum += s.channel_logit(q[c] - k[c]);
+    return sum;
+}
+
 /// logit = |q - k|^2, kappa = identity: a dissimilarity.
 struct squared_euclidean {
     using kernel = identity_kernel;
@@ -66,11 +76,7 @@ struct laplacian_distance {
     explicit laplacian_distance(double bandwidth = 1.0)
         : h(detail::checked_bandwidth(bandwidth, "laplacian_distance")) {}
     template <class T>
-    T logit(std::span<const T> q, std::span<const T> k) const {
-        T sum = 0;
-        for (std::size_t c = 0; c < q.size(); ++c) sum += channel_logit(q[c] - k[c]);
-        return sum;
-    }
+    T logit(std::span<const T> q, std::span<const T> k) const { return channel_sum_logit(*this, q, k); }
     template <class V>
     V channel_logit(V difference) const { return xsimd::abs(difference) * V(-1 / h); }
 };

@@ -581,8 +581,12 @@ private:
                 forward += sim.channel_logit(difference);
                 if constexpr (!symmetric) backward += sim.channel_logit(V(-difference));
             }
-            if constexpr (symmetric) return V(V(P(2)) * kappa(forward));
-            else return V(kappa(forward) + kappa(backward));
+            // A NaN logit gives a NaN weight on every architecture, for check_weights: kappa's
+            // clamp min(logit, 88) would turn it into exp(88).
+            const V logits = symmetric ? forward : V(forward + backward);
+            const V w = symmetric ? V(V(P(2)) * kappa(forward)) : V(kappa(forward) + kappa(backward));
+            if constexpr (std::is_arithmetic_v<V>) return std::isnan(logits) ? std::numeric_limits<P>::quiet_NaN() : w;
+            else return xsimd::select(xsimd::isnan(logits), V(std::numeric_limits<P>::quiet_NaN()), w);
         };
         // The row's weights in P, then stored as T (in place when they are the same type).
         std::vector<P> row_weights(std::is_same_v<P, T> ? 0 : width);
