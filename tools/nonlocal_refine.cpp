@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
                                "PATH.png|PATH.npy"));
     app.add_option("--mode", mode, "fill, denoise or upsample")->check(CLI::IsMember({"fill", "denoise", "upsample"}))
         ->capture_default_str();
-    app.add_option("--factor", factor, "upsampling factor (mode upsample)")->check(CLI::PositiveNumber);
+    auto* factor_option =
+        app.add_option("--factor", factor, "upsampling factor (mode upsample)")->check(CLI::PositiveNumber);
     app.add_option("--model", model, "normalised (K(m d) / K(m)) or ar (the AR model's minimiser)")
         ->check(CLI::IsMember({"normalised", "ar"}))->capture_default_str();
     app.add_option("--colour", colour, "colour weight: laplacian exp(-|dI|_1 / s) or gaussian exp(-|dI|^2 / 2 s^2)")
@@ -80,6 +81,10 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-iterations", options.solve.max_iterations, "iteration budget")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    if (factor_option->count() > 0 && mode != "upsample") {   // an upsampling meant, a fill run instead
+        std::cerr << "nonlocal-refine: --factor applies to --mode upsample only, not to --mode " << mode << '\n';
+        return 1;
+    }
 
     const std::map<std::string, nonlocal::depth_solver> solvers = {
         {"pcg", nonlocal::depth_solver::pcg_multigrid}, {"multigrid", nonlocal::depth_solver::multigrid},
