@@ -13,6 +13,7 @@
 #include <png.h>
 #include <stb/stb_image.h>
 #include <xtensor/xnpy.hpp>
+#include <xtensor/xview.hpp>
 #include <xtensor/xtensor.hpp>
 
 namespace nonlocal::tools {
@@ -62,6 +63,16 @@ inline image read_image(const std::string& path) {
         out.pixels.data()[t] = sixteen ? float(static_cast<const std::uint16_t*>(data)[t])
                                        : float(static_cast<const std::uint8_t*>(data)[t]);
     return out;
+}
+
+/// The colour channels of an image read from a PNG or JPEG: grey + alpha and RGBA lose
+/// their last channel, the alpha, which holds coverage rather than colour. Arrays read from
+/// .npy keep every channel (a fourth one may be a measurement).
+inline image without_alpha(image img) {
+    const std::size_t channels = img.pixels.shape(2);
+    if (img.bit_depth == 32 || (channels != 2 && channels != 4)) return img;
+    img.pixels = xt::view(img.pixels, xt::all(), xt::all(), xt::range(0, channels - 1));
+    return img;
 }
 
 /// What libpng needs to write an image.

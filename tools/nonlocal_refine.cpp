@@ -8,6 +8,7 @@
 //                   [--coarsening operator-dependent|aggregation] [--tol T] [--max-iterations N]
 //                   [--threads N] [--double]
 //
+// RGB is a PNG (8 or 16 bit; an alpha channel is ignored) or a JPEG, grey or colour.
 // DEPTH is an 8- or 16-bit PNG or a float32 .npy; 0 (or non-finite) is missing.
 // OUT is written by extension: .png as 16 bit in the input's units, .npy as float32.
 #define STB_IMAGE_IMPLEMENTATION
@@ -27,7 +28,8 @@ int main(int argc, char** argv) {
                 space = "luma-chroma", coarsening = "operator-dependent";
     std::size_t factor = 1;
     nonlocal::depth_options options;
-    app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG (8 or 16 bit) or JPEG")->required();
+    app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG (8 or 16 bit, its alpha ignored) or JPEG")
+        ->required();
     app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG or float32 .npy; 0 is missing")->required();
     app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")->required()
         ->check(CLI::Validator([](std::string& path) { return nonlocal::tools::ends_in_one_of(path, {".png", ".npy"}); },
@@ -98,7 +100,7 @@ int main(int argc, char** argv) {
     options.multigrid.transfer =
         coarsening == "aggregation" ? nonlocal::coarsening::aggregation : nonlocal::coarsening::operator_dependent;
     try {
-        const auto guide = nonlocal::tools::read_image(guide_path);
+        const auto guide = nonlocal::tools::without_alpha(nonlocal::tools::read_image(guide_path));
         const auto depth_image = nonlocal::tools::read_image(depth_path);
         if (depth_image.pixels.shape(2) != 1) throw std::runtime_error(depth_path + " must have one channel");
         const xt::xtensor<float, 2> depth = xt::view(depth_image.pixels, xt::all(), xt::all(), 0);
