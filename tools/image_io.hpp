@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <png.h>
 #include <stb/stb_image.h>
 #include <xtensor/xnpy.hpp>
@@ -18,7 +19,8 @@
 
 namespace nonlocal::tools {
 
-/// An image as float pixels [H, W, C] with the bit depth it was stored in (8 or 16).
+/// An image as float pixels [H, W, C] with the bit depth it was stored in (8 or 16; 32 for
+/// float32 .npy arrays).
 struct image {
     xt::xtensor<float, 3> pixels;
     int bit_depth = 8;
@@ -28,15 +30,22 @@ inline bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// A command-line check that a path to write ends in one of `suffixes` (".png", ".npy"):
-/// the empty string when it does, else the message, so that a run fails before it computes.
-inline std::string ends_in_one_of(const std::string& path, std::initializer_list<const char*> suffixes) {
-    std::string listed;
+/// A command-line check that a path to write ends in one of `suffixes` (".png", ".npy"),
+/// so that a run with another one fails before it computes: "must end in .png or .npy, got ...".
+inline CLI::Validator path_ending_in(std::initializer_list<const char*> suffixes) {
+    std::string listed, shown;   // ".png or .npy" in messages, "PATH.png|PATH.npy" in the help
     for (const char* suffix : suffixes) {
-        if (ends_with(path, suffix)) return {};
         listed += listed.empty() ? suffix : std::string(" or ") + suffix;
+        shown += (shown.empty() ? "PATH" : "|PATH") + std::string(suffix);
     }
-    return "must end in " + listed + ", got " + path;
+    const std::vector<std::string> accepted(suffixes.begin(), suffixes.end());
+    return CLI::Validator(
+        [accepted, listed](std::string& path) {
+            for (const std::string& suffix : accepted)
+                if (ends_with(path, suffix)) return std::string();
+            return "must end in " + listed + ", got " + path;
+        },
+        shown);
 }
 
 /// Reads a PNG or JPEG (any number of channels, 8 or 16 bit) or a float32 .npy [H, W] / [H, W, C].

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     int threads = 1, bit_depth = 0;
     app.add_option("input", input, "PNG or JPEG image, 8 or 16 bit, grey or colour")->required();
     app.add_option("output", output, "PNG file to write")->required()
-        ->check(CLI::Validator([](std::string& path) { return nonlocal::tools::ends_in_one_of(path, {".png"}); }, "PATH.png"));
+        ->check(nonlocal::tools::path_ending_in({".png"}));
     app.add_option("--sigma", options.sigma, "noise standard deviation, in the image's units")->required()
         ->check(CLI::NonNegativeNumber);
     app.add_option("--h", options.h, "filtering strength (default: 0.65 sigma)")->check(CLI::PositiveNumber);

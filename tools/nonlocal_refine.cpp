@@ -32,8 +32,7 @@ int main(int argc, char** argv) {
         ->required();
     app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG or float32 .npy; 0 is missing")->required();
     app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")->required()
-        ->check(CLI::Validator([](std::string& path) { return nonlocal::tools::ends_in_one_of(path, {".png", ".npy"}); },
-                               "PATH.png|PATH.npy"));
+        ->check(nonlocal::tools::path_ending_in({".png", ".npy"}));
     app.add_option("--mode", mode, "fill, denoise or upsample")->check(CLI::IsMember({"fill", "denoise", "upsample"}))
         ->capture_default_str();
     auto* factor_option =

@@ -124,12 +124,10 @@ public:
     ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
-        check_data_term(stencil, min_weight);
-        offsets = stencil.forward_offsets();
-        if constexpr (detail::channel_sum_similarity<S>) weights_by_channel(detail::to_planes<double>(g), sim, min_weight);
-        else weights_by_pixel(g, sim, min_weight);
-        update_diagonal();
-        check_weights();
+        build(stencil, min_weight, [&] {
+            if constexpr (detail::channel_sum_similarity<S>) weights_by_channel(detail::to_planes<double>(g), sim, min_weight);
+            else weights_by_pixel(g, sim, min_weight);
+        });
     }
 
     /// The system of a guide given as planes (one per channel) with a similarity that is a
@@ -142,11 +140,7 @@ public:
     ar_system(const detail::image_planes<P>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
-        check_data_term(stencil, min_weight);
-        offsets = stencil.forward_offsets();
-        weights_by_channel(g, sim, min_weight);
-        update_diagonal();
-        check_weights();
+        build(stencil, min_weight, [&] { weights_by_channel(g, sim, min_weight); });
     }
 
     std::size_t size() const noexcept { return height * width; }
@@ -478,12 +472,24 @@ public:
     }
 
 private:
-    /// Throws unless the stencil fits, min_weight is finite and >= 0, alpha and b have an entry
-    /// per pixel, alpha is finite and >= 0, b is finite, and something is observed.
-    void check_data_term(const grid_stencil& stencil, double min_weight) const {
+    /// What the constructors from a guide share, around `compute_weights()` (which fills
+    /// `weights`): the checks of the stencil, the floor and the data term, the stencil's
+    /// directions; then the diagonal and the check of the weights.
+    template <class ComputeWeights>
+    void build(const grid_stencil& stencil, double min_weight, ComputeWeights&& compute_weights) {
         stencil.check(extents{height * width, height * width});
         detail::require(std::isfinite(min_weight) && min_weight >= 0, "ar_system",
                         [&] { return "min_weight must be finite and >= 0, got " + std::to_string(min_weight); });
+        check_data_term();
+        offsets = stencil.forward_offsets();
+        compute_weights();
+        update_diagonal();
+        check_weights();
+    }
+
+    /// Throws unless alpha and b have an entry per pixel, alpha is finite and >= 0, b is
+    /// finite, and something is observed.
+    void check_data_term() const {
         const std::size_t n = height * width;
         detail::require(alpha.size() == n && rhs.size() == n, "ar_system", [&] {
             return "guide " + std::to_string(height) + " x " + std::to_string(width) + " has " + std::to_string(n) +
@@ -583,10 +589,8 @@ private:
             }
             // A NaN logit gives a NaN weight on every architecture, for check_weights: kappa's
             // clamp min(logit, 88) would turn it into exp(88).
-            const V logits = symmetric ? forward : V(forward + backward);
             const V w = symmetric ? V(V(P(2)) * kappa(forward)) : V(kappa(forward) + kappa(backward));
-            if constexpr (std::is_arithmetic_v<V>) return std::isnan(logits) ? std::numeric_limits<P>::quiet_NaN() : w;
-            else return xsimd::select(xsimd::isnan(logits), V(std::numeric_limits<P>::quiet_NaN()), w);
+            return pick(xsimd::isnan(V(forward + backward)), V(std::numeric_limits<P>::quiet_NaN()), w);
         };
         // The row's weights in P, then stored as T (in place when they are the same type).
         std::vector<P> row_weights(std::is_same_v<P, T> ? 0 : width);
