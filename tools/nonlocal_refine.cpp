@@ -1,17 +1,23 @@
 // nonlocal-refine: colour-guided depth refinement with the linear AR model.
 //
-//   nonlocal-refine --guide RGB --depth DEPTH --out OUT [--mode fill|denoise|upsample] [--factor F]
-//                   [--model normalised|ar] [--colour laplacian|gaussian] [--colour-space luma-chroma|guide]
-//                   [--chroma-weight C] [--sigma-r S] [--radius R] [--epsilon-scale E] [--lambda L]
-//                   [--median-scale M] [--median-max-radius R] [--median-flatness F] [--depth-passes P]
-//                   [--sigma-d S] [--solver pcg|multigrid|pcg-jacobi|jacobi|sor]
-//                   [--coarsening operator-dependent|aggregation] [--tol T] [--max-iterations N]
-//                   [--threads N] [--double]
+//   nonlocal-refine --guide RGB --depth DEPTH --out OUT [options]
+//   nonlocal-refine --batch LIST [--jobs N] [options]
+//
+//   options: [--mode fill|denoise|upsample] [--factor F]
+//            [--model normalised|ar] [--colour laplacian|gaussian] [--colour-space luma-chroma|guide]
+//            [--chroma-weight C] [--sigma-r S] [--radius R] [--epsilon-scale E] [--lambda L]
+//            [--median-scale M] [--median-max-radius R] [--median-flatness F] [--depth-passes P]
+//            [--sigma-d S] [--solver pcg|multigrid|pcg-jacobi|jacobi|sor]
+//            [--coarsening operator-dependent|aggregation] [--tol T] [--max-iterations N]
+//            [--threads N] [--double]
 //
 // RGB is a PNG (8 or 16 bit; an alpha channel is ignored) or a JPEG, grey or colour.
 // DEPTH is an 8- or 16-bit PNG or a float32 .npy; 0 (or non-finite) is missing.
 // OUT is written by extension: .png as 16 bit in the input's units, .npy as float32.
+// LIST holds one pair per line, "GUIDE DEPTH OUT" (see batch.hpp); its pairs are refined
+// one per job, N jobs at a time, with the same options.
 #define STB_IMAGE_IMPLEMENTATION
+#include "batch.hpp"
 #include "image_io.hpp"
 
 #include <nonlocal/nonlocal.hpp>
@@ -19,24 +25,123 @@
 #include <CLI/CLI.hpp>
 #include <xtensor/xview.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+/// What every pair of a run is refined with.
+struct refinement {
+    std::string mode = "fill";
+    std::size_t factor = 1;
+    nonlocal::depth_options options;
+};
+
+/// Reads a pair, refines it and writes the result; the exceptions of the library and of the
+/// image files pass through.
+nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, const refinement& how) {
+    const auto guide = nonlocal::tools::without_alpha(nonlocal::tools::read_image(pair.guide));
+    const auto depth_image = nonlocal::tools::read_image(pair.depth);
+    if (depth_image.pixels.shape(2) != 1) throw std::runtime_error(pair.depth + " must have one channel");
+    const xt::xtensor<float, 2> depth = xt::view(depth_image.pixels, xt::all(), xt::all(), 0);
+    const auto refine = [&](const auto& guide_pixels) {
+        if (how.mode == "upsample") return nonlocal::upsample_depth(depth, guide_pixels, how.factor, how.options);
+        if (how.mode == "denoise") return nonlocal::denoise_depth(depth, guide_pixels, how.options);
+        return nonlocal::fill_depth(depth, guide_pixels, how.options);
+    };
+    // A 16-bit guide as 16-bit integers, which the library brings to the 8-bit scale of --sigma-r.
+    nonlocal::depth_result result = guide.bit_depth == 16
+                                        ? refine(xt::xtensor<std::uint16_t, 3>(xt::cast<std::uint16_t>(guide.pixels)))
+                                        : refine(guide.pixels);
+    if (nonlocal::tools::ends_with(pair.out, ".npy")) {
+        xt::dump_npy(pair.out, result.depth);
+    } else {
+        xt::xtensor<float, 3> out = xt::empty<float>({result.depth.shape(0), result.depth.shape(1), std::size_t(1)});
+        std::copy(result.depth.begin(), result.depth.end(), out.begin());
+        nonlocal::tools::write_png(pair.out, out, 16);
+    }
+    return result;
+}
+
+/// "solver pcg: 10 iterations, relative residual 9e-05, converged, solve 0.3 s, total 0.5 s -> OUT"
+std::string describe(const nonlocal::depth_result& result, const std::string& out_path) {
+    const auto& r = result.report;
+    std::ostringstream s;
+    s << "solver " << r.method << ": " << r.iterations << " iterations, relative residual " << r.relative_residual
+      << (r.converged ? ", converged" : ", NOT converged") << ", solve " << r.seconds << " s, total "
+      << result.seconds << " s -> " << out_path;
+    return s.str();
+}
+
+/// Refines every pair of the list, `jobs` pairs at a time, each on its own thread (the
+/// library's solves are reentrant, and each thread reuses its own work arrays). A pair that
+/// fails is reported and the others go on. Exit status: 1 if a pair failed, else 2 if a solve
+/// did not converge, else 0.
+int refine_batch(const std::string& list_path, std::size_t jobs, const refinement& how) {
+    const std::vector<nonlocal::tools::depth_pair> pairs = nonlocal::tools::read_pair_list(list_path);
+    std::mutex output;
+    std::atomic<std::size_t> next{0}, failed{0}, unconverged{0};
+    std::size_t done = 0;
+    const auto start = std::chrono::steady_clock::now();
+    const auto work = [&] {
+        for (std::size_t k; (k = next.fetch_add(1)) < pairs.size();) {
+            const auto& pair = pairs[k];
+            std::string line;
+            bool ok = false, converged = false;
+            try {
+                const auto result = refine_pair(pair, how);
+                line = describe(result, pair.out);
+                ok = true, converged = result.report.converged;
+            } catch (const std::exception& e) {
+                line = e.what();
+            }
+            failed += !ok, unconverged += ok && !converged;
+            const std::lock_guard lock(output);
+            (ok ? std::cout : std::cerr) << '[' << ++done << '/' << pairs.size() << "] " << list_path << ':'
+                                         << pair.line << (ok ? ": " : ": failed: ") << line << std::endl;
+        }
+    };
+    {
+        std::vector<std::jthread> workers;
+        for (std::size_t t = 1; t < std::min(jobs, pairs.size()); ++t) workers.emplace_back(work);
+        work();
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "refined " << pairs.size() - failed << " of " << pairs.size() << " pairs in " << seconds << " s ("
+              << (seconds > 0 ? double(pairs.size()) / seconds : 0.0) << " pairs/s, " << std::min(jobs, pairs.size()) << " jobs); "
+              << failed << " failed, " << unconverged << " not converged" << std::endl;
+    return failed ? 1 : unconverged ? 2 : 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"Colour-guided depth refinement (linear AR model)"};
-    std::string guide_path, depth_path, out_path, mode = "fill", solver = "pcg", model = "normalised", colour = "laplacian",
-                space = "luma-chroma", coarsening = "operator-dependent";
-    std::size_t factor = 1;
-    nonlocal::depth_options options;
-    app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG (8 or 16 bit, its alpha ignored) or JPEG")
-        ->required();
-    app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG or float32 .npy; 0 is missing")->required();
-    app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")->required()
-        ->check(nonlocal::tools::path_ending_in({".png", ".npy"}));
-    app.add_option("--mode", mode, "fill, denoise or upsample")->check(CLI::IsMember({"fill", "denoise", "upsample"}))
-        ->capture_default_str();
+    std::string guide_path, depth_path, out_path, list_path, solver = "pcg", model = "normalised",
+                colour = "laplacian", space = "luma-chroma", coarsening = "operator-dependent";
+    std::size_t jobs = std::max(1u, std::thread::hardware_concurrency());
+    refinement how;
+    nonlocal::depth_options& options = how.options;
+    auto* guide_option =
+        app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG (8 or 16 bit, its alpha ignored) or JPEG");
+    auto* depth_option = app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG or float32 .npy; 0 is missing");
+    auto* out_option = app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")
+                           ->check(nonlocal::tools::path_ending_in({".png", ".npy"}));
+    auto* batch_option = app.add_option("--batch", list_path,
+                                        "a list of pairs, one \"GUIDE DEPTH OUT\" per line (paths may be quoted; # "
+                                        "starts a comment), refined with the same options")
+                             ->check(CLI::ExistingFile)->excludes(guide_option, depth_option, out_option);
+    app.add_option("--jobs", jobs, "--batch: pairs refined at a time, one thread each")->check(CLI::PositiveNumber)
+        ->needs(batch_option)->capture_default_str();
+    app.add_option("--mode", how.mode, "fill, denoise or upsample")
+        ->check(CLI::IsMember({"fill", "denoise", "upsample"}))->capture_default_str();
     auto* factor_option =
-        app.add_option("--factor", factor, "upsampling factor (mode upsample)")->check(CLI::PositiveNumber);
+        app.add_option("--factor", how.factor, "upsampling factor (mode upsample)")->check(CLI::PositiveNumber);
     app.add_option("--model", model, "normalised (K(m d) / K(m)) or ar (the AR model's minimiser)")
         ->check(CLI::IsMember({"normalised", "ar"}))->capture_default_str();
     app.add_option("--colour", colour, "colour weight: laplacian exp(-|dI|_1 / s) or gaussian exp(-|dI|^2 / 2 s^2)")
@@ -68,7 +173,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--sigma-d", options.sigma_d, "depth bandwidth of those weights, in depth units (0: 2 % of the range)")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
-    app.add_option("--threads", options.threads, "threads of the solver's passes")->check(CLI::PositiveNumber)
+    app.add_option("--threads", options.threads, "threads of each pair's solver passes")->check(CLI::PositiveNumber)
         ->capture_default_str();
     bool double_precision = false;
     app.add_flag("--double", double_precision, "solve in double precision (default: float)");
@@ -82,8 +187,12 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-iterations", options.solve.max_iterations, "iteration budget")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
-    if (factor_option->count() > 0 && mode != "upsample") {   // an upsampling meant, a fill run instead
-        std::cerr << "nonlocal-refine: --factor applies to --mode upsample only, not to --mode " << mode << '\n';
+    if (factor_option->count() > 0 && how.mode != "upsample") {   // an upsampling meant, a fill run instead
+        std::cerr << "nonlocal-refine: --factor applies to --mode upsample only, not to --mode " << how.mode << '\n';
+        return 1;
+    }
+    if (!batch_option->count() && (!guide_option->count() || !depth_option->count() || !out_option->count())) {
+        std::cerr << "nonlocal-refine: give --guide, --depth and --out, or --batch\nRun with --help for more information.\n";
         return 1;
     }
 
@@ -98,37 +207,16 @@ int main(int argc, char** argv) {
     options.space = space == "guide" ? nonlocal::colour_space::guide : nonlocal::colour_space::luma_chroma;
     options.multigrid.transfer =
         coarsening == "aggregation" ? nonlocal::coarsening::aggregation : nonlocal::coarsening::operator_dependent;
+    if (how.mode == "denoise") {
+        const nonlocal::depth_options defaults = nonlocal::denoise_options();   // unless given
+        if (!lambda->count()) options.lambda = defaults.lambda;
+        if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
+    }
     try {
-        const auto guide = nonlocal::tools::without_alpha(nonlocal::tools::read_image(guide_path));
-        const auto depth_image = nonlocal::tools::read_image(depth_path);
-        if (depth_image.pixels.shape(2) != 1) throw std::runtime_error(depth_path + " must have one channel");
-        const xt::xtensor<float, 2> depth = xt::view(depth_image.pixels, xt::all(), xt::all(), 0);
-        if (mode == "denoise") {
-            const nonlocal::depth_options defaults = nonlocal::denoise_options();   // unless given
-            if (!lambda->count()) options.lambda = defaults.lambda;
-            if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
-        }
-        const auto refine = [&](const auto& guide_pixels) {
-            if (mode == "upsample") return nonlocal::upsample_depth(depth, guide_pixels, factor, options);
-            if (mode == "denoise") return nonlocal::denoise_depth(depth, guide_pixels, options);
-            return nonlocal::fill_depth(depth, guide_pixels, options);
-        };
-        // A 16-bit guide as 16-bit integers, which the library brings to the 8-bit scale of --sigma-r.
-        const nonlocal::depth_result result =
-            guide.bit_depth == 16 ? refine(xt::xtensor<std::uint16_t, 3>(xt::cast<std::uint16_t>(guide.pixels)))
-                                  : refine(guide.pixels);
-        if (nonlocal::tools::ends_with(out_path, ".npy")) {
-            xt::dump_npy(out_path, result.depth);
-        } else {
-            xt::xtensor<float, 3> out = xt::empty<float>({result.depth.shape(0), result.depth.shape(1), std::size_t(1)});
-            std::copy(result.depth.begin(), result.depth.end(), out.begin());
-            nonlocal::tools::write_png(out_path, out, 16);
-        }
-        const auto& r = result.report;
-        std::cout << "solver " << r.method << ": " << r.iterations << " iterations, relative residual "
-                  << r.relative_residual << (r.converged ? ", converged" : ", NOT converged") << ", solve " << r.seconds
-                  << " s, total " << result.seconds << " s -> " << out_path << '\n';
-        return r.converged ? 0 : 2;
+        if (batch_option->count()) return refine_batch(list_path, jobs, how);
+        const auto result = refine_pair({guide_path, depth_path, out_path, 0}, how);
+        std::cout << describe(result, out_path) << '\n';
+        return result.report.converged ? 0 : 2;
     } catch (const std::exception& e) {
         std::cerr << "nonlocal-refine: " << e.what() << '\n';
         return 1;
