@@ -5,6 +5,8 @@
 //     model's minimiser, on one thread or two, solved in double or in float, on
 //     multigrid levels of operator-dependent interpolation (the default) or aggregation;
 //     the counter solver_iterations is the task's (both solves, every stage);
+//   depth_dataset/jobs:1|2: four of those x8 upsamplings, one pair per thread, 1 or 2 at a
+//     time, in pairs per second;
 //   multigrid_setup/aggregation:0|1: the hierarchy of that x8 system;
 //   ar_apply<double|float>: one matrix-free A x on that system, in pixels per second;
 //   median_filter/radius:1|2|3|4|5: the exact median on Aloe's ground truth plus a little
@@ -19,6 +21,10 @@
 #include <nonlocal/nonlocal.hpp>
 
 #include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
 
 #if NONLOCAL_HAVE_OPENCV
 #include <opencv2/core.hpp>
@@ -98,6 +104,29 @@ BENCHMARK(depth_upsample)
     ->Args({16, 0, 1, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+/// A dataset refined one pair per thread: 4 x8 upsamplings of Aloe, `jobs` at a time on
+/// threads of their own (each solve on one thread), in pairs per second; against
+/// depth_upsample/x:8/threads:2, two threads within each pair.
+void depth_dataset(benchmark::State& state) {
+    constexpr std::size_t pairs = 4;
+    const std::size_t jobs = state.range(0);
+    const auto low = subsample(aloe().truth, 8);
+    for (auto _ : state) {
+        std::atomic<std::size_t> next{0};
+        const auto work = [&] {
+            for (std::size_t k; (k = next.fetch_add(1)) < pairs;) {
+                auto out = nonlocal::upsample_depth(low, aloe().guide, 8);
+                benchmark::DoNotOptimize(out.depth.data());
+            }
+        };
+        std::vector<std::jthread> workers;
+        for (std::size_t t = 1; t < jobs; ++t) workers.emplace_back(work);
+        work();
+    }
+    state.counters["pairs_per_s"] = benchmark::Counter(double(pairs), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(depth_dataset)->ArgName("jobs")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 /// The x8 normalised model's system, as the task builds it (float, luma-chroma colours).
 const nonlocal::ar_system<float>& x8_system() {
