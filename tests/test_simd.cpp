@@ -111,6 +111,34 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(exp_of_nonpositive_values, T, value_types) {
     });
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(nan_spreads_through_exp_and_max, T, value_types) {
+    // A NaN logit must reach the softmax kernels' results: exp keeps it in every lane it sits
+    // in (and only there), and the maximum of a range holding one is NaN, wherever it sits.
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        using batch = xsimd::batch<T, Arch>;
+        constexpr std::size_t W = batch::size;
+        const T nan = std::numeric_limits<T>::quiet_NaN();
+        for (std::size_t lane = 0; lane < W; ++lane) {
+            T x[W], out[W];
+            for (std::size_t l = 0; l < W; ++l) x[l] = T(-0.5) * T(l);
+            x[lane] = nan;
+            simd::exp_nonpositive(batch::load_unaligned(x)).store_unaligned(out);
+            for (std::size_t l = 0; l < W; ++l) {
+                const bool ok = l == lane ? std::isnan(out[l]) : std::abs(out[l] - std::exp(double(x[l]))) < 1e-6;
+                BOOST_TEST(ok, Arch::name() << " lane " << l << " of a NaN in lane " << lane << ": " << out[l]);
+            }
+        }
+        for (std::size_t n : test::awkward_lengths)
+            for (std::size_t at = 0; at < n; at += std::max<std::size_t>(1, n / 5)) {
+                std::vector<T> x = random_vector<T>(n, 5 + n);
+                x[at] = nan;
+                BOOST_TEST(std::isnan(simd::max_element<Arch>(x.data(), n)),
+                           Arch::name() << " n " << n << ", NaN at " << at);
+            }
+    });
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(micro_kernel_matches_double_loops, T, value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);

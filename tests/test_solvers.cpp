@@ -628,7 +628,7 @@ BOOST_AUTO_TEST_CASE(bad_input) {
                         "the edge weights of pixel (0, 0) and its alpha add up to inf, which is not finite");
     // The per-channel path, the NaN edge in a SIMD batch (column 2 of 40, on every architecture)
     // or in the scalar tail of a row (column 19 of 21 with 8 or 16 lanes).
-    for (const auto [width, column] : {std::pair<std::size_t, std::size_t>{40, 2}, {21, 19}, {5, 3}}) {
+    for (const auto& [width, column] : {std::pair<std::size_t, std::size_t>{40, 2}, {21, 19}, {5, 3}}) {
         xt::xtensor<float, 2> bump = xt::zeros<float>({std::size_t(3), width});
         bump(1, column) = 1.f;
         const auto at = "the edge from pixel (1, " + std::to_string(column - 1) + ") to its neighbour at offset (0, 1)";

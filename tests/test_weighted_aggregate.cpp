@@ -107,6 +107,60 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(structured_neighborhoods, T, value_types) {
     });
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(nan_inputs_spread_as_in_the_reference, T, value_types) {
+    // A NaN in a query, a key, a value or the scale makes NaN exactly the outputs it makes NaN
+    // in the reference (the fast kernels once gave NaN logits zero weight, a plausible but
+    // wrong result), except that a NaN value reaches more queries in the tiled kernel's partial
+    // tiles (below); the others match the reference. n = 70 queries and m = 70 keys span
+    // more than one 64 x 64 tile; an infinite query gives +-inf logits, NaN after the shift.
+    test::for_each_arch([](auto arch) {
+        using A = decltype(arch);
+        const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+        const std::size_t n = 70, d = 9, dv = 3;
+        const auto run = [&](const auto& s, const auto& nb, const auto& nm, const std::string& name) {
+            const auto q = test::random_tensor<T, 2>({n, d}, 40), k = test::random_tensor<T, 2>({n, d}, 41);
+            const auto v = test::random_tensor<T, 2>({n, dv}, 42);
+            const auto check = [&](const auto& qq, const auto& kk, const auto& vv, const std::string& where,
+                                   bool contaminates = false) {
+                const auto y = weighted_aggregate<A>(qq, kk, vv, s, nb, nm);
+                const auto r = reference::weighted_aggregate(qq, kk, vv, s, nb, nm);
+                std::size_t nans = 0;
+                for (std::size_t i = 0; i < n; ++i)
+                    for (std::size_t c = 0; c < dv; ++c) {
+                        const bool expected = std::isnan(r(i, c));
+                        nans += expected;
+                        // The tiled kernel multiplies a partial tile's masked weights, 0, by
+                        // the values too: a NaN value also reaches the queries of its tile that
+                        // do not see it (as in a masked matrix product).
+                        const bool masked_nan = contaminates && std::isnan(y(i, c)) && i < 64;
+                        BOOST_TEST((expected ? std::isnan(y(i, c))
+                                             : masked_nan || std::abs(double(y(i, c)) - r(i, c)) <= tolerance<T>() * 10),
+                                   name << ", " << where << ": (" << i << ", " << c << ") on " << A::name());
+                    }
+                BOOST_TEST(nans > 0, name << ", " << where << ": the reference has no NaN");
+            };
+            auto qn = q, qi = q;
+            auto kn = k;
+            auto vn = v;
+            qn(5, 2) = nan, qi(66, 0) = inf, kn(67, 4) = nan, vn(3, 1) = nan;
+            check(qn, k, v, "NaN query 5");
+            check(q, kn, v, "NaN key 67");
+            check(q, k, vn, "NaN value 3", name.ends_with("(tiled, masked)"));
+            if (name.starts_with("attention")) check(qi, k, v, "infinite query 66");
+        };
+        run(scaled_dot_product{}, dense{}, softmax{}, "attention (tiled)");
+        run(scaled_dot_product{}, window1d{4}, softmax{}, "attention over window1d (gather)");
+        run(gaussian{}, dense{}, sum{}, "gaussian/sum (tiled)");
+        run(gaussian_distance{1.5}, dense{}, softmax{}, "gaussian_distance/softmax (gather)");
+        run(dot_product{}, causal{}, count{}, "dot/count (tiled, masked)");
+        run(scaled_dot_product{}, causal{}, softmax{}, "causal attention (tiled, masked)");
+        const auto q = test::random_tensor<T, 2>({n, d}, 43), k = test::random_tensor<T, 2>({n, d}, 44);
+        const auto v = test::random_tensor<T, 2>({n, dv}, 45);
+        const auto y = weighted_aggregate<A>(q, k, v, scaled_dot_product{double(nan)}, dense{}, softmax{});
+        BOOST_TEST(std::all_of(y.begin(), y.end(), [](T x) { return std::isnan(x); }), "a NaN scale on " << A::name());
+    });
+}
+
 BOOST_AUTO_TEST_CASE(batched_and_multi_head) {
     const auto q3 = test::random_tensor<float, 3>({3, 10, 8}, 1), k3 = test::random_tensor<float, 3>({3, 12, 8}, 2);
     const auto v3 = test::random_tensor<float, 3>({3, 12, 5}, 3);

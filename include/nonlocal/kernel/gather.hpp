@@ -88,7 +88,7 @@ void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
                 normalizer += static_cast<T>(relative);
             }
         }
-        if (lse) lse[i] = shift ? (total > T(0) ? row_max + std::log(total) : minus_inf) : std::log(normalizer);
+        if (lse) lse[i] = shift ? (total == T(0) ? minus_inf : row_max + std::log(total)) : std::log(normalizer);
         if (normalizer == T(0)) std::fill(acc, acc + dv, T(0));
         else simd::scale<Arch>(T(1) / normalizer, acc, dv);
     }

@@ -141,7 +141,7 @@ public:
             }
             if constexpr (shift)
                 for (std::size_t r = 0; r < rows; ++r)
-                    if (alpha[r] != T(1)) simd::scale<Arch>(alpha[r], &o[r * dvp], dvp);
+                    if (alpha[r] != T(1)) simd::scale<Arch>(alpha[r], o.data() + r * dvp, dvp);
 
             // 3. O += P V_tile, V rows in place when they are whole vectors.
             const T* values = v_.data + j0 * dv;
@@ -162,7 +162,7 @@ public:
             T* y = out_.row(i0 + r).data();
             if (normalizer == T(0)) std::fill(y, y + dv, T(0));
             else for (std::size_t c = 0; c < dv; ++c) y[c] = o[r * dvp + c] / normalizer;
-            if (lse_) lse_[i0 + r] = shift ? (row_sum[r] > T(0) ? row_max[r] + std::log(row_sum[r]) : minus_inf)
+            if (lse_) lse_[i0 + r] = shift ? (row_sum[r] == T(0) ? minus_inf : row_max[r] + std::log(row_sum[r]))
                                            : std::log(normalizer);
         }
     }

@@ -16,13 +16,17 @@ namespace nonlocal::simd {
 ///   n = round(x / ln 2), r = x - n ln 2 (two-constant Cody-Waite reduction,
 ///   |r| <= ln 2 / 2), exp(r) by its degree-6 Taylor polynomial (relative error
 ///   < 2e-7 on that interval), times 2^n assembled in the exponent bits.
-/// Valid for x <= 88; the softmax kernels only pass x <= 0.
+/// Valid for x <= 88; the softmax kernels only pass x <= 0. exp(NaN) = NaN, so that a NaN
+/// logit (from a NaN query, key or scale) spreads into its row's result as it does in the
+/// reference, instead of vanishing as a zero weight.
 template <class Arch>
 xsimd::batch<float, Arch> exp_nonpositive(xsimd::batch<float, Arch> x) noexcept {
     using batch = xsimd::batch<float, Arch>;
     using ibatch = xsimd::batch<int32_t, Arch>;
     const auto underflow = x < batch(-87.3f);
-    x = xsimd::max(x, batch(-87.3f));
+    // x second: x86's max returns its second operand when either is NaN (NEON's returns NaN),
+    // and a NaN stays NaN through the polynomial.
+    x = xsimd::max(batch(-87.3f), x);
     const batch n = xsimd::nearbyint(x * batch(1.44269504088896341f));
     batch r = xsimd::fma(n, batch(-0.693359375f), x);
     r = xsimd::fma(n, batch(2.12194440e-4f), r);

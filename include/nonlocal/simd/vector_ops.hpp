@@ -96,22 +96,33 @@ void scale(T alpha, T* y, std::size_t n) noexcept {
     for (; i < n; ++i) y[i] *= alpha;
 }
 
-/// Largest of `x[0, n)`; `-infinity` for n = 0.
+/// Largest of `x[0, n)`; `-infinity` for n = 0, NaN when any is NaN (so that the softmax
+/// kernels carry a NaN logit into their result rather than skip it).
 template <class Arch = default_arch, class T>
 T max_element(const T* x, std::size_t n) noexcept {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
     T best = -std::numeric_limits<T>::infinity();
+    bool nan = false;
     std::size_t i = 0;
     if (n >= W) {
         batch m = batch::load_unaligned(x);
-        for (i = W; i + W <= n; i += W) m = xsimd::max(m, batch::load_unaligned(x + i));
+        auto unordered = xsimd::isnan(m);
+        for (i = W; i + W <= n; i += W) {
+            const batch b = batch::load_unaligned(x + i);
+            m = xsimd::max(m, b);
+            unordered = unordered || xsimd::isnan(b);
+        }
+        nan = xsimd::any(unordered);
         alignas(64) T lanes[W];
         m.store_unaligned(lanes);
         for (std::size_t l = 0; l < W; ++l) best = lanes[l] > best ? lanes[l] : best;
     }
-    for (; i < n; ++i) best = x[i] > best ? x[i] : best;
-    return best;
+    for (; i < n; ++i) {
+        nan = nan || x[i] != x[i];
+        best = x[i] > best ? x[i] : best;
+    }
+    return nan ? std::numeric_limits<T>::quiet_NaN() : best;
 }
 
 /// `x[t] = exp(x[t])` for t in [0, n).

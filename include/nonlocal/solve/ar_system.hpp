@@ -574,7 +574,9 @@ private:
             using V = decltype(logit);
             if constexpr (!std::is_same_v<typename S::kernel, exp_kernel>) return logit;
             else if constexpr (std::is_arithmetic_v<V>) return std::exp(logit);
-            else if constexpr (std::is_same_v<P, float>) return simd::exp_nonpositive(xsimd::min(logit, V(88.f)));
+            // The logit second: x86's min returns its second operand when either is NaN, and
+            // exp_nonpositive keeps NaN, so a NaN logit gives a NaN weight for check_weights.
+            else if constexpr (std::is_same_v<P, float>) return simd::exp_nonpositive(xsimd::min(V(88.f), logit));
             else return xsimd::exp(logit);
         };
         // W of the edges from pixel i (and the next ones, for a batch V) to i + shift.
@@ -587,10 +589,7 @@ private:
                 forward += sim.channel_logit(difference);
                 if constexpr (!symmetric) backward += sim.channel_logit(V(-difference));
             }
-            // A NaN logit gives a NaN weight on every architecture, for check_weights: kappa's
-            // clamp min(logit, 88) would turn it into exp(88).
-            const V w = symmetric ? V(V(P(2)) * kappa(forward)) : V(kappa(forward) + kappa(backward));
-            return pick(xsimd::isnan(V(forward + backward)), V(std::numeric_limits<P>::quiet_NaN()), w);
+            return symmetric ? V(V(P(2)) * kappa(forward)) : V(kappa(forward) + kappa(backward));
         };
         // The row's weights in P, then stored as T (in place when they are the same type).
         std::vector<P> row_weights(std::is_same_v<P, T> ? 0 : width);
