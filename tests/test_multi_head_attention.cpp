@@ -78,6 +78,24 @@ BOOST_AUTO_TEST_CASE(matches_a_plain_loop_and_loads_npy) {
     xt::dump_npy(prefix + "out_proj_bias.npy", m.out_proj_bias);
     const auto loaded = nn::multi_head_attention::load_npy(prefix, h);
     BOOST_TEST(loaded(x, x, x) == m(x, x, x));
+    // numpy.save of float64 weights: the same floats, converted on loading.
+    const std::string wide = (dir / "layer0_f64_").string();
+    xt::dump_npy(wide + "in_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(m.in_proj_weight)));
+    xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(m.in_proj_bias)));
+    xt::dump_npy(wide + "out_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(m.out_proj_weight)));
+    xt::dump_npy(wide + "out_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(m.out_proj_bias)));
+    BOOST_TEST(nn::multi_head_attention::load_npy(wide, h)(x, x, x) == m(x, x, x));
+    // A missing file, a bias of rank 2 and an element type that is not a number are named.
+    BOOST_CHECK_EXCEPTION(nn::multi_head_attention::load_npy(prefix + "missing_", h), std::runtime_error,
+                          [&](const std::runtime_error& e) {
+                              return std::string(e.what()) == "cannot open " + prefix + "missing_in_proj_weight.npy";
+                          });
+    xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<float, 2>(xt::zeros<float>({3 * E, std::size_t(1)})));
+    test::check_invalid([&] { nn::multi_head_attention::load_npy(wide, h); }, "nn::multi_head_attention::load_npy",
+                        wide + "in_proj_bias.npy holds a [72, 1] array; expected 1 dimension");
+    xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<bool, 1>(xt::zeros<bool>({3 * E})));
+    test::check_invalid([&] { nn::multi_head_attention::load_npy(wide, h); },
+                        wide + "in_proj_bias.npy holds elements of type |b1");
     std::filesystem::remove_all(dir);
 }
 

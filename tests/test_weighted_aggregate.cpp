@@ -47,6 +47,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(dense_family_on_awkward_shapes, T, value_types) {
                     compare<A, T>(n, m, d, dv, scaled_dot_product{}, causal{}, softmax{}, seed++, "causal");
                     compare<A, T>(n, m, d, dv, gaussian{}, dense{}, sum{}, seed++, "gaussian/sum");
                     compare<A, T>(n, m, d, dv, dot_product{}, dense{}, count{}, seed++, "dot/count");
+                    if (d == 3) {   // values without features: [n, 0] outputs
+                        compare<A, T>(n, m, d, 0, scaled_dot_product{}, causal{}, softmax{}, seed++, "causal, dv 0");
+                        compare<A, T>(n, m, d, 0, gaussian_distance{1.0}, dense{}, softmax{}, seed++, "gather, dv 0");
+                    }
                 }
     });
 }

@@ -17,13 +17,17 @@
 #include <xtensor/xview.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include <nonlocal/detail/npy.hpp>
+
 namespace nonlocal::tools {
 
-/// An image as float pixels [H, W, C] with the bit depth it was stored in (8 or 16; 32 for
-/// float32 .npy arrays).
+/// An image as float pixels [H, W, C] with the bit depth it was stored in: 8 or 16 (for .npy
+/// arrays, 8 for uint8, 16 for uint16 and 32 for every other element type); `array` tells an
+/// image read from .npy, whose channels are all data.
 struct image {
     xt::xtensor<float, 3> pixels;
     int bit_depth = 8;
+    bool array = false;
 };
 
 inline bool ends_with(const std::string& s, const std::string& suffix) {
@@ -48,15 +52,19 @@ inline CLI::Validator path_ending_in(std::initializer_list<const char*> suffixes
         shown);
 }
 
-/// Reads a PNG or JPEG (any number of channels, 8 or 16 bit) or a float32 .npy [H, W] / [H, W, C].
+/// Reads a PNG or JPEG (any number of channels, 8 or 16 bit) or a .npy [H, W] / [H, W, C] of
+/// float32, float64 or integers.
 inline image read_image(const std::string& path) {
     image out;
     if (ends_with(path, ".npy")) {
-        auto a = xt::load_npy<float>(path);
+        const std::string type = detail::npy_element_type(path);
+        auto a = detail::load_npy_as<float>(path, "tools::read_image");
         if (a.dimension() == 2) a.reshape({a.shape(0), a.shape(1), std::size_t(1)});
-        if (a.dimension() != 3) throw std::runtime_error(path + ": expected a [H, W] or [H, W, C] array");
+        if (a.dimension() != 3)
+            throw std::runtime_error(path + ": expected a [H, W] or [H, W, C] array, got " + detail::shape_string(a.shape()));
         out.pixels = xt::xtensor<float, 3>(a);
-        out.bit_depth = 32;
+        out.bit_depth = type == "|u1" ? 8 : type == "<u2" ? 16 : 32;
+        out.array = true;
         return out;
     }
     int w = 0, h = 0, c = 0;
@@ -79,7 +87,7 @@ inline image read_image(const std::string& path) {
 /// .npy keep every channel (a fourth one may be a measurement).
 inline image without_alpha(image img) {
     const std::size_t channels = img.pixels.shape(2);
-    if (img.bit_depth == 32 || (channels != 2 && channels != 4)) return img;
+    if (img.array || (channels != 2 && channels != 4)) return img;
     img.pixels = xt::view(img.pixels, xt::all(), xt::all(), xt::range(0, channels - 1));
     return img;
 }

@@ -22,6 +22,7 @@
 #include "nonlocal/attention.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/linear.hpp"
+#include "nonlocal/detail/npy.hpp"
 #include "nonlocal/execution.hpp"
 
 namespace nonlocal::nn {
@@ -58,11 +59,12 @@ struct multi_head_attention {
     }
 
     /// Loads `<prefix>in_proj_weight.npy`, `<prefix>in_proj_bias.npy`,
-    /// `<prefix>out_proj_weight.npy` and `<prefix>out_proj_bias.npy` (float32).
+    /// `<prefix>out_proj_weight.npy` and `<prefix>out_proj_bias.npy` (float32, or float64 or
+    /// integers converted to float). Throws `std::runtime_error` naming a file that cannot be
+    /// read, and `std::invalid_argument` naming one of another element type or rank.
     static multi_head_attention load_npy(const std::string& prefix, std::size_t num_heads) {
-        return {num_heads, xt::load_npy<float>(prefix + "in_proj_weight.npy"),
-                xt::load_npy<float>(prefix + "in_proj_bias.npy"), xt::load_npy<float>(prefix + "out_proj_weight.npy"),
-                xt::load_npy<float>(prefix + "out_proj_bias.npy")};
+        return {num_heads, load_weights<2>(prefix + "in_proj_weight.npy"), load_weights<1>(prefix + "in_proj_bias.npy"),
+                load_weights<2>(prefix + "out_proj_weight.npy"), load_weights<1>(prefix + "out_proj_bias.npy")};
     }
 
     /// Attention of `query` [B, L, E] over `key` and `value` [B, S, E] (or [L, E] and
@@ -104,6 +106,19 @@ struct multi_head_attention {
         xt::xtensor<float, R> result = xt::empty<float>(q.shape());
         std::copy(y.begin(), y.end(), result.begin());
         return result;
+    }
+
+private:
+    /// One weight file as a float array of rank N.
+    template <std::size_t N>
+    static xt::xtensor<float, N> load_weights(const std::string& path) {
+        constexpr std::string_view who = "nn::multi_head_attention::load_npy";
+        const xt::xarray<float> a = detail::load_npy_as<float>(path, who);
+        detail::require(a.dimension() == N, who, [&] {
+            return path + " holds a " + detail::shape_string(a.shape()) + " array; expected " + std::to_string(N) +
+                   (N == 1 ? " dimension" : " dimensions");
+        });
+        return a;
     }
 };
 
