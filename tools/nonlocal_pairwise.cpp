@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -19,26 +20,48 @@
 
 namespace {
 
+/// A field as a number: surrounding blanks are allowed, anything else that is not part of the
+/// number is an error naming the place ("data.csv: line 3, field 2: 'a' is not a number").
+double parse_field(const std::string& cell, const std::string& where) {
+    const std::size_t first = cell.find_first_not_of(" \t\r"), last = cell.find_last_not_of(" \t\r");
+    const char* begin = cell.data() + (first == std::string::npos ? cell.size() : first);
+    const char* end = cell.data() + (last == std::string::npos ? cell.size() : last + 1);
+    double value = 0;
+    const auto [stop, error] = std::from_chars(begin, end, value);
+    if (error == std::errc::result_out_of_range)
+        throw std::runtime_error(where + ": '" + std::string(begin, end) + "' is beyond double's range");
+    if (error != std::errc() || stop != end || begin == end)
+        throw std::runtime_error(where + ": '" + std::string(begin, end) +
+                                 "' is not a number (--columns N takes the first N fields of each line)");
+    return value;
+}
+
+/// The samples of a CSV file: comma-separated numbers, one sample per line, after `skip`
+/// header lines; blank lines are skipped. Every line needs `columns` fields (0: as many as the
+/// first line has), of which the first `columns` are read.
 xt::xtensor<double, 2> read_csv(const std::string& path, std::size_t skip, std::size_t columns) {
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot open " + path);
     std::string line;
-    for (std::size_t s = 0; s < skip && std::getline(in, line); ++s) {}
+    std::size_t number = 0;
+    for (; number < skip && std::getline(in, line); ++number) {}
     std::vector<double> values;
     std::size_t rows = 0, width = columns;
     while (std::getline(in, line)) {
+        ++number;
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         std::stringstream fields(line);
         std::string cell;
         std::size_t count = 0;
+        const std::string where = path + ": line " + std::to_string(number);
         while ((columns == 0 || count < columns) && std::getline(fields, cell, ',')) {
-            values.push_back(std::stod(cell));
+            values.push_back(parse_field(cell, where + ", field " + std::to_string(count + 1)));
             ++count;
         }
         if (width == 0) width = count;
         if (count != width)
-            throw std::runtime_error(path + ": line " + std::to_string(skip + rows + 1) + " has " +
-                                     std::to_string(count) + " fields, expected " + std::to_string(width));
+            throw std::runtime_error(where + " has " + std::to_string(count) + (count == 1 ? " field" : " fields") +
+                                     ", expected " + std::to_string(width));
         ++rows;
     }
     xt::xtensor<double, 2> x = xt::empty<double>({rows, width});
@@ -70,11 +93,13 @@ int main(int argc, char** argv) {
 
         std::ofstream file;
         if (!output.empty()) file.open(output);
+        if (!output.empty() && !file) throw std::runtime_error("cannot write " + output);
         std::ostream& os = output.empty() ? std::cout : file;
         os.precision(10);
         for (std::size_t i = 0; i < m.shape(0); ++i)
             for (std::size_t j = 0; j < m.shape(1); ++j) os << m(i, j) << (j + 1 < m.shape(1) ? ',' : '\n');
-        return os ? 0 : 1;
+        if (!os.flush()) throw std::runtime_error("cannot write " + (output.empty() ? "the output" : output));
+        return 0;
     } catch (const std::exception& e) {
         std::cerr << "nonlocal-pairwise: " << e.what() << '\n';
         return 1;
