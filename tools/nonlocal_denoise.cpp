@@ -3,13 +3,16 @@
 //   nonlocal-denoise INPUT OUTPUT --sigma S [--h H] [--patch-radius R] [--search-radius R]
 //                    [--threads N] [--bit-depth 8|16]
 //
-// OUTPUT has the input's channels and, unless --bit-depth says otherwise, its bit depth.
+// OUTPUT has the input's channels and, unless --bit-depth says otherwise, its bit depth; an
+// alpha channel (grey + alpha, RGBA) is copied, not denoised.
 #define STB_IMAGE_IMPLEMENTATION
 #include "image_io.hpp"
 
 #include <nonlocal/nonlocal.hpp>
 
 #include <CLI/CLI.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xview.hpp>
 
 #include <chrono>
 #include <iostream>
@@ -33,9 +36,15 @@ int main(int argc, char** argv) {
 
     try {
         const auto img = nonlocal::tools::read_image(input);
+        // The colour channels are denoised; an alpha channel, coverage rather than a noisy
+        // measurement, is kept as it is and takes no part in the patch distances.
+        const auto colour = nonlocal::tools::without_alpha(img);
         const auto t0 = std::chrono::steady_clock::now();
-        const auto out = nonlocal::nlm_denoise(img.pixels, options, nonlocal::execution::parallel_policy{threads});
+        xt::xtensor<float, 3> out =
+            nonlocal::nlm_denoise(colour.pixels, options, nonlocal::execution::parallel_policy{threads});
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (colour.pixels.shape(2) != img.pixels.shape(2))
+            out = xt::concatenate(xt::xtuple(out, xt::view(img.pixels, xt::all(), xt::all(), xt::range(out.shape(2), img.pixels.shape(2)))), 2);
         if (bit_depth == 0) bit_depth = img.bit_depth == 16 ? 16 : 8;
         // Pixel values keep their units: 8-bit input written as 16 bit keeps 0..255.
         nonlocal::tools::write_png(output, out, bit_depth);
