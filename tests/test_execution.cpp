@@ -31,4 +31,11 @@ BOOST_AUTO_TEST_CASE(errors_inside_threads_reach_the_caller) {
                         "theta has shape [3, 5]", "dimension 6");
 }
 
+BOOST_AUTO_TEST_CASE(negative_thread_counts_are_rejected) {
+    const auto q = test::random_tensor<float, 2>({10, 6}, 8);
+    test::check_invalid([&] { attention(execution::parallel_policy{-2}, q, q, q); }, "execution::parallel_policy",
+                        "threads must be >= 0 (0: OpenMP's default), got -2");
+    BOOST_TEST(attention(execution::parallel_policy{0}, q, q, q) == attention(q, q, q));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

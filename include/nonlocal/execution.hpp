@@ -10,7 +10,10 @@
 #include <concepts>
 #include <cstddef>
 #include <exception>
+#include <string>
 #include <type_traits>
+
+#include "nonlocal/detail/errors.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -23,7 +26,8 @@ namespace nonlocal::execution {
 
 /// Run on the calling thread.
 struct sequenced_policy {};
-/// Run on `threads` OpenMP threads (0: OpenMP's default, `OMP_NUM_THREADS`).
+/// Run on `threads` OpenMP threads (0: OpenMP's default, `OMP_NUM_THREADS`; negative counts are
+/// rejected by the functions that take the policy).
 struct parallel_policy {
     int threads = 0;
 };
@@ -42,9 +46,12 @@ concept execution_policy =
 
 namespace detail {
 
-/// Threads a policy runs on.
+/// Threads a policy runs on. Throws `std::invalid_argument` for a negative thread count.
 inline int thread_count(execution::sequenced_policy) noexcept { return 1; }
-inline int thread_count(execution::parallel_policy p) noexcept {
+inline int thread_count(execution::parallel_policy p) {
+    require(p.threads >= 0, "execution::parallel_policy", [&] {
+        return "threads must be >= 0 (0: OpenMP's default), got " + std::to_string(p.threads);
+    });
 #if NONLOCAL_HAS_OPENMP
     return p.threads > 0 ? p.threads : omp_get_max_threads();
 #else
