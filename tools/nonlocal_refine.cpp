@@ -1,7 +1,7 @@
 // nonlocal-refine: colour-guided depth refinement with the linear AR model.
 //
 //   nonlocal-refine --guide RGB --depth DEPTH --out OUT [options]
-//   nonlocal-refine --batch LIST [--jobs N] [options]
+//   nonlocal-refine --batch LIST [--jobs N] [--skip-existing] [options]
 //
 //   options: [--mode fill|denoise|upsample] [--factor F]
 //            [--model normalised|ar] [--colour laplacian|gaussian] [--colour-space luma-chroma|guide]
@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -58,12 +59,22 @@ nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, cons
     nonlocal::depth_result result = guide.bit_depth == 16
                                         ? refine(xt::xtensor<std::uint16_t, 3>(xt::cast<std::uint16_t>(guide.pixels)))
                                         : refine(guide.pixels);
-    if (nonlocal::tools::ends_with(pair.out, ".npy")) {
-        xt::dump_npy(pair.out, result.depth);
-    } else {
-        xt::xtensor<float, 3> out = xt::empty<float>({result.depth.shape(0), result.depth.shape(1), std::size_t(1)});
-        std::copy(result.depth.begin(), result.depth.end(), out.begin());
-        nonlocal::tools::write_png(pair.out, out, 16);
+    // Written under a temporary name, then renamed: an interrupted run leaves no partial output
+    // that --skip-existing would take for a finished one.
+    const std::string partial = pair.out + ".partial";
+    try {
+        if (nonlocal::tools::ends_with(pair.out, ".npy")) {
+            xt::dump_npy(partial, result.depth);
+        } else {
+            xt::xtensor<float, 3> out = xt::empty<float>({result.depth.shape(0), result.depth.shape(1), std::size_t(1)});
+            std::copy(result.depth.begin(), result.depth.end(), out.begin());
+            nonlocal::tools::write_png(partial, out, 16);
+        }
+        std::filesystem::rename(partial, pair.out);
+    } catch (...) {
+        std::error_code ignored;
+        std::filesystem::remove(partial, ignored);
+        throw;
     }
     return result;
 }
@@ -82,10 +93,10 @@ std::string describe(const nonlocal::depth_result& result, const std::string& ou
 /// library's solves are reentrant, and each thread reuses its own work arrays). A pair that
 /// fails is reported and the others go on. Exit status: 1 if a pair failed, else 2 if a solve
 /// did not converge, else 0.
-int refine_batch(const std::string& list_path, std::size_t jobs, const refinement& how) {
+int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_existing, const refinement& how) {
     const std::vector<nonlocal::tools::depth_pair> pairs = nonlocal::tools::read_pair_list(list_path);
     std::mutex output;
-    std::atomic<std::size_t> next{0}, failed{0}, unconverged{0};
+    std::atomic<std::size_t> next{0}, failed{0}, unconverged{0}, skipped{0};
     std::size_t done = 0;
     const auto start = std::chrono::steady_clock::now();
     const auto work = [&] {
@@ -94,9 +105,15 @@ int refine_batch(const std::string& list_path, std::size_t jobs, const refinemen
             std::string line;
             bool ok = false, converged = false;
             try {
-                const auto result = refine_pair(pair, how);
-                line = describe(result, pair.out);
-                ok = true, converged = result.report.converged;
+                if (skip_existing && std::filesystem::exists(pair.out)) {
+                    line = "skipped, " + pair.out + " exists";
+                    ok = converged = true;
+                    ++skipped;
+                } else {
+                    const auto result = refine_pair(pair, how);
+                    line = describe(result, pair.out);
+                    ok = true, converged = result.report.converged;
+                }
             } catch (const std::exception& e) {
                 line = e.what();
             }
@@ -112,9 +129,11 @@ int refine_batch(const std::string& list_path, std::size_t jobs, const refinemen
         work();
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::cout << "refined " << pairs.size() - failed << " of " << pairs.size() << " pairs in " << seconds << " s ("
-              << (seconds > 0 ? double(pairs.size()) / seconds : 0.0) << " pairs/s, " << std::min(jobs, pairs.size()) << " jobs); "
-              << failed << " failed, " << unconverged << " not converged" << std::endl;
+    const std::size_t refined = pairs.size() - failed - skipped;
+    std::cout << "refined " << refined << " of " << pairs.size() << " pairs in " << seconds << " s ("
+              << (seconds > 0 ? double(refined) / seconds : 0.0) << " pairs/s, " << std::min(jobs, pairs.size())
+              << " jobs); " << skipped << " skipped, " << failed << " failed, " << unconverged << " not converged"
+              << std::endl;
     return failed ? 1 : unconverged ? 2 : 0;
 }
 
@@ -138,6 +157,10 @@ int main(int argc, char** argv) {
                              ->check(CLI::ExistingFile)->excludes(guide_option, depth_option, out_option);
     app.add_option("--jobs", jobs, "--batch: pairs refined at a time, one thread each")->check(CLI::PositiveNumber)
         ->needs(batch_option)->capture_default_str();
+    bool skip_existing = false;
+    app.add_flag("--skip-existing", skip_existing,
+                 "--batch: leave pairs whose output exists (outputs are written whole, so a run resumes)")
+        ->needs(batch_option);
     app.add_option("--mode", how.mode, "fill, denoise or upsample")
         ->check(CLI::IsMember({"fill", "denoise", "upsample"}))->capture_default_str();
     auto* factor_option =
@@ -213,7 +236,7 @@ int main(int argc, char** argv) {
         if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
     }
     try {
-        if (batch_option->count()) return refine_batch(list_path, jobs, how);
+        if (batch_option->count()) return refine_batch(list_path, jobs, skip_existing, how);
         const auto result = refine_pair({guide_path, depth_path, out_path, 0}, how);
         std::cout << describe(result, out_path) << '\n';
         return result.report.converged ? 0 : 2;
