@@ -3,6 +3,7 @@
 /// Reading .npy arrays of any real or integer element type, as numpy writes them
 /// (`numpy.save` of float64 data is as common as float32), with errors that name the file.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <fstream>
