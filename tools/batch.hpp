@@ -19,6 +19,9 @@
 
 namespace nonlocal::tools {
 
+/// What a refined depth may be written as: a 16-bit PNG or a float32 .npy.
+inline const std::vector<std::string> depth_outputs = {".png", ".npy"};
+
 /// A guide, the depth it refines and where the result goes; `line` is its line in the list
 /// (0 for a pair given on the command line).
 struct depth_pair {
@@ -58,8 +61,8 @@ inline std::vector<depth_pair> read_pair_list(const std::string& path) {
             throw std::runtime_error(where(line) + "expected GUIDE DEPTH OUT, got " + std::to_string(f.size()) +
                                      (f.size() == 1 ? " field" : " fields"));
         depth_pair pair{f[0], f[1], f[2], line};
-        if (!ends_with(pair.out, ".png") && !ends_with(pair.out, ".npy"))
-            throw std::runtime_error(where(line) + "the output must end in .png or .npy, got " + pair.out);
+        if (const std::string error = ending_error(pair.out, depth_outputs); !error.empty())
+            throw std::runtime_error(where(line) + "the output " + error);
         const std::string out = key(pair.out);
         if (out == key(pair.guide) || out == key(pair.depth))
             throw std::runtime_error(where(line) + "the output " + pair.out + " would overwrite an input of its pair");

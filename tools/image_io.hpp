@@ -4,7 +4,6 @@
 // .npy through xtensor.
 #include <cstdint>
 #include <cstdio>
-#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -34,22 +33,23 @@ inline bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// A command-line check that a path to write ends in one of `suffixes` (".png", ".npy"),
-/// so that a run with another one fails before it computes: "must end in .png or .npy, got ...".
-inline CLI::Validator path_ending_in(std::initializer_list<const char*> suffixes) {
-    std::string listed, shown;   // ".png or .npy" in messages, "PATH.png|PATH.npy" in the help
-    for (const char* suffix : suffixes) {
-        listed += listed.empty() ? suffix : std::string(" or ") + suffix;
-        shown += (shown.empty() ? "PATH" : "|PATH") + std::string(suffix);
+/// Why `path` is not a path to write with one of `suffixes`: "must end in .png or .npy, got
+/// PATH", or the empty string when it ends in one of them.
+inline std::string ending_error(const std::string& path, const std::vector<std::string>& suffixes) {
+    std::string listed;
+    for (const std::string& suffix : suffixes) {
+        if (ends_with(path, suffix)) return {};
+        listed += listed.empty() ? suffix : " or " + suffix;
     }
-    const std::vector<std::string> accepted(suffixes.begin(), suffixes.end());
-    return CLI::Validator(
-        [accepted, listed](std::string& path) {
-            for (const std::string& suffix : accepted)
-                if (ends_with(path, suffix)) return std::string();
-            return "must end in " + listed + ", got " + path;
-        },
-        shown);
+    return "must end in " + listed + ", got " + path;
+}
+
+/// A command-line check that a path to write ends in one of `suffixes` (".png", ".npy"), with
+/// `ending_error`'s message, so that a run with another one fails before it computes.
+inline CLI::Validator path_ending_in(std::vector<std::string> suffixes) {
+    std::string shown;   // "PATH.png|PATH.npy" in the help
+    for (const std::string& suffix : suffixes) shown += (shown.empty() ? "PATH" : "|PATH") + suffix;
+    return CLI::Validator([suffixes](std::string& path) { return ending_error(path, suffixes); }, shown);
 }
 
 /// Reads a PNG or JPEG (any number of channels, 8 or 16 bit) or a .npy [H, W] / [H, W, C] of

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
         app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG (8 or 16 bit, its alpha ignored) or JPEG");
     auto* depth_option = app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG, or .npy of float32, float64 or integers; 0 is missing");
     auto* out_option = app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")
-                           ->check(nonlocal::tools::path_ending_in({".png", ".npy"}));
+                           ->check(nonlocal::tools::path_ending_in(nonlocal::tools::depth_outputs));
     auto* batch_option = app.add_option("--batch", list_path,
                                         "a list of pairs, one \"GUIDE DEPTH OUT\" per line (paths may be quoted; # "
                                         "starts a comment), refined with the same options")
