@@ -58,7 +58,7 @@ inline image read_image(const std::string& path) {
     image out;
     if (ends_with(path, ".npy")) {
         const std::string type = detail::npy_element_type(path);
-        auto a = detail::load_npy_as<float>(path, "tools::read_image");
+        auto a = detail::load_npy_of_type<float>(path, type, "tools::read_image");
         if (a.dimension() == 2) a.reshape({a.shape(0), a.shape(1), std::size_t(1)});
         if (a.dimension() != 3)
             throw std::runtime_error(path + ": expected a [H, W] or [H, W, C] array, got " + detail::shape_string(a.shape()));

@@ -43,12 +43,12 @@ inline std::string npy_element_type(const std::string& path) {
     return header.substr(open + 1, close - open - 1);
 }
 
-/// A .npy array of float32 or float64, or of 8- to 64-bit signed or unsigned integers (in the
-/// machine's little-endian order), as T. Throws `std::runtime_error` naming the file when it
-/// cannot be read, and `std::invalid_argument` (from `who`) for another element type.
+/// A .npy array whose element type `type` (from `npy_element_type`) is float32 or float64, or
+/// 8- to 64-bit signed or unsigned integers (in the machine's little-endian order), as T.
+/// Throws `std::runtime_error` naming the file when it cannot be read, and
+/// `std::invalid_argument` (from `who`) for another element type.
 template <class T>
-xt::xarray<T> load_npy_as(const std::string& path, std::string_view who) {
-    const std::string type = npy_element_type(path);
+xt::xarray<T> load_npy_of_type(const std::string& path, const std::string& type, std::string_view who) {
     const auto as = [&](auto stored) -> xt::xarray<T> {
         try {
             return xt::cast<T>(xt::load_npy<decltype(stored)>(path));
@@ -68,6 +68,12 @@ xt::xarray<T> load_npy_as(const std::string& path, std::string_view who) {
     if (type == "<i8") return as(std::int64_t{});
     fail(who, path + " holds elements of type " + type +
                   "; expected float32 or float64 (<f4, <f8) or little-endian integers of 8 to 64 bits");
+}
+
+/// `load_npy_of_type` with the element type read from the file's header.
+template <class T>
+xt::xarray<T> load_npy_as(const std::string& path, std::string_view who) {
+    return load_npy_of_type<T>(path, npy_element_type(path), who);
 }
 
 }  // namespace nonlocal::detail
