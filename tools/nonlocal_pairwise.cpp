@@ -21,17 +21,19 @@
 namespace {
 
 /// A field as a number: surrounding blanks are allowed, anything else that is not part of the
-/// number is an error naming the place ("data.csv: line 3, field 2: 'a' is not a number").
-double parse_field(const std::string& cell, const std::string& where) {
+/// number is an error naming the place ("data.csv: line 3, field 2: 'a' is not a number"),
+/// which `where()` gives, called only then.
+template <class Where>
+double parse_field(const std::string& cell, const Where& where) {
     const std::size_t first = cell.find_first_not_of(" \t\r"), last = cell.find_last_not_of(" \t\r");
     const char* begin = cell.data() + (first == std::string::npos ? cell.size() : first);
     const char* end = cell.data() + (last == std::string::npos ? cell.size() : last + 1);
     double value = 0;
     const auto [stop, error] = std::from_chars(begin, end, value);
     if (error == std::errc::result_out_of_range)
-        throw std::runtime_error(where + ": '" + std::string(begin, end) + "' is beyond double's range");
+        throw std::runtime_error(where() + ": '" + std::string(begin, end) + "' is beyond double's range");
     if (error != std::errc() || stop != end || begin == end)
-        throw std::runtime_error(where + ": '" + std::string(begin, end) +
+        throw std::runtime_error(where() + ": '" + std::string(begin, end) +
                                  "' is not a number (--columns N takes the first N fields of each line)");
     return value;
 }
@@ -53,14 +55,14 @@ xt::xtensor<double, 2> read_csv(const std::string& path, std::size_t skip, std::
         std::stringstream fields(line);
         std::string cell;
         std::size_t count = 0;
-        const std::string where = path + ": line " + std::to_string(number);
+        const auto where = [&] { return path + ": line " + std::to_string(number); };
         while ((columns == 0 || count < columns) && std::getline(fields, cell, ',')) {
-            values.push_back(parse_field(cell, where + ", field " + std::to_string(count + 1)));
+            values.push_back(parse_field(cell, [&] { return where() + ", field " + std::to_string(count + 1); }));
             ++count;
         }
         if (width == 0) width = count;
         if (count != width)
-            throw std::runtime_error(where + " has " + std::to_string(count) + (count == 1 ? " field" : " fields") +
+            throw std::runtime_error(where() + " has " + std::to_string(count) + (count == 1 ? " field" : " fields") +
                                      ", expected " + std::to_string(width));
         ++rows;
     }
