@@ -31,6 +31,33 @@ BOOST_AUTO_TEST_CASE(linear_matches_literal) {
     test::check_invalid([&] { nn::linear(x, w3, b2); }, "bias [2]");
 }
 
+BOOST_AUTO_TEST_CASE(linear_on_awkward_shapes_against_double) {
+    // Rows around the micro-kernel's 6 and past a block of rows (96 with AVX2, 384 with
+    // AVX-512), depths past a depth block (256 with AVX2, 64 with AVX-512), columns around
+    // the vector widths and the panels (16 with AVX2, 64 with AVX-512), and empty sizes.
+    const std::array<std::size_t, 3> shapes[] = {{0, 5, 3},    {1, 1, 1},     {1, 17, 9},    {5, 7, 8},
+                                                 {6, 8, 16},   {7, 9, 17},    {13, 255, 33}, {97, 257, 65},
+                                                 {103, 600, 7}, {400, 70, 40}, {12, 0, 5},    {3, 4, 0}};
+    test::for_each_arch([&](auto arch) {
+        using Arch = decltype(arch);
+        for (const auto& [n, in, out] : shapes) {
+            const auto x = test::random_tensor<float, 2>({n, in}, unsigned(n + in));
+            const auto w = test::random_tensor<float, 2>({out, in}, unsigned(out + 1));
+            const auto b = test::random_tensor<float, 1>({out}, unsigned(out + 2));
+            xt::xtensor<double, 2> expected = xt::empty<double>({n, out});
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t o = 0; o < out; ++o) {
+                    double s = b(o);
+                    for (std::size_t c = 0; c < in; ++c) s += double(x(i, c)) * w(o, c);
+                    expected(i, o) = s;
+                }
+            test::check_close(nn::linear<Arch>(x, w, b), expected, 1e-6 * double(in + 1), 1e-5,
+                              std::string(Arch::name()) + ": [" + std::to_string(n) + ", " + std::to_string(in) +
+                                  "] x [" + std::to_string(out) + ", " + std::to_string(in) + "]^T");
+        }
+    });
+}
+
 namespace {
 /// Literal non-local block: z_i = x_i + W_z (1 / C_i) sum_j f(x_i, x_j) W_g x_j.
 xt::xtensor<double, 2> literal_block(const xt::xtensor<double, 2>& x, const xt::xtensor<double, 2>& wg,
