@@ -152,6 +152,19 @@ BOOST_AUTO_TEST_CASE(patch_group_by_hand) {
     const patch_group p{4, 6, 2, 3};
     BOOST_TEST(keys_of(p, px(0, 0, 6), 24) == (keys{px(0, 0, 6), px(0, 3, 6), px(2, 0, 6), px(2, 3, 6)}));
     BOOST_TEST(keys_of(p, px(3, 4, 6), 24) == (keys{px(1, 1, 6), px(1, 4, 6), px(3, 1, 6), px(3, 4, 6)}));
+    // Its groups: offset (g / 3, g % 3) of the 2 x 2 patches; group 4 is offset (1, 1), the
+    // keys of pixel (3, 4) above, in row-major order; every pixel is in the group of its keys.
+    BOOST_TEST(p.groups() == 6u);
+    BOOST_TEST(p.group_size() == 4u);
+    const keys group4{p.member(4, 0), p.member(4, 1), p.member(4, 2), p.member(4, 3)};
+    BOOST_TEST(group4 == (keys{px(1, 1, 6), px(1, 4, 6), px(3, 1, 6), px(3, 4, 6)}));
+    for (std::size_t g = 0; g < p.groups(); ++g)
+        for (std::size_t t = 0; t < p.group_size(); ++t) {
+            const keys expected = keys_of(p, p.member(g, t), 24);
+            keys group;
+            for (std::size_t u = 0; u < p.group_size(); ++u) group.push_back(p.member(g, u));
+            BOOST_TEST(group == expected);
+        }
 }
 
 BOOST_AUTO_TEST_CASE(csr_runs_and_validation) {

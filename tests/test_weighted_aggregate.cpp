@@ -111,6 +111,45 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(structured_neighborhoods, T, value_types) {
     });
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(patch_group_through_the_tiled_kernel, T, value_types) {
+    // A dot-product similarity over patch_group runs as dense over each group of pixels (the
+    // pixels at one offset of every patch), gathered and scattered back: against the reference
+    // on groups of 1, of fewer and of more than one 64-key tile (18 x 18 in 2 x 2 patches: 81),
+    // with every normalization the tiled kernel serves, a projected similarity and the lse.
+    const auto theta = test::random_tensor<double, 2>({4, 5}, 81), phi = test::random_tensor<double, 2>({4, 5}, 82);
+    test::for_each_arch([&](auto arch) {
+        using A = decltype(arch);
+        unsigned seed = 900;
+        for (const auto& [h, w, ph, pw] : {std::array<std::size_t, 4>{2, 3, 2, 3}, {4, 6, 2, 3}, {5, 7, 1, 7},
+                                           {18, 18, 2, 2}, {16, 9, 2, 3}}) {
+            const patch_group nb{h, w, ph, pw};
+            const std::size_t n = h * w;
+            compare<A, T>(n, n, 5, 3, scaled_dot_product{}, nb, softmax{}, seed++, "patch_group/softmax");
+            compare<A, T>(n, n, 9, 4, gaussian{}, nb, sum{}, seed++, "patch_group/gaussian/sum");
+            compare<A, T>(n, n, 7, 2, dot_product{}, nb, count{}, seed++, "patch_group/dot/count");
+            compare<A, T>(n, n, 5, 6, embedded_gaussian(theta, phi), nb, softmax{}, seed++, "patch_group/embedded");
+            const auto q = test::random_tensor<T, 2>({n, 6}, seed), k = test::random_tensor<T, 2>({n, 6}, seed + 1);
+            const auto v = test::random_tensor<T, 2>({n, 3}, seed + 2);
+            const auto [y, lse] = weighted_aggregate_lse<A>(execution::seq, q, k, v, scaled_dot_product{}, nb, softmax{});
+            test::check_close(y, reference::weighted_aggregate(q, k, v, scaled_dot_product{}, nb, softmax{}),
+                              tolerance<T>(), tolerance<T>() * 10, "patch_group values with lse");
+            // log sum_j exp(q_i.k_j / sqrt 6) over the pixels j at i's offset in every patch.
+            xt::xtensor<double, 1> literal = xt::empty<double>({n});
+            for (std::size_t i = 0; i < n; ++i) {
+                double total = 0;
+                for (std::size_t j = 0; j < n; ++j)
+                    if ((i / w) % ph == (j / w) % ph && (i % w) % pw == (j % w) % pw) {
+                        double dot = 0;
+                        for (std::size_t c = 0; c < 6; ++c) dot += double(q(i, c)) * k(j, c);
+                        total += std::exp(dot / std::sqrt(6.0));
+                    }
+                literal(i) = std::log(total);
+            }
+            test::check_close(lse, literal, tolerance<T>(), tolerance<T>() * 10, "patch_group lse");
+        }
+    });
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(nan_inputs_spread_as_in_the_reference, T, value_types) {
     // A NaN in a query, a key, a value or the scale makes NaN exactly the outputs it makes NaN
     // in the reference (the fast kernels once gave NaN logits zero weight, a plausible but

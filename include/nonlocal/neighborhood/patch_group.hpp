@@ -31,6 +31,17 @@ struct patch_group {
                         });
         detail::require_square_grid("patch_group", height, width, e);
     }
+    /// The pixels at one offset of every patch attend densely among themselves: a partition
+    /// of the grid into `groups()` groups of `group_size()` pixels, `member(g, t)` the t-th
+    /// pixel (in row-major order) at offset (g / patch_w, g % patch_w). The dot-product
+    /// similarities run on it as on `dense` over each group (see `weighted_aggregate`).
+    std::size_t groups() const noexcept { return patch_h * patch_w; }
+    std::size_t group_size() const noexcept { return (height / patch_h) * (width / patch_w); }
+    std::size_t member(std::size_t g, std::size_t t) const noexcept {
+        const std::size_t patches_per_row = width / patch_w;
+        return ((t / patches_per_row) * patch_h + g / patch_w) * width + (t % patches_per_row) * patch_w + g % patch_w;
+    }
+
     template <class F>
     void for_each_range(std::size_t i, extents, F&& f) const {
         const std::size_t row_offset = (i / width) % patch_h, col_offset = (i % width) % patch_w;
