@@ -33,3 +33,5 @@
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/nn/nonlocal_block.hpp"
 #include "nonlocal/nn/multi_head_attention.hpp"
+#include "nonlocal/nn/layer_norm.hpp"
+#include "nonlocal/nn/transformer.hpp"

@@ -109,16 +109,9 @@ struct multi_head_attention {
     }
 
 private:
-    /// One weight file as a float array of rank N.
     template <std::size_t N>
     static xt::xtensor<float, N> load_weights(const std::string& path) {
-        constexpr std::string_view who = "nn::multi_head_attention::load_npy";
-        const xt::xarray<float> a = detail::load_npy_as<float>(path, who);
-        detail::require(a.dimension() == N, who, [&] {
-            return path + " holds a " + detail::shape_string(a.shape()) + " array; expected " + std::to_string(N) +
-                   (N == 1 ? " dimension" : " dimensions");
-        });
-        return a;
+        return detail::load_weights<N>(path, "nn::multi_head_attention::load_npy");
     }
 };
 
