@@ -81,6 +81,59 @@ void mha(benchmark::State& state) {
 }
 BENCHMARK(mha)->ArgNames({"n", "E", "h"})->Args({1024, 512, 8})->Unit(benchmark::kMillisecond);
 
+/// nn::linear: x [n, in] W^T for W [out, in], the projections of attention layers and MLPs.
+void linear(benchmark::State& state) {
+    const std::size_t n = state.range(0), in = state.range(1), out = state.range(2);
+    const auto x = randn(n, in, 9), w = randn(out, in, 10);
+    for (auto _ : state) {
+        auto y = nonlocal::nn::linear(x, w);
+        benchmark::DoNotOptimize(y.data());
+    }
+    report(state, 2.0 * n * in * out, 0);
+}
+// ViT-B/16's MLP (197 tokens, 768 -> 3072 -> 768) and QKV projection, and a longer sequence.
+#define NONLOCAL_LINEAR_SHAPES ->ArgNames({"n", "in", "out"})->Args({197, 768, 3072})->Args({197, 3072, 768}) \
+    ->Args({197, 768, 2304})->Args({1024, 512, 1536})->Unit(benchmark::kMillisecond)
+BENCHMARK(linear) NONLOCAL_LINEAR_SHAPES;
+
+/// A Transformer encoder layer (norm first, GELU) of L tokens, E features, h heads and an MLP of
+/// 4E; each query sees `keys` keys of the neighborhood.
+template <class Nb>
+void run_encoder_layer(benchmark::State& state, std::size_t L, Nb nb, std::size_t keys) {
+    const std::size_t E = state.range(1), h = state.range(2), F = 4 * E;
+    const nonlocal::nn::transformer_encoder_layer layer(
+        nonlocal::nn::multi_head_attention(h, randn(3 * E, E, 4) * 0.05f, xt::zeros<float>({3 * E}),
+                                           randn(E, E, 5) * 0.05f, xt::zeros<float>({E})),
+        nonlocal::nn::feed_forward(randn(F, E, 6) * 0.05f, xt::zeros<float>({F}), randn(E, F, 7) * 0.05f,
+                                   xt::zeros<float>({E}), nonlocal::nn::activation::gelu),
+        nonlocal::nn::layer_norm(xt::ones<float>({E}), xt::zeros<float>({E})),
+        nonlocal::nn::layer_norm(xt::ones<float>({E}), xt::zeros<float>({E})), true);
+    xt::xtensor<float, 3> x = xt::empty<float>({std::size_t(1), L, E});
+    const auto x2 = randn(L, E, 8);
+    std::copy(x2.begin(), x2.end(), x.begin());
+    for (auto _ : state) {
+        auto y = layer(x, nb);
+        benchmark::DoNotOptimize(y.data());
+    }
+    // The projections' 8 L E^2, attention's 4 L keys E and the MLP's 2 x 2 L E F flops.
+    report(state, 8.0 * L * E * E + 4.0 * L * keys * E + 4.0 * L * E * F,
+           double(nonlocal::kernel::tiled_workspace_bytes<float>(E / h, E / h, nonlocal::simd_width<float>)));
+}
+/// ViT: L = 197 tokens (196 patches of a 224 x 224 image and the class token), dense attention.
+void vit_encoder_layer(benchmark::State& state) {
+    const std::size_t L = state.range(0);
+    run_encoder_layer(state, L, nonlocal::dense{}, L);
+}
+/// MobileViT's transformer on an S x S feature map in 2 x 2 patches: the pixels at one offset of
+/// every patch attend to each other (patch_group), S^2 / 4 keys each.
+void mobilevit_encoder_layer(benchmark::State& state) {
+    const std::size_t S = state.range(0);
+    run_encoder_layer(state, S * S, nonlocal::patch_group{S, S, 2, 2}, S * S / 4);
+}
+// ViT-S/16 and ViT-B/16; MobileViT-S's first transformer (32 x 32 map, E = 144, 4 heads).
+BENCHMARK(vit_encoder_layer)->ArgNames({"L", "E", "h"})->Args({197, 384, 6})->Args({197, 768, 12})->Unit(benchmark::kMillisecond);
+BENCHMARK(mobilevit_encoder_layer)->ArgNames({"S", "E", "h"})->Args({32, 144, 4})->Unit(benchmark::kMillisecond);
+
 #if NONLOCAL_HAVE_CBLAS
 /// The peer: S = scale Q K^T (sgemm), softmax of each row (xsimd exp), O = P V (sgemm).
 void peer_blas_attention(benchmark::State& state) {
@@ -116,6 +169,21 @@ void peer_blas_attention(benchmark::State& state) {
     report(state, 4.0 * n * n * d, double(n) * n * sizeof(float));
 }
 BENCHMARK(peer_blas_attention)->ArgNames({"n", "d"})->ArgsProduct({{512, 1024, 2048, 4096}, {64}})->Unit(benchmark::kMillisecond);
+
+/// The peer of `linear`: cblas_sgemm(x, W^T), one thread.
+void peer_blas_linear(benchmark::State& state) {
+    openblas_set_num_threads(1);
+    const std::size_t n = state.range(0), in = state.range(1), out = state.range(2);
+    const auto x = randn(n, in, 9), w = randn(out, in, 10);
+    for (auto _ : state) {
+        xt::xtensor<float, 2> y = xt::empty<float>({n, out});
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(out), int(in), 1.f, x.data(), int(in),
+                    w.data(), int(in), 0.f, y.data(), int(out));
+        benchmark::DoNotOptimize(y.data());
+    }
+    report(state, 2.0 * n * in * out, 0);
+}
+BENCHMARK(peer_blas_linear) NONLOCAL_LINEAR_SHAPES;
 #endif
 
 }  // namespace
@@ -124,7 +192,7 @@ int main(int argc, char** argv) {
     fma_peak = nonlocal::bench::measure_fma_peak_gflops();
     std::printf("measured fp32 FMA peak, one core, %s: %.1f GFLOP/s\n", xsimd::default_arch::name(), fma_peak);
 #if !NONLOCAL_HAVE_CBLAS
-    std::printf("no CBLAS found: the peer_blas_attention benchmarks are skipped\n");
+    std::printf("no CBLAS found: the peer_blas_attention and peer_blas_linear benchmarks are skipped\n");
 #endif
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
