@@ -1,28 +1,13 @@
-// nn/layer_norm.hpp: hand-computed tokens, a literal double loop over awkward feature
+// nn/layer_norm.hpp: hand-computed tokens, the literal double loop over awkward feature
 // counts, batched shapes and bad arguments.
 #include <nonlocal/nonlocal.hpp>
 
+#include "literal_nn.hpp"
 #include "support.hpp"
 
 using namespace nonlocal;
 
 BOOST_AUTO_TEST_SUITE(test_layer_norm)
-
-namespace {
-/// LayerNorm of each row of x [n, E], literally, in double.
-xt::xtensor<double, 2> literal_layer_norm(const xt::xtensor<float, 2>& x, const nn::layer_norm& norm) {
-    const std::size_t n = x.shape(0), E = x.shape(1);
-    xt::xtensor<double, 2> y = xt::empty<double>({n, E});
-    for (std::size_t t = 0; t < n; ++t) {
-        double mean = 0, variance = 0;
-        for (std::size_t c = 0; c < E; ++c) mean += x(t, c) / double(E);
-        for (std::size_t c = 0; c < E; ++c) variance += (x(t, c) - mean) * (x(t, c) - mean) / double(E);
-        for (std::size_t c = 0; c < E; ++c)
-            y(t, c) = (x(t, c) - mean) / std::sqrt(variance + norm.eps) * norm.weight(c) + norm.bias(c);
-    }
-    return y;
-}
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(hand_computed_tokens) {
     // [1, 2, 3]: mean 2, biased variance (1 + 0 + 1) / 3 = 2 / 3, 1 / sqrt(2 / 3 + 1e-5) = 1.2247357;
@@ -51,7 +36,7 @@ BOOST_AUTO_TEST_CASE(matches_the_literal_loop) {
                                   1e-6);
         // Features far from 0 (offset 100, spread 1): a one-pass variance would cancel.
         const auto x = test::random_tensor<float, 2>({5, E}, unsigned(E), 99, 101);
-        test::check_close(norm(x), literal_layer_norm(x, norm), 2e-5, 2e-5, "E = " + std::to_string(E));
+        test::check_close(norm(x), test::literal_layer_norm(x, norm), 2e-5, 2e-5, "E = " + std::to_string(E));
     }
     // [B, L, E] equals its flattening [B L, E]; a double view of it is converted.
     const std::size_t E = 19;

@@ -7,6 +7,7 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
+#include "literal_nn.hpp"
 #include "support.hpp"
 
 using namespace nonlocal;
@@ -14,44 +15,13 @@ using namespace nonlocal;
 BOOST_AUTO_TEST_SUITE(test_multi_head_attention)
 
 namespace {
-/// A plain loop implementation of nn.MultiheadAttention's forward pass.
+/// nn.MultiheadAttention's self-attention over x [B, L, E], literally, in double.
 xt::xtensor<double, 3> literal_mha(const xt::xtensor<float, 3>& x, const nn::multi_head_attention& m, bool is_causal) {
-    const std::size_t B = x.shape(0), L = x.shape(1), E = m.embed_dim, h = m.num_heads, hd = E / h;
-    xt::xtensor<double, 3> proj = xt::zeros<double>({std::size_t(3), B * L, E});
-    for (std::size_t part = 0; part < 3; ++part)
-        for (std::size_t t = 0; t < B * L; ++t)
-            for (std::size_t o = 0; o < E; ++o) {
-                double s = m.in_proj_bias(part * E + o);
-                for (std::size_t c = 0; c < E; ++c) s += double(m.in_proj_weight(part * E + o, c)) * x.data()[t * E + c];
-                proj(part, t, o) = s;
-            }
-    xt::xtensor<double, 2> merged = xt::zeros<double>({B * L, E});
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t head = 0; head < h; ++head)
-            for (std::size_t i = 0; i < L; ++i) {
-                std::vector<double> w;
-                double mx = -INFINITY;
-                for (std::size_t j = 0; j < L; ++j) {
-                    double l = 0;
-                    for (std::size_t c = 0; c < hd; ++c) l += proj(0, b * L + i, head * hd + c) * proj(1, b * L + j, head * hd + c);
-                    w.push_back(is_causal && j > i ? -INFINITY : l / std::sqrt(double(hd)));
-                    mx = std::max(mx, w.back());
-                }
-                double total = 0;
-                for (auto& e : w) total += (e = std::exp(e - mx));
-                for (std::size_t c = 0; c < hd; ++c) {
-                    double s = 0;
-                    for (std::size_t j = 0; j < L; ++j) s += w[j] * proj(2, b * L + j, head * hd + c);
-                    merged(b * L + i, head * hd + c) = s / total;
-                }
-            }
-    xt::xtensor<double, 3> y = xt::zeros<double>({B, L, E});
-    for (std::size_t t = 0; t < B * L; ++t)
-        for (std::size_t o = 0; o < E; ++o) {
-            double s = m.out_proj_bias(o);
-            for (std::size_t c = 0; c < E; ++c) s += double(m.out_proj_weight(o, c)) * merged(t, c);
-            y.data()[t * E + o] = s;
-        }
+    xt::xtensor<double, 3> y = xt::empty<double>(x.shape());
+    for (std::size_t b = 0; b < x.shape(0); ++b)
+        xt::view(y, b) = test::literal_self_attention(xt::cast<double>(xt::view(x, b)), m, [&](std::size_t i, std::size_t j) {
+            return !is_causal || j <= i;
+        });
     return y;
 }
 }  // namespace

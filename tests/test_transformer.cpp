@@ -12,6 +12,7 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
+#include "literal_nn.hpp"
 #include "support.hpp"
 
 using namespace nonlocal;
@@ -25,78 +26,25 @@ double literal_activation(nn::activation a, double x) {
     return x * 0.5 * (1 + std::erf(x / std::sqrt(2.0)));
 }
 
-/// Rows x [n, in] times weight^T [out, in] plus bias, in double.
-xt::xtensor<double, 2> literal_linear(const xt::xtensor<double, 2>& x, const xt::xtensor<float, 2>& w,
-                                      const xt::xtensor<float, 1>& b) {
-    xt::xtensor<double, 2> y = xt::empty<double>({x.shape(0), w.shape(0)});
-    for (std::size_t i = 0; i < x.shape(0); ++i)
-        for (std::size_t o = 0; o < w.shape(0); ++o) {
-            double s = b(o);
-            for (std::size_t c = 0; c < w.shape(1); ++c) s += x(i, c) * w(o, c);
-            y(i, o) = s;
-        }
-    return y;
-}
-
-xt::xtensor<double, 2> literal_norm(const xt::xtensor<double, 2>& x, const nn::layer_norm& n) {
-    xt::xtensor<double, 2> y = x;
-    const std::size_t E = x.shape(1);
-    for (std::size_t t = 0; t < x.shape(0); ++t) {
-        double mean = 0, variance = 0;
-        for (std::size_t c = 0; c < E; ++c) mean += x(t, c) / double(E);
-        for (std::size_t c = 0; c < E; ++c) variance += (x(t, c) - mean) * (x(t, c) - mean) / double(E);
-        for (std::size_t c = 0; c < E; ++c) y(t, c) = (x(t, c) - mean) / std::sqrt(variance + n.eps) * n.weight(c) + n.bias(c);
-    }
-    return y;
-}
-
-/// Multi-head self-attention of one sequence x [L, E], key j admissible for query i when allowed(i, j).
-xt::xtensor<double, 2> literal_self_attention(const xt::xtensor<double, 2>& x, const nn::multi_head_attention& m,
-                                              const std::function<bool(std::size_t, std::size_t)>& allowed) {
-    const std::size_t L = x.shape(0), E = m.embed_dim, hd = E / m.num_heads;
-    const auto part = [&](std::size_t p) {
-        const xt::xtensor<float, 2> w = xt::view(m.in_proj_weight, xt::range(p * E, (p + 1) * E), xt::all());
-        const xt::xtensor<float, 1> b = xt::view(m.in_proj_bias, xt::range(p * E, (p + 1) * E));
-        return literal_linear(x, w, b);
-    };
-    const auto q = part(0), k = part(1), v = part(2);
-    xt::xtensor<double, 2> merged = xt::zeros<double>({L, E});
-    for (std::size_t head = 0; head < m.num_heads; ++head)
-        for (std::size_t i = 0; i < L; ++i) {
-            std::vector<double> w(L, 0.0);
-            double top = -INFINITY, total = 0;
-            for (std::size_t j = 0; j < L; ++j) {
-                if (!allowed(i, j)) continue;
-                double l = 0;
-                for (std::size_t c = 0; c < hd; ++c) l += q(i, head * hd + c) * k(j, head * hd + c);
-                w[j] = l / std::sqrt(double(hd));
-                top = std::max(top, w[j]);
-            }
-            for (std::size_t j = 0; j < L; ++j) total += w[j] = allowed(i, j) ? std::exp(w[j] - top) : 0;
-            for (std::size_t j = 0; j < L; ++j)
-                for (std::size_t c = 0; c < hd; ++c) merged(i, head * hd + c) += w[j] / total * v(j, head * hd + c);
-        }
-    return literal_linear(merged, m.out_proj_weight, m.out_proj_bias);
-}
-
 /// nn.TransformerEncoderLayer's forward pass over x [B, L, E], literally, in double.
 xt::xtensor<double, 3> literal_encoder(const xt::xtensor<float, 3>& x, const nn::transformer_encoder_layer& layer,
                                        const std::function<bool(std::size_t, std::size_t)>& allowed) {
     const std::size_t B = x.shape(0), L = x.shape(1), E = x.shape(2);
     xt::xtensor<double, 3> y = xt::empty<double>({B, L, E});
     const auto mlp = [&](const xt::xtensor<double, 2>& in) {
-        xt::xtensor<double, 2> hidden = literal_linear(in, layer.mlp.linear1_weight, layer.mlp.linear1_bias);
+        xt::xtensor<double, 2> hidden = test::literal_linear(in, layer.mlp.linear1_weight, layer.mlp.linear1_bias);
         for (double& h : hidden) h = literal_activation(layer.mlp.kind, h);
-        return literal_linear(hidden, layer.mlp.linear2_weight, layer.mlp.linear2_bias);
+        return test::literal_linear(hidden, layer.mlp.linear2_weight, layer.mlp.linear2_bias);
     };
     for (std::size_t b = 0; b < B; ++b) {
         xt::xtensor<double, 2> h = xt::cast<double>(xt::view(x, b));
         if (layer.norm_first) {
-            h = h + literal_self_attention(literal_norm(h, layer.norm1), layer.self_attn, allowed);
-            h = h + mlp(literal_norm(h, layer.norm2));
+            h = h + test::literal_self_attention(test::literal_layer_norm(h, layer.norm1), layer.self_attn, allowed);
+            h = h + mlp(test::literal_layer_norm(h, layer.norm2));
         } else {
-            h = literal_norm(h + literal_self_attention(h, layer.self_attn, allowed), layer.norm1);
-            h = literal_norm(h + mlp(h), layer.norm2);
+            h = test::literal_layer_norm<double>(h + test::literal_self_attention(h, layer.self_attn, allowed),
+                                                 layer.norm1);
+            h = test::literal_layer_norm<double>(h + mlp(h), layer.norm2);
         }
         xt::view(y, b) = h;
     }

@@ -1,0 +1,71 @@
+#pragma once
+// Literal double-precision forms of the nn layers, the oracles of test_multi_head_attention,
+// test_layer_norm and test_transformer: loops as plain as the formulas.
+
+#include <nonlocal/nonlocal.hpp>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include <xtensor/xview.hpp>
+
+namespace nonlocal::test {
+
+/// Rows x [n, in] times weight^T [out, in] plus bias, in double.
+inline xt::xtensor<double, 2> literal_linear(const xt::xtensor<double, 2>& x, const xt::xtensor<float, 2>& w,
+                                      const xt::xtensor<float, 1>& b) {
+    xt::xtensor<double, 2> y = xt::empty<double>({x.shape(0), w.shape(0)});
+    for (std::size_t i = 0; i < x.shape(0); ++i)
+        for (std::size_t o = 0; o < w.shape(0); ++o) {
+            double s = b(o);
+            for (std::size_t c = 0; c < w.shape(1); ++c) s += x(i, c) * w(o, c);
+            y(i, o) = s;
+        }
+    return y;
+}
+
+/// LayerNorm of each row of x [n, E].
+template <class T>
+xt::xtensor<double, 2> literal_layer_norm(const xt::xtensor<T, 2>& x, const nn::layer_norm& n) {
+    xt::xtensor<double, 2> y = xt::cast<double>(x);
+    const std::size_t E = x.shape(1);
+    for (std::size_t t = 0; t < x.shape(0); ++t) {
+        double mean = 0, variance = 0;
+        for (std::size_t c = 0; c < E; ++c) mean += x(t, c) / double(E);
+        for (std::size_t c = 0; c < E; ++c) variance += (x(t, c) - mean) * (x(t, c) - mean) / double(E);
+        for (std::size_t c = 0; c < E; ++c) y(t, c) = (x(t, c) - mean) / std::sqrt(variance + n.eps) * n.weight(c) + n.bias(c);
+    }
+    return y;
+}
+
+/// Multi-head self-attention of one sequence x [L, E], key j admissible for query i when allowed(i, j).
+inline xt::xtensor<double, 2> literal_self_attention(const xt::xtensor<double, 2>& x, const nn::multi_head_attention& m,
+                                              const std::function<bool(std::size_t, std::size_t)>& allowed) {
+    const std::size_t L = x.shape(0), E = m.embed_dim, hd = E / m.num_heads;
+    const auto part = [&](std::size_t p) {
+        const xt::xtensor<float, 2> w = xt::view(m.in_proj_weight, xt::range(p * E, (p + 1) * E), xt::all());
+        const xt::xtensor<float, 1> b = xt::view(m.in_proj_bias, xt::range(p * E, (p + 1) * E));
+        return literal_linear(x, w, b);
+    };
+    const auto q = part(0), k = part(1), v = part(2);
+    xt::xtensor<double, 2> merged = xt::zeros<double>({L, E});
+    for (std::size_t head = 0; head < m.num_heads; ++head)
+        for (std::size_t i = 0; i < L; ++i) {
+            std::vector<double> w(L, 0.0);
+            double top = -INFINITY, total = 0;
+            for (std::size_t j = 0; j < L; ++j) {
+                if (!allowed(i, j)) continue;
+                double l = 0;
+                for (std::size_t c = 0; c < hd; ++c) l += q(i, head * hd + c) * k(j, head * hd + c);
+                w[j] = l / std::sqrt(double(hd));
+                top = std::max(top, w[j]);
+            }
+            for (std::size_t j = 0; j < L; ++j) total += w[j] = allowed(i, j) ? std::exp(w[j] - top) : 0;
+            for (std::size_t j = 0; j < L; ++j)
+                for (std::size_t c = 0; c < hd; ++c) merged(i, head * hd + c) += w[j] / total * v(j, head * hd + c);
+        }
+    return literal_linear(merged, m.out_proj_weight, m.out_proj_bias);
+}
+
+}  // namespace nonlocal::test
