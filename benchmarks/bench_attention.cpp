@@ -98,8 +98,8 @@ BENCHMARK(linear) NONLOCAL_LINEAR_SHAPES;
 
 /// A Transformer encoder layer (norm first, GELU) of L tokens, E features, h heads and an MLP of
 /// 4E; each query sees `keys` keys of the neighborhood.
-template <class Nb>
-void run_encoder_layer(benchmark::State& state, std::size_t L, Nb nb, std::size_t keys) {
+template <class Nb, class Policy = nonlocal::execution::sequenced_policy>
+void run_encoder_layer(benchmark::State& state, std::size_t L, Nb nb, std::size_t keys, Policy policy = {}) {
     const std::size_t E = state.range(1), h = state.range(2), F = 4 * E;
     const nonlocal::nn::transformer_encoder_layer layer(
         nonlocal::nn::multi_head_attention(h, randn(3 * E, E, 4) * 0.05f, xt::zeros<float>({3 * E}),
@@ -112,7 +112,7 @@ void run_encoder_layer(benchmark::State& state, std::size_t L, Nb nb, std::size_
     const auto x2 = randn(L, E, 8);
     std::copy(x2.begin(), x2.end(), x.begin());
     for (auto _ : state) {
-        auto y = layer(x, nb);
+        auto y = layer(x, nb, policy);
         benchmark::DoNotOptimize(y.data());
     }
     // The projections' 8 L E^2, attention's 4 L keys E and the MLP's 2 x 2 L E F flops.
@@ -124,6 +124,11 @@ void vit_encoder_layer(benchmark::State& state) {
     const std::size_t L = state.range(0);
     run_encoder_layer(state, L, nonlocal::dense{}, L);
 }
+/// The same on two threads (projections, attention and MLP).
+void vit_encoder_layer_par(benchmark::State& state) {
+    const std::size_t L = state.range(0);
+    run_encoder_layer(state, L, nonlocal::dense{}, L, nonlocal::execution::parallel_policy{2});
+}
 /// MobileViT's transformer on an S x S feature map in 2 x 2 patches: the pixels at one offset of
 /// every patch attend to each other (patch_group), S^2 / 4 keys each.
 void mobilevit_encoder_layer(benchmark::State& state) {
@@ -132,6 +137,7 @@ void mobilevit_encoder_layer(benchmark::State& state) {
 }
 // ViT-S/16 and ViT-B/16; MobileViT-S's first transformer (32 x 32 map, E = 144, 4 heads).
 BENCHMARK(vit_encoder_layer)->ArgNames({"L", "E", "h"})->Args({197, 384, 6})->Args({197, 768, 12})->Unit(benchmark::kMillisecond);
+BENCHMARK(vit_encoder_layer_par)->ArgNames({"L", "E", "h"})->Args({197, 768, 12})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(mobilevit_encoder_layer)->ArgNames({"S", "E", "h"})->Args({32, 144, 4})->Unit(benchmark::kMillisecond);
 
 #if NONLOCAL_HAVE_CBLAS

@@ -34,6 +34,8 @@ BOOST_AUTO_TEST_CASE(matches_a_plain_loop_and_loads_npy) {
     const auto x = test::random_tensor<float, 3>({2, 37, E}, 5);
     test::check_close(m(x, x, x), literal_mha(x, m, false), 1e-5, 1e-4, "self-attention");
     test::check_close(m(x, x, x, causal{}), literal_mha(x, m, true), 1e-5, 1e-4, "causal");
+    const auto on_two_threads = m(x, x, x, causal{}, execution::parallel_policy{2});
+    BOOST_TEST(on_two_threads == m(x, x, x, causal{}));
     // [L, E] input equals batch item 0.
     const xt::xtensor<float, 2> x0 = xt::view(x, 0);
     const xt::xtensor<float, 2> y0 = xt::view(m(x, x, x), 0);

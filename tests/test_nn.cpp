@@ -51,9 +51,15 @@ BOOST_AUTO_TEST_CASE(linear_on_awkward_shapes_against_double) {
                     for (std::size_t c = 0; c < in; ++c) s += double(x(i, c)) * w(o, c);
                     expected(i, o) = s;
                 }
-            test::check_close(nn::linear<Arch>(x, w, b), expected, 1e-6 * double(in + 1), 1e-5,
+            const auto y = nn::linear<Arch>(x, w, b);
+            test::check_close(y, expected, 1e-6 * double(in + 1), 1e-5,
                               std::string(Arch::name()) + ": [" + std::to_string(n) + ", " + std::to_string(in) +
                                   "] x [" + std::to_string(out) + ", " + std::to_string(in) + "]^T");
+            // Threads share out the column panels: the same result, bit for bit.
+            const auto on_two = nn::linear<Arch>(execution::parallel_policy{2}, x, w, b);
+            const auto on_three = nn::linear<Arch>(execution::parallel_policy{3}, x, w);
+            BOOST_TEST(on_two == y);
+            BOOST_TEST(on_three == nn::linear<Arch>(x, w));
         }
     });
 }

@@ -13,6 +13,7 @@
 
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/tensor.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/simd/gemm.hpp"
 
 namespace nonlocal::detail {
@@ -33,8 +34,11 @@ namespace nonlocal::detail {
 /// ViT's and a longer sequence's shapes) this takes 1.4 to 1.8 times less time than
 /// the unpacked product with 4 x 2 accumulators did: 0.6 to 0.75 of OpenBLAS's speed,
 /// from 0.45 to 0.5. Part of the rest is packing W^T again on every call.
+/// On `threads` threads the panels are shared out (each writes its own columns of y),
+/// so the result is the same, bit for bit, on any number of threads.
 template <class Arch = default_arch, class T>
-xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight, const T* bias = nullptr) {
+xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight, const T* bias = nullptr,
+                              int threads = 1) {
     constexpr std::size_t W = xsimd::batch<T, Arch>::size;
     // MR x NV accumulators + NV panel loads + 1 broadcast within the registers, enough
     // independent FMAs to cover their latency (2 FMA ports x 4 cycles: at least 8):
@@ -51,13 +55,14 @@ xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight,
     const std::size_t ldy = outp + W;
 
     // W^T in panels of P columns (the last one `outp - col` wide, padded with zeros to whole vectors).
+    const std::size_t panel_count = (outp + P - 1) / P;
     buffer<T> panels(in * outp, T(0));
-    for (std::size_t col = 0; col < outp; col += P) {
-        const std::size_t width = std::min(P, outp - col);
+    parallel_for(panel_count, threads, [&](std::size_t j) {
+        const std::size_t col = j * P, width = std::min(P, outp - col);
         T* panel = panels.data() + col * in;
         for (std::size_t c = 0; c < in; ++c)
             for (std::size_t o = col; o < std::min(col + width, out); ++o) panel[c * width + (o - col)] = weight(o, c);
-    }
+    });
     buffer<T> y(padded_rows * ldy, T(0)), block(MC * KC);
     for (std::size_t k0 = 0; k0 < in; k0 += KC) {
         const std::size_t depth = std::min(KC, in - k0);
@@ -76,8 +81,8 @@ xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight,
                         for (std::size_t p = 0; p < depth; ++p) to[p * MR] = T(0);
                     }
                 }
-            for (std::size_t col = 0; col < outp; col += P) {
-                const std::size_t width = std::min(P, outp - col);
+            parallel_for(panel_count, threads, [&](std::size_t j) {
+                const std::size_t col = j * P, width = std::min(P, outp - col);
                 const T* b = panels.data() + col * in + k0 * width;
                 for (std::size_t m = 0; m < rows / MR; ++m) {
                     const T* a = block.data() + m * MR * depth;
@@ -89,7 +94,7 @@ xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight,
                             simd::micro_gemm<Arch, MR, 1, true>(depth, a, 1, MR, b + v, width, c + v, ldy);
                     }
                 }
-            }
+            });
         }
     }
     xt::xtensor<T, 2> result = xt::empty<T>({n, out});

@@ -68,7 +68,8 @@ struct multi_head_attention {
     }
 
     /// Attention of `query` [B, L, E] over `key` and `value` [B, S, E] (or [L, E] and
-    /// [S, E]), keys restricted to `neighborhood` (e.g. `causal{}` for a decoder).
+    /// [S, E]), keys restricted to `neighborhood` (e.g. `causal{}` for a decoder), on the
+    /// threads of `policy` (projections and attention; the result does not depend on their number).
     template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
               execution_policy Ex = execution::sequenced_policy>
     auto operator()(const xt::xexpression<Q>& query, const xt::xexpression<K>& key, const xt::xexpression<V>& value,
@@ -85,11 +86,12 @@ struct multi_head_attention {
                                    detail::shape_string(k.shape()) + " and value " + detail::shape_string(v.shape()) +
                                    " must be [B, L, E], [B, S, E] and [B, S, E] with E = " + std::to_string(E);
                         });
+        const int threads = detail::thread_count(policy);
         // Projections, then [B * L, E] -> [B, h, L, hd].
         const auto project = [&](const detail::contiguous<float, R>& x, std::size_t rows, std::size_t part) {
             const row_matrix<const float> w{in_proj_weight.data() + part * E * E, E, E};
             const auto y = detail::linear_rows<Arch>(row_matrix<const float>{x.data(), B * rows, E}, w,
-                                                     in_proj_bias.data() + part * E);
+                                                     in_proj_bias.data() + part * E, threads);
             xt::xtensor<float, 4> heads = xt::empty<float>({B, h, rows, hd});
             for (std::size_t b = 0; b < B; ++b)
                 for (std::size_t t = 0; t < rows; ++t)
@@ -102,7 +104,7 @@ struct multi_head_attention {
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t head = 0; head < h; ++head)
                 for (std::size_t t = 0; t < L; ++t) std::copy_n(&o(b, head, t, 0), hd, &merged(b * L + t, head * hd));
-        auto y = detail::linear_rows<Arch>(as_rows(merged), as_rows(out_proj_weight), out_proj_bias.data());
+        auto y = detail::linear_rows<Arch>(as_rows(merged), as_rows(out_proj_weight), out_proj_bias.data(), threads);
         xt::xtensor<float, R> result = xt::empty<float>(q.shape());
         std::copy(y.begin(), y.end(), result.begin());
         return result;

@@ -106,13 +106,14 @@ struct feed_forward {
     std::size_t features() const noexcept { return linear1_weight.shape(1); }   ///< E
     std::size_t hidden() const noexcept { return linear1_weight.shape(0); }     ///< F
 
-    /// The tokens x [n, E] through the two linear maps: [n, E].
+    /// The tokens x [n, E] through the two linear maps: [n, E], the linear maps on `threads` threads.
     template <class Arch = default_arch>
-    xt::xtensor<float, 2> operator()(row_matrix<const float> x) const {
-        xt::xtensor<float, 2> hidden_values = detail::linear_rows<Arch>(x, as_rows(linear1_weight), linear1_bias.data());
+    xt::xtensor<float, 2> operator()(row_matrix<const float> x, int threads = 1) const {
+        xt::xtensor<float, 2> hidden_values =
+            detail::linear_rows<Arch>(x, as_rows(linear1_weight), linear1_bias.data(), threads);
         activate<Arch>(kind, hidden_values.data(), hidden_values.size());
         return detail::linear_rows<Arch>(as_rows(std::as_const(hidden_values)), as_rows(linear2_weight),
-                                         linear2_bias.data());
+                                         linear2_bias.data(), threads);
     }
 };
 
@@ -159,8 +160,8 @@ struct transformer_encoder_layer {
                 layer_norm(vector("norm2_weight"), vector("norm2_bias"), o.layer_norm_eps), o.norm_first};
     }
 
-    /// The layer's output, the shape of x. `policy` splits the attention over threads (as
-    /// `attention` does); the projections and the MLP run on the calling thread.
+    /// The layer's output, the shape of x, on the threads of `policy` (the projections, the
+    /// attention and the MLP; the result does not depend on their number).
     /// Throws `std::invalid_argument` unless x is [B, L, E] or [L, E] with the layer's E, or
     /// when the neighborhood does not fit L tokens.
     template <class Arch = default_arch, class X, neighborhood Nb = dense,
@@ -176,11 +177,12 @@ struct transformer_encoder_layer {
         xt::xtensor<float, R> y = xt::empty<float>(xc.shape());
         std::copy(xc.data(), xc.data() + y.size(), y.begin());
         const std::size_t tokens = y.size() / E;
+        const int threads = detail::thread_count(policy);
         const auto attend = [&](const xt::xtensor<float, R>& in) {
             return self_attn.template operator()<Arch>(in, in, in, neighborhood, policy);
         };
         const auto feed = [&](const xt::xtensor<float, R>& in) {
-            return mlp.template operator()<Arch>(row_matrix<const float>{in.data(), tokens, E});
+            return mlp.template operator()<Arch>(row_matrix<const float>{in.data(), tokens, E}, threads);
         };
         const auto add = [&](const auto& residual) {
             for (std::size_t i = 0; i < y.size(); ++i) y.data()[i] += residual.data()[i];
