@@ -132,6 +132,19 @@ BOOST_AUTO_TEST_CASE(encoder_layer_matches_a_literal_implementation) {
         }
 }
 
+BOOST_AUTO_TEST_CASE(empty_and_single_token_inputs) {
+    // No tokens, or no batch items: an output of the same empty shape. One token attends
+    // to itself alone: softmax weight 1, so the attention passes its value through.
+    const auto layer = random_layer(8, 2, 16, nn::activation::gelu, true, 70);
+    for (const auto& shape : {std::array<std::size_t, 3>{2, 0, 8}, {0, 5, 8}}) {
+        const xt::xtensor<float, 3> x = xt::zeros<float>(shape);
+        BOOST_TEST(layer(x).shape() == shape);
+    }
+    const auto x = test::random_tensor<float, 3>({1, 1, 8}, 71);
+    test::check_close(layer(x), literal_encoder(x, layer, [](std::size_t, std::size_t) { return true; }), 2e-5, 2e-4,
+                      "one token");
+}
+
 BOOST_AUTO_TEST_CASE(mobilevit_unfold_attend_fold_is_patch_group) {
     // A 6 x 8 feature map of E = 12 in 2 x 2 patches: MobileViT unfolds it into P = 4
     // sequences (one per offset in the patch) of N = 12 patches, runs the transformer on
