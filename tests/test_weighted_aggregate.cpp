@@ -128,6 +128,13 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(patch_group_through_the_tiled_kernel, T, value_typ
             compare<A, T>(n, n, 9, 4, gaussian{}, nb, sum{}, seed++, "patch_group/gaussian/sum");
             compare<A, T>(n, n, 7, 2, dot_product{}, nb, count{}, seed++, "patch_group/dot/count");
             compare<A, T>(n, n, 5, 6, embedded_gaussian(theta, phi), nb, softmax{}, seed++, "patch_group/embedded");
+            {   // Each group's tiles on two threads: the same result, bit for bit.
+                const auto q = test::random_tensor<T, 2>({n, 5}, seed), v = test::random_tensor<T, 2>({n, 2}, seed + 1);
+                const auto sequential = weighted_aggregate<A>(q, q, v, scaled_dot_product{}, nb, softmax{});
+                const auto threaded =
+                    weighted_aggregate<A>(execution::parallel_policy{2}, q, q, v, scaled_dot_product{}, nb, softmax{});
+                BOOST_TEST(threaded == sequential);
+            }
             const auto q = test::random_tensor<T, 2>({n, 6}, seed), k = test::random_tensor<T, 2>({n, 6}, seed + 1);
             const auto v = test::random_tensor<T, 2>({n, 3}, seed + 2);
             const auto [y, lse] = weighted_aggregate_lse<A>(execution::seq, q, k, v, scaled_dot_product{}, nb, softmax{});

@@ -30,6 +30,7 @@
 #include <limits>
 #include <numbers>
 #include <string>
+#include <utility>
 
 #include <xsimd/xsimd.hpp>
 #include <xtensor/xtensor.hpp>
