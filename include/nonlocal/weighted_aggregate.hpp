@@ -60,7 +60,7 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
 /// and v gathered into contiguous matrices, the slice computed (by the tiled kernel, when the
 /// similarity is a dot product), its rows scattered back. MobileViT's unfold -> attention ->
 /// fold: with 2 x 2 patches on a 32 x 32 map and 36 features per head, 4.5 times as fast as
-/// the gather kernel on the patch_group's key ranges of 1 (one key of every patch row).
+/// the gather kernel, which takes one query at a time over the patch_group's strided key ranges.
 template <class Arch, class T, class S, class Nb, class Nm>
 void aggregate_groups(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
                       const Nm& nm, row_matrix<T> out, T* lse, int threads) {
