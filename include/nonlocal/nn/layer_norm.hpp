@@ -49,22 +49,23 @@ struct layer_norm {
                    " features";
         });
         xt::xtensor<float, R> y = xt::empty<float>(xc.shape());
-        const std::size_t tokens = y.size() / E;
-        for (std::size_t t = 0; t < tokens; ++t) normalise(xc.data() + t * E, y.data() + t * E);
+        normalise(xc.data(), y.data(), y.size() / E);
         return y;
     }
 
-    /// One token: x [E] to y [E] (they may be the same).
-    void normalise(const float* x, float* y) const {
+    /// `tokens` tokens of E features, contiguous: x [tokens, E] to y [tokens, E] (they may be the same).
+    void normalise(const float* x, float* y, std::size_t tokens) const {
         const std::size_t E = features();
-        double sum = 0;
-        for (std::size_t c = 0; c < E; ++c) sum += x[c];
-        const double mean = sum / double(E);
-        double squares = 0;
-        for (std::size_t c = 0; c < E; ++c) squares += (x[c] - mean) * (x[c] - mean);
-        const double inverse_deviation = 1 / std::sqrt(squares / double(E) + eps);
-        for (std::size_t c = 0; c < E; ++c)
-            y[c] = float((x[c] - mean) * inverse_deviation * double(weight(c)) + double(bias(c)));
+        for (std::size_t t = 0; t < tokens; ++t, x += E, y += E) {
+            double sum = 0;
+            for (std::size_t c = 0; c < E; ++c) sum += x[c];
+            const double mean = sum / double(E);
+            double squares = 0;
+            for (std::size_t c = 0; c < E; ++c) squares += (x[c] - mean) * (x[c] - mean);
+            const double inverse_deviation = 1 / std::sqrt(squares / double(E) + eps);
+            for (std::size_t c = 0; c < E; ++c)
+                y[c] = float((x[c] - mean) * inverse_deviation * double(weight(c)) + double(bias(c)));
+        }
     }
 };
 

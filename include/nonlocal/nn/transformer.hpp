@@ -188,17 +188,14 @@ struct transformer_encoder_layer {
         const auto add = [&](const auto& residual) {
             for (std::size_t i = 0; i < y.size(); ++i) y.data()[i] += residual.data()[i];
         };
-        const auto normalise = [&](const layer_norm& norm) {
-            for (std::size_t t = 0; t < tokens; ++t) norm.normalise(y.data() + t * E, y.data() + t * E);
-        };
         if (norm_first) {
             add(attend(norm1(y)));
             add(feed(norm2(y)));
         } else {
             add(attend(y));
-            normalise(norm1);
+            norm1.normalise(y.data(), y.data(), tokens);
             add(feed(y));
-            normalise(norm2);
+            norm2.normalise(y.data(), y.data(), tokens);
         }
         return y;
     }
