@@ -1,10 +1,14 @@
 // Depth refinement with the AR model, one thread:
-//   depth_upsample/x:8|16/ar:0|1/threads:1|2/float:0|1/aggregation:0|1: Aloe's ground
+//   depth_upsample/x:8|16/model:0|1|2/threads:1|2/float:0|1/aggregation:0|1: Aloe's ground
 //     truth subsampled by 8 or 16 and upsampled on the left image (a generated scene when
-//     ../shared/data is absent) with the normalised model (ar:0, the default) or the AR
-//     model's minimiser, on one thread or two, solved in double or in float, on
-//     multigrid levels of operator-dependent interpolation (the default) or aggregation;
-//     the counter solver_iterations is the task's (both solves, every stage);
+//     ../shared/data is absent) with the normalised model (model:0, the default), the AR
+//     model's minimiser (1) or the separable model (2), on one thread or two, solved in
+//     double or in float, on multigrid levels of operator-dependent interpolation (the
+//     default) or aggregation; the counter solver_iterations is the task's (both solves,
+//     every stage; the separable model's passes);
+//   peer_opencv_fgs_upsample/x:8|16: OpenCV ximgproc's fast global smoother on the same
+//     task when found, normalised (FGS(d m) / FGS(m)) at the parameters eval_depth finds best
+//     on Aloe (x8: lambda 10, sigma 16; x16: lambda 30, sigma 16);
 //   depth_dataset/jobs:1|2: four of those x8 upsamplings, one pair per thread, 1 or 2 at a
 //     time, in pairs per second;
 //   multigrid_setup/aggregation:0|1: the hierarchy of that x8 system;
@@ -29,6 +33,9 @@
 #if NONLOCAL_HAVE_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+#endif
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+#include <opencv2/ximgproc.hpp>
 #endif
 
 namespace {
@@ -79,7 +86,7 @@ void depth_upsample(benchmark::State& state) {
     const std::size_t factor = state.range(0);
     const auto low = subsample(aloe().truth, factor);
     std::size_t iterations = 0;
-    nonlocal::depth_options o{.model = state.range(1) ? nonlocal::depth_model::ar : nonlocal::depth_model::normalised,
+    nonlocal::depth_options o{.model = nonlocal::depth_model(state.range(1)),
                               .threads = int(state.range(2)),
                               .single_precision = state.range(3) != 0};
     if (state.range(4)) o.multigrid.transfer = nonlocal::coarsening::aggregation;
@@ -93,17 +100,43 @@ void depth_upsample(benchmark::State& state) {
         benchmark::Counter(double(aloe().truth.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(depth_upsample)
-    ->ArgNames({"x", "ar", "threads", "float", "aggregation"})
+    ->ArgNames({"x", "model", "threads", "float", "aggregation"})
     ->Args({8, 0, 1, 0, 0})
     ->Args({8, 0, 1, 1, 0})
     ->Args({8, 0, 1, 1, 1})
     ->Args({8, 1, 1, 0, 0})
     ->Args({8, 1, 1, 1, 0})
+    ->Args({8, 2, 1, 1, 0})
     ->Args({8, 0, 2, 1, 0})
     ->Args({16, 0, 1, 1, 0})
     ->Args({16, 0, 1, 1, 1})
+    ->Args({16, 2, 1, 1, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+/// OpenCV's fast global smoother on depth_upsample's task: the low-resolution depth on the
+/// guide's grid (0 elsewhere) and its mask, each smoothed, divided.
+void peer_opencv_fgs_upsample(benchmark::State& state) {
+    cv::setNumThreads(1);
+    const std::size_t factor = state.range(0);
+    const auto& truth = aloe().truth;
+    const int H = int(truth.shape(0)), W = int(truth.shape(1));
+    cv::Mat sparse = cv::Mat::zeros(H, W, CV_32F), mask = cv::Mat::zeros(H, W, CV_32F), guide, num, den;
+    for (int r = 0; r < H; r += int(factor))
+        for (int c = 0; c < W; c += int(factor)) sparse.at<float>(r, c) = truth(r, c), mask.at<float>(r, c) = 1;
+    cv::Mat(H, W, CV_32FC3, const_cast<float*>(aloe().guide.data())).convertTo(guide, CV_8UC3);
+    cv::cvtColor(guide, guide, cv::COLOR_RGB2BGR);
+    const double lambda = factor == 8 ? 10 : 30, sigma = 16;
+    for (auto _ : state) {
+        cv::ximgproc::fastGlobalSmootherFilter(guide, sparse, num, lambda, sigma);
+        cv::ximgproc::fastGlobalSmootherFilter(guide, mask, den, lambda, sigma);
+        cv::Mat depth = num / cv::max(den, 1e-6f);
+        benchmark::DoNotOptimize(depth.data);
+    }
+}
+BENCHMARK(peer_opencv_fgs_upsample)->ArgName("x")->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
 
 /// A dataset refined one pair per thread: 4 x8 upsamplings of Aloe, `jobs` at a time on
 /// threads of their own (each solve on one thread), in pairs per second; against

@@ -1,5 +1,5 @@
 // filter/depth.hpp: the depth tasks against their definitions (the normalised
-// model as two dense solves, coarse-to-fine stages done by hand, the median and
+// model as two dense solves, the separable model as two separable smooths, coarse-to-fine stages done by hand, the median and
 // the depth passes as their compositions), their behaviour on constant depth and
 // colour edges, concurrency, and bad input.
 #include <algorithm>
@@ -84,8 +84,64 @@ BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
         }
 }
 
+BOOST_AUTO_TEST_CASE(separable_model_is_a_ratio_of_two_separable_smooths) {
+    // depth = K_s(m d) / K_s(m), K_s the separable smoothing of the system with alpha = eps =
+    // 0.5 x the observed fraction, 2 passes of strength 0.5 / sqrt(fraction): against
+    // separable_smooth on that system built here (colours in luma-chroma, computed here).
+    const std::size_t H = 14, W = 19;
+    const auto guide = test::random_tensor<double, 3>({H, W, 3}, 24, 0, 40);
+    xt::xtensor<double, 3> ycc = xt::empty<double>({H, W, std::size_t(3)});
+    for (std::size_t r = 0; r < H; ++r)
+        for (std::size_t c = 0; c < W; ++c) {
+            const double R = guide(r, c, 0), G = guide(r, c, 1), B = guide(r, c, 2), Y = 0.299 * R + 0.587 * G + 0.114 * B;
+            ycc(r, c, 0) = Y, ycc(r, c, 1) = 1.5 * 0.564 * (B - Y), ycc(r, c, 2) = 1.5 * 0.713 * (R - Y);
+        }
+    xt::xtensor<double, 2> depth = test::random_tensor<double, 2>({H, W}, 25, 50, 90);
+    const auto u = test::random_tensor<double, 2>({H, W}, 26, 0, 1);
+    const xt::xtensor<double, 2> mask = xt::where(u < 0.2, 1.0, 0.0);
+    depth = xt::where(mask > 0, depth, 0.0);
+    const double fraction = xt::sum(mask)() / double(H * W), eps = 0.5 * fraction;
+    for (const int connectivity : {4, 8}) {
+        BOOST_TEST_CONTEXT("connectivity " << connectivity) {
+            const depth_options o{.model = depth_model::separable, .connectivity = connectivity, .median_scale = 0,
+                                  .single_precision = false};
+            const auto out = fill_depth(depth, guide, o);
+            BOOST_TEST(out.report.method == "separable, 2 passes of line solves");
+            BOOST_TEST(out.report.iterations == 2u);
+            BOOST_TEST(out.report.converged);
+            const xt::xtensor<double, 2> all_eps = xt::zeros<double>({H, W}) + eps;
+            const ar_system<double> A(ycc, grid_stencil{H, W, connectivity}, laplacian_distance(1.5), depth, all_eps, 1e-3);
+            buffer<double> km(mask.begin(), mask.end()), kd(depth.begin(), depth.end());
+            const separable_options passes{2, 0.5 / std::sqrt(fraction)};
+            separable_smooth(A, std::span<double>(km), passes);
+            separable_smooth(A, std::span<double>(kd), passes);
+            double lo = 1e30, hi = -1e30;
+            for (std::size_t i = 0; i < H * W; ++i)
+                if (mask.data()[i] > 0) lo = std::min(lo, depth.data()[i]), hi = std::max(hi, depth.data()[i]);
+            for (std::size_t i = 0; i < H * W; ++i) {
+                BOOST_TEST(std::abs(out.depth.data()[i] - kd[i] / km[i]) < 1e-4);
+                BOOST_TEST(out.depth.data()[i] >= lo - 1e-4);   // a weighted mean of the observations
+                BOOST_TEST(out.depth.data()[i] <= hi + 1e-4);
+            }
+        }
+    }
+    // Where no observation reaches (the weights underflow to 0 across a step of 255 with no
+    // floor), K_s(m) is 0 and the box interpolation of the observations takes over.
+    xt::xtensor<float, 2> step_guide = xt::zeros<float>({6, 10}), half = xt::zeros<float>({6, 10});
+    for (std::size_t r = 0; r < 6; ++r)
+        for (std::size_t c = 0; c < 10; ++c) {
+            if (c >= 5) step_guide(r, c) = 255;
+            else if ((r + c) % 2 == 0) half(r, c) = float(10 + r + c);
+        }
+    const auto split = fill_depth(half, step_guide, {.model = depth_model::separable, .min_weight = 0, .median_scale = 0});
+    xt::xtensor<double, 2> m = xt::where(half > 0, 1.0, 0.0), md = xt::cast<double>(half);
+    const auto x0 = detail::normalised_interpolation(6, 10, m.data(), md.data());
+    for (std::size_t r = 0; r < 6; ++r)
+        for (std::size_t c = 5; c < 10; ++c) BOOST_TEST(std::abs(split.depth(r, c) - x0[r * 10 + c]) < 1e-4);
+}
+
 BOOST_AUTO_TEST_CASE(depth_tasks) {
-    for (auto model : {depth_model::normalised, depth_model::ar})
+    for (auto model : {depth_model::normalised, depth_model::ar, depth_model::separable})
         for (auto colour : {colour_kernel::laplacian, colour_kernel::gaussian})
         for (bool single : {false, true}) {
             BOOST_TEST_CONTEXT("model " << int(model) << ", colour kernel " << int(colour) << ", float " << single) {
@@ -255,7 +311,7 @@ BOOST_AUTO_TEST_CASE(upsampling_goes_coarse_to_fine_above_the_stage_factor) {
                     }
                 half_guide(r, c, k) = sum / count;
             }
-    for (auto model : {depth_model::normalised, depth_model::ar}) {
+    for (auto model : {depth_model::normalised, depth_model::ar, depth_model::separable}) {
         depth_options o{.model = model, .single_precision = false};
         o.solve.tolerance = 1e-10;
         const auto staged = upsample_depth(low, guide, 16, o);   // stage_factor 8: x8, then x2
@@ -340,7 +396,7 @@ BOOST_AUTO_TEST_CASE(depth_passes_add_the_last_result_to_the_guide) {
     const auto guide = test::random_tensor<double, 3>({H, W, 3}, 61, 0, 255);
     xt::xtensor<float, 2> depth = test::random_tensor<float, 2>({H, W}, 62, 20, 60);
     for (std::size_t i = 0; i < depth.size(); i += 3) depth.data()[i] = 0;
-    for (auto model : {depth_model::normalised, depth_model::ar}) {
+    for (auto model : {depth_model::normalised, depth_model::ar, depth_model::separable}) {
         BOOST_TEST_CONTEXT("model " << int(model)) {
             const depth_options once{.model = model, .depth_passes = 1, .sigma_d = 5};
             const auto first = fill_depth(depth, guide, {.model = model});
@@ -386,6 +442,9 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { fill_depth(some, guide, {.min_weight = -1e-3}); }, "fill_depth", "min_weight = -0.001");
     test::check_invalid([&] { upsample_depth(low_ones(), guide, 2, {.stage_factor = 1}); }, "upsample_depth", "stage_factor = 1");
     test::check_invalid([&] { upsample_depth(low_ones(), guide, 2, {.stage_factor = 0}); }, "upsample_depth", "stage_factor = 0");
+    test::check_invalid([&] { fill_depth(some, guide, {.separable_passes = 0}); }, "fill_depth", "separable_passes = 0");
+    test::check_invalid([&] { fill_depth(some, guide, {.separable_strength = -1}); }, "fill_depth",
+                        "separable_strength = -1");
     depth_options nan_tolerance;
     nan_tolerance.solve.tolerance = std::nan("");
     test::check_invalid([&] { fill_depth(some, guide, nan_tolerance); }, "fill_depth", "solve.tolerance = nan");

@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(filter_matches_the_literal_median, T, value_types)
 BOOST_AUTO_TEST_CASE(flat_windows_keep_their_value) {
     // With a flatness bound, a pixel keeps its value only when its window spans at most the
     // bound (decided for each batch of pixels); every other pixel, and every pixel for
-    // a bound of 0 but those of constant windows, gets the exact median. Piecewise-constant
+    // a bound of 0, gets the exact median. Piecewise-constant
     // steps plus small noise on awkward sizes, every architecture, radius 1 to 5.
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);

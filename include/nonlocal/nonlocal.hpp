@@ -30,6 +30,7 @@
 #include "nonlocal/filter/depth.hpp"
 #include "nonlocal/solve/ar_system.hpp"
 #include "nonlocal/solve/solvers.hpp"
+#include "nonlocal/solve/line_solves.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/nn/nonlocal_block.hpp"
 #include "nonlocal/nn/multi_head_attention.hpp"

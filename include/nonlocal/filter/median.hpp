@@ -161,51 +161,71 @@ struct fixed_median_network {
 
 /// The median filter of a padded image (rows of `stride` values, the border
 /// replicated `side / 2` pixels outward and at least one batch more on the right)
-/// into the H x W image `out`. A batch of neighbouring pixels loads its windows into
-/// a column of `v` (slot s of column k at v[s * group + k]); when every window of the
-/// batch spans at most `flat` (max - min) its pixels keep their own value, which the
-/// median lies within `flat` of (exactly it for flat = 0: constant windows), and the
-/// column is reused. Otherwise the batch joins the queue, and each time `group`
-/// batches are queued they go through `run` together, so each exchange is `group`
-/// independent min / max pairs. The span costs 2 min / max per slot, a fraction of
-/// the network, and only the batches near depth steps pay for the network.
+/// into the H x W image `out`. For flat > 0, when every window of a batch of neighbouring
+/// pixels spans at most `flat` (max - min) its pixels keep their own value, which the
+/// median lies within `flat` of. Every other batch (every batch for flat = 0) loads its
+/// windows into a column of `v` (slot s of column k at v[s * group + k]) and joins the
+/// queue, and each time `group` batches are queued they go through `run` together, so
+/// each exchange is `group` independent min / max pairs. The spans come
+/// from running extrema, over `side` columns of each padded row and then over `side`
+/// of those rows: 4 side loads and min / max per batch instead of 3 side^2, so that
+/// only the batches near depth steps pay for loading their windows and for the network.
 template <class Arch, std::size_t group, class T, class Slots, class Run>
 void median_rows(const T* padded, std::size_t stride, std::size_t H, std::size_t W, std::size_t side,
                  std::size_t output, T flat, T* out, int threads, Slots make_slots, Run run) {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t lanes = batch::size, band = 16;
-    const std::size_t centre = (side / 2) * side + side / 2;
+    const std::size_t width = (W + lanes - 1) / lanes * lanes;
     parallel_for((H + band - 1) / band, threads, [&](std::size_t b) {
+        const std::size_t r0 = b * band, r1 = std::min(H, r0 + band), window_rows = flat > T(0) ? r1 - r0 + side - 1 : 0;
+        // Extrema over `side` columns of the band's padded rows, then the span over `side` of them.
+        buffer<T> row_lo(window_rows * width), row_hi(window_rows * width), span(flat > T(0) ? (r1 - r0) * width : 0);
+        for (std::size_t k = 0; k < window_rows; ++k)
+            for (std::size_t c = 0; c < width; c += lanes) {
+                const T* from = padded + (r0 + k) * stride + c;
+                batch lo = batch::load_unaligned(from), hi = lo;
+                for (std::size_t dx = 1; dx < side; ++dx) {
+                    const batch value = batch::load_unaligned(from + dx);
+                    lo = xsimd::min(lo, value), hi = xsimd::max(hi, value);
+                }
+                lo.store_unaligned(row_lo.data() + k * width + c), hi.store_unaligned(row_hi.data() + k * width + c);
+            }
+        for (std::size_t k = 0; k < span.size() / width; ++k)
+            for (std::size_t c = 0; c < width; c += lanes) {
+                batch lo = batch::load_unaligned(row_lo.data() + k * width + c);
+                batch hi = batch::load_unaligned(row_hi.data() + k * width + c);
+                for (std::size_t dy = 1; dy < side; ++dy) {
+                    lo = xsimd::min(lo, batch::load_unaligned(row_lo.data() + (k + dy) * width + c));
+                    hi = xsimd::max(hi, batch::load_unaligned(row_hi.data() + (k + dy) * width + c));
+                }
+                (hi - lo).store_unaligned(span.data() + k * width + c);
+            }
         auto v = make_slots();
         T tail[lanes];
         T* target[group];          // where queued column k's medians go
         std::size_t valid[group];  // and how many of its lanes are pixels
         std::size_t queued = 0;
-        const auto store = [&](std::size_t slot, std::size_t k, T* to, std::size_t count) {
-            v[slot * group + k].store_unaligned(tail);
+        const auto store = [&](batch value, T* to, std::size_t count) {
+            value.store_unaligned(tail);
             std::copy(tail, tail + count, to);
         };
         const auto flush = [&] {   // columns past `queued` hold older windows: run, then ignored
             if (queued == 0) return;
             run(v.data());
-            for (std::size_t k = 0; k < queued; ++k) store(output, k, target[k], valid[k]);
+            for (std::size_t k = 0; k < queued; ++k) store(v[output * group + k], target[k], valid[k]);
             queued = 0;
         };
-        for (std::size_t r = b * band; r < std::min(H, (b + 1) * band); ++r)
+        for (std::size_t r = r0; r < r1; ++r)
             for (std::size_t c = 0; c < W; c += lanes) {
                 const T* corner = padded + r * stride + c;
-                batch lo = batch::load_unaligned(corner), hi = lo;
-                for (std::size_t dy = 0, s = 0; dy < side; ++dy)
-                    for (std::size_t dx = 0; dx < side; ++dx, ++s) {
-                        const batch value = batch::load_unaligned(corner + dy * stride + dx);
-                        v[s * group + queued] = value;
-                        lo = xsimd::min(lo, value), hi = xsimd::max(hi, value);
-                    }
                 const std::size_t count = std::min(lanes, W - c);
-                if (!xsimd::any(hi - lo > batch(flat))) {
-                    store(centre, queued, out + r * W + c, count);
+                if (flat > T(0) && !xsimd::any(batch::load_unaligned(span.data() + (r - r0) * width + c) > batch(flat))) {
+                    store(batch::load_unaligned(corner + (side / 2) * stride + side / 2), out + r * W + c, count);
                     continue;
                 }
+                for (std::size_t dy = 0, s = 0; dy < side; ++dy)
+                    for (std::size_t dx = 0; dx < side; ++dx, ++s)
+                        v[s * group + queued] = batch::load_unaligned(corner + dy * stride + dx);
                 target[queued] = out + r * W + c, valid[queued] = count;
                 if (++queued == group) flush();
             }
