@@ -206,7 +206,8 @@ std::vector<T*> vector_pointers(const ar_system<T>& A, std::span<const std::span
 /// Solves (diag(alpha) + scale L_d) y = diag(alpha) x along every line of stencil direction
 /// `direction` of A and overwrites each vector x of `xs` with its y: the 1-D AR model of
 /// d's edges alone with x as its observations, solved directly (the Thomas algorithm; a
-/// constant x stays constant). The vectors share the elimination. Throws
+/// constant x stays constant). The vectors share the elimination. A horizontal direction's
+/// strips of rows run on `A.threads` threads (results do not depend on it), the others on one. Throws
 /// `std::invalid_argument` unless `direction` is one of A's, `scale` is finite and >= 0,
 /// alpha > 0 on every pixel, d's weights are >= 0 and every vector has an entry per pixel.
 template <class T>
