@@ -236,45 +236,61 @@ image_planes<T> half_resolution(const image_planes<T>& g) {
 
 /// x0 = box(alpha xhat) / box(alpha), the box growing until it covers an observation:
 /// a cheap normalised interpolation from integral images, of `alpha` and
-/// `rhs` = alpha xhat on an H x W grid. Whether a box covers an observation is
-/// decided by an exact count (a sum of alphas can leave a rounding residue instead of 0).
-template <class T>
-buffer<double> normalised_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs) {
-    const std::size_t stride = W + 1;
-    buffer<double> sw((H + 1) * stride, 0.0), swx((H + 1) * stride, 0.0);
-    buffer<std::uint32_t> count((H + 1) * stride, 0);
-    // Each row's running sums plus the row above's integral: one dependent add per pixel
-    // and sum, where adding the left and upper integrals and subtracting the corner chains three.
-    for (std::size_t r = 0; r < H; ++r) {
-        double row_w = 0, row_wx = 0;
-        std::uint32_t row_count = 0;
-        for (std::size_t c = 0; c < W; ++c) {
-            const std::size_t i = (r + 1) * stride + c + 1, k = r * W + c;
-            row_w += alpha[k], row_wx += rhs[k], row_count += std::uint32_t(alpha[k] > 0);
-            sw[i] = sw[i - stride] + row_w, swx[i] = swx[i - stride] + row_wx, count[i] = count[i - stride] + row_count;
+/// `rhs` = alpha xhat on an H x W grid, evaluated at any pixel. Whether a box covers an
+/// observation is decided by an exact count (a sum of alphas can leave a rounding residue
+/// instead of 0).
+class box_interpolation {
+public:
+    template <class T>
+    box_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs)
+        : height(H), width(W), stride(W + 1), sw((H + 1) * stride, 0.0), swx((H + 1) * stride, 0.0),
+          count((H + 1) * stride, 0) {
+        // Each row's running sums plus the row above's integral: one dependent add per pixel
+        // and sum, where adding the left and upper integrals and subtracting the corner chains three.
+        for (std::size_t r = 0; r < H; ++r) {
+            double row_w = 0, row_wx = 0;
+            std::uint32_t row_count = 0;
+            for (std::size_t c = 0; c < W; ++c) {
+                const std::size_t i = (r + 1) * stride + c + 1, k = r * W + c;
+                row_w += alpha[k], row_wx += rhs[k], row_count += std::uint32_t(alpha[k] > 0);
+                sw[i] = sw[i - stride] + row_w, swx[i] = swx[i - stride] + row_wx, count[i] = count[i - stride] + row_count;
+            }
         }
     }
-    const auto box = [&](const auto& s, std::size_t r0, std::size_t c0, std::size_t r1, std::size_t c1) {
+    /// x0 at pixel (r, c); the grid must hold an observation.
+    double operator()(std::size_t r, std::size_t c) const {
+        for (std::size_t radius = 2;; radius *= 2) {
+            const std::size_t r0 = r > radius ? r - radius : 0, c0 = c > radius ? c - radius : 0;
+            const std::size_t r1 = std::min(height, r + radius + 1), c1 = std::min(width, c + radius + 1);
+            if (box(count, r0, c0, r1, c1) > 0) return box(swx, r0, c0, r1, c1) / box(sw, r0, c0, r1, c1);
+        }
+    }
+
+private:
+    std::size_t height, width, stride;
+    buffer<double> sw, swx;
+    buffer<std::uint32_t> count;
+
+    template <class S>
+    typename S::value_type box(const S& s, std::size_t r0, std::size_t c0, std::size_t r1, std::size_t c1) const {
         return s[r1 * stride + c1] - s[r0 * stride + c1] - s[r1 * stride + c0] + s[r0 * stride + c0];
-    };
+    }
+};
+
+/// `box_interpolation` at every pixel.
+template <class T>
+buffer<double> normalised_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs) {
+    const box_interpolation x0(H, W, alpha, rhs);
     buffer<double> x(H * W);
     for (std::size_t r = 0; r < H; ++r)
-        for (std::size_t c = 0; c < W; ++c)
-            for (std::size_t radius = 2;; radius *= 2) {
-                const std::size_t r0 = r > radius ? r - radius : 0, c0 = c > radius ? c - radius : 0;
-                const std::size_t r1 = std::min(H, r + radius + 1), c1 = std::min(W, c + radius + 1);
-                if (box(count, r0, c0, r1, c1) > 0) {
-                    x[r * W + c] = box(swx, r0, c0, r1, c1) / box(sw, r0, c0, r1, c1);
-                    break;
-                }
-            }
+        for (std::size_t c = 0; c < W; ++c) x[r * W + c] = x0(r, c);
     return x;
 }
-/// The normalised box interpolation of the observed depth.
-inline buffer<double> observed_interpolation(const observed_depth& d) {
+/// The box interpolation of the observed depth.
+inline box_interpolation observed_interpolation(const observed_depth& d) {
     buffer<double> mask(d.observed.begin(), d.observed.end()), observed(d.depth.size());
     for (std::size_t i = 0; i < observed.size(); ++i) observed[i] = mask[i] * d.depth[i];
-    return normalised_interpolation(d.height, d.width, mask.data(), observed.data());
+    return box_interpolation(d.height, d.width, mask.data(), observed.data());
 }
 template <class T>
 buffer<double> normalised_interpolation(const ar_system<T>& A) {
@@ -364,18 +380,18 @@ depth_result refine(const image_planes<T>& g, const observed_depth& d, const dep
         result.report = {"separable, " + std::to_string(passes.passes) + " passes of line solves", passes.passes, 0.0,
                          true, solve_clock.seconds()};
         // K_s's entries are positive, so K_s(m d) / K_s(m) is a weighted mean of the observed
-        // depths, unless K_s(m) underflows far from every observation; the box interpolation
-        // takes over there (computed only if some pixel needs it).
+        // depths, unless K_s(m) underflows far from every observation (in holes a few hundred
+        // pixels across); the box interpolation takes over there (set up only if some pixel needs it).
         x.resize(n);
-        buffer<double> x0;
+        std::unique_ptr<box_interpolation> x0;
         for (std::size_t i = 0; i < n; ++i) {
             const double ratio = double(kd[i]) / double(km[i]);
             if (km[i] > std::numeric_limits<T>::min() && std::isfinite(ratio)) {
                 x[i] = ratio;
                 continue;
             }
-            if (x0.empty()) x0 = observed_interpolation(d);
-            x[i] = x0[i];
+            if (!x0) x0 = std::make_unique<box_interpolation>(observed_interpolation(d));
+            x[i] = (*x0)(i / g.width, i % g.width);
         }
     } else {
         // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
