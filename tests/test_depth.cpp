@@ -35,6 +35,30 @@ BOOST_AUTO_TEST_CASE(depth_tasks_run_concurrently) {
     for (std::size_t k = 0; k < 4; ++k) BOOST_TEST(concurrent[k] == sequential[k]);
 }
 
+namespace {
+/// An RGB guide [H, W, 3] as the depth tasks compare it by default: Y, 1.5 Cb, 1.5 Cr of BT.601.
+xt::xtensor<double, 3> luma_chroma(const xt::xtensor<double, 3>& guide) {
+    xt::xtensor<double, 3> ycc = xt::empty<double>(guide.shape());
+    for (std::size_t r = 0; r < guide.shape(0); ++r)
+        for (std::size_t c = 0; c < guide.shape(1); ++c) {
+            const double R = guide(r, c, 0), G = guide(r, c, 1), B = guide(r, c, 2), Y = 0.299 * R + 0.587 * G + 0.114 * B;
+            ycc(r, c, 0) = Y, ycc(r, c, 1) = 1.5 * 0.564 * (B - Y), ycc(r, c, 2) = 1.5 * 0.713 * (R - Y);
+        }
+    return ycc;
+}
+
+/// A random depth in [50, 90] observed on about `fraction` of an H x W grid and at pixel
+/// `always` (0 elsewhere), with its mask: {depth, mask}.
+std::pair<xt::xtensor<double, 2>, xt::xtensor<double, 2>> sparse_depth(std::size_t H, std::size_t W, unsigned seed,
+                                                                      double fraction, std::size_t always) {
+    const auto depth = test::random_tensor<double, 2>({H, W}, seed, 50, 90);
+    const auto u = test::random_tensor<double, 2>({H, W}, seed + 1, 0, 1);
+    xt::xtensor<double, 2> mask = xt::where(u < fraction, 1.0, 0.0);
+    mask.data()[always] = 1;
+    return {xt::where(mask > 0, depth, 0.0), mask};
+}
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
     // depth = K(m d) / K(m) with K = eps (L + eps I)^-1, eps = 0.5 x the observed fraction:
     // against two dense solves of (L + eps I) on a small problem whose observations all
@@ -43,17 +67,8 @@ BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
     // 1.5 Cb, 1.5 Cr of BT.601, computed here, sigma_r 1.5).
     const std::size_t H = 9, W = 10;
     const auto guide = test::random_tensor<double, 3>({H, W, 3}, 21, 0, 3);
-    xt::xtensor<double, 3> ycc = xt::empty<double>({H, W, std::size_t(3)});
-    for (std::size_t r = 0; r < H; ++r)
-        for (std::size_t c = 0; c < W; ++c) {
-            const double R = guide(r, c, 0), G = guide(r, c, 1), B = guide(r, c, 2), Y = 0.299 * R + 0.587 * G + 0.114 * B;
-            ycc(r, c, 0) = Y, ycc(r, c, 1) = 1.5 * 0.564 * (B - Y), ycc(r, c, 2) = 1.5 * 0.713 * (R - Y);
-        }
-    xt::xtensor<double, 2> depth = test::random_tensor<double, 2>({H, W}, 22, 50, 90);
-    const auto u = test::random_tensor<double, 2>({H, W}, 23, 0, 1);
-    xt::xtensor<double, 2> mask = xt::where(u < 0.3, 1.0, 0.0);
-    mask(4, 4) = 1;
-    depth = xt::where(mask > 0, depth, 0.0);
+    const auto ycc = luma_chroma(guide);
+    const auto [depth, mask] = sparse_depth(H, W, 22, 0.3, 4 * W + 4);
     const double fraction = xt::sum(mask)() / double(H * W), eps = 0.5 * fraction;
     for (auto space : {colour_space::guide, colour_space::luma_chroma})
         for (auto colour : {colour_kernel::laplacian, colour_kernel::gaussian}) {
@@ -90,16 +105,8 @@ BOOST_AUTO_TEST_CASE(separable_model_is_a_ratio_of_two_separable_smooths) {
     // separable_smooth on that system built here (colours in luma-chroma, computed here).
     const std::size_t H = 14, W = 19;
     const auto guide = test::random_tensor<double, 3>({H, W, 3}, 24, 0, 40);
-    xt::xtensor<double, 3> ycc = xt::empty<double>({H, W, std::size_t(3)});
-    for (std::size_t r = 0; r < H; ++r)
-        for (std::size_t c = 0; c < W; ++c) {
-            const double R = guide(r, c, 0), G = guide(r, c, 1), B = guide(r, c, 2), Y = 0.299 * R + 0.587 * G + 0.114 * B;
-            ycc(r, c, 0) = Y, ycc(r, c, 1) = 1.5 * 0.564 * (B - Y), ycc(r, c, 2) = 1.5 * 0.713 * (R - Y);
-        }
-    xt::xtensor<double, 2> depth = test::random_tensor<double, 2>({H, W}, 25, 50, 90);
-    const auto u = test::random_tensor<double, 2>({H, W}, 26, 0, 1);
-    const xt::xtensor<double, 2> mask = xt::where(u < 0.2, 1.0, 0.0);
-    depth = xt::where(mask > 0, depth, 0.0);
+    const auto ycc = luma_chroma(guide);
+    const auto [depth, mask] = sparse_depth(H, W, 25, 0.2, 0);
     const double fraction = xt::sum(mask)() / double(H * W), eps = 0.5 * fraction;
     for (const int connectivity : {4, 8}) {
         BOOST_TEST_CONTEXT("connectivity " << connectivity) {
