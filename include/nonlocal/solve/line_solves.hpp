@@ -86,10 +86,23 @@ void thomas_lines(const T* alpha, const T* w, const std::array<T*, K>& x, T* gai
         for (; end >= lanes; end -= lanes) {
             const std::size_t j = end - lanes;
             const batch g = batch::load_unaligned(gain + j);
-            for (T* v : x) xsimd::fma(g, batch::load_unaligned(v + j + s), batch::load_unaligned(v + j)).store_unaligned(v + j);
+            for (T* v : x) {
+                const batch after = batch::load_unaligned(v + j + s);
+                xsimd::fma(g, after, batch::load_unaligned(v + j)).store_unaligned(v + j);
+            }
         }
     while (end-- > 0)
         for (T* v : x) v[end] += gain[end] * v[end + s];
+}
+
+/// The first index of `values` that fails `ok`, or values.size(): the test or-ed over all
+/// of them first, a loop without an early exit that vectorises.
+template <class T, class Ok>
+std::size_t first_failing(std::span<const T> values, Ok&& ok) {
+    int failed = 0;
+    for (const T v : values) failed |= int(!ok(v));
+    if (!failed) return values.size();
+    return std::size_t(std::find_if_not(values.begin(), values.end(), ok) - values.begin());
 }
 
 /// Throws `std::invalid_argument` (from `where`) unless `scale` is finite and >= 0, every
@@ -100,21 +113,21 @@ void require_line_system(const ar_system<T>& A, std::span<const std::size_t> dir
                          std::string_view where) {
     require(std::isfinite(scale) && scale >= 0, where,
             [&] { return "the scale must be finite and >= 0, got " + std::to_string(scale); });
-    for (std::size_t i = 0; i < A.size(); ++i)
-        require(A.alpha[i] > T(0), where, [&] {
-            return "line solves need alpha > 0 on every pixel (each line's 1-D system its own data term), got " +
-                   std::to_string(double(A.alpha[i])) + " at pixel (" + std::to_string(i / A.width) + ", " +
-                   std::to_string(i % A.width) + ")";
-        });
+    const std::size_t i = first_failing(std::span<const T>(A.alpha), [](T a) { return a > T(0); });
+    require(i == A.size(), where, [&] {
+        return "line solves need alpha > 0 on every pixel (each line's 1-D system its own data term), got " +
+               std::to_string(double(A.alpha[i])) + " at pixel (" + std::to_string(i / A.width) + ", " +
+               std::to_string(i % A.width) + ")";
+    });
     for (const std::size_t d : directions) {
         require(d < A.offsets.size(), where, [&] {
             return "direction " + std::to_string(d) + " of a stencil of " + std::to_string(A.offsets.size());
         });
-        for (std::size_t i = 0; i < A.size(); ++i)
-            require(A.weights[d][i] >= T(0), where, [&] {
-                return "line solves need weights >= 0, got " + std::to_string(double(A.weights[d][i])) +
-                       " in direction " + std::to_string(d) + " at pixel " + std::to_string(i);
-            });
+        const std::size_t j = first_failing(std::span<const T>(A.weights[d]), [](T w) { return w >= T(0); });
+        require(j == A.size(), where, [&] {
+            return "line solves need weights >= 0, got " + std::to_string(double(A.weights[d][j])) + " in direction " +
+                   std::to_string(d) + " at pixel " + std::to_string(j);
+        });
     }
 }
 
