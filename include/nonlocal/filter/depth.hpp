@@ -22,7 +22,7 @@
 /// - `depth_model::separable`: the normalised model with K replaced by the fast global
 ///   smoother's separable approximation (`separable_smooth`: direct line solves along each
 ///   stencil direction, a few passes), K_s(m d) / K_s(m). No iterative solve and no
-///   multigrid: on the Aloe protocols 2.4 to 4.5 times faster than the normalised model, as
+///   multigrid: on the Aloe protocols 2.5 to 5.5 times faster than the normalised model, as
 ///   accurate at x4, more accurate in hole filling, 2.5 and 5 % less at x8 and x16.
 
 #include <array>
