@@ -111,6 +111,34 @@ BOOST_AUTO_TEST_CASE(one_direction_against_a_literal_solve_in_double) {
     run(0.0);
 }
 
+BOOST_AUTO_TEST_CASE(wide_rows_across_the_interleaving_tiles) {
+    // Horizontal lines are interleaved in tiles of 64 columns: rows of one tile, a tile and a
+    // column, and two tiles and a part, in one strip and across two (17 rows > 16 lanes).
+    const auto run = [](auto zero) {
+        using T = decltype(zero);
+        unsigned seed = 500;
+        for (std::size_t H : {1, 17})
+            for (std::size_t W : {64, 65, 131}) {
+                const ar_system<T> A = random_system<T>(H, W, grid_stencil{H, W, 8, 2}, seed += 7);
+                for (std::size_t d = 0; d < A.offsets.size(); ++d) {
+                    if (A.offsets[d].dy != 0) continue;
+                    BOOST_TEST_CONTEXT(H << " x " << W << ", direction (0, " << A.offsets[d].dx << "), "
+                                         << sizeof(T) * 8 << " bit") {
+                        const auto x0 = test::random_tensor<double, 2>({H, W}, seed + 99, 50, 150);
+                        buffer<T> x(x0.begin(), x0.end());
+                        const auto expected = literal_line_solution<T>(A, d, 0.7, x);
+                        line_solve(A, d, 0.7, std::span<T>(x));
+                        const double tolerance = sizeof(T) == 4 ? 2e-4 : 1e-10;
+                        for (std::size_t i = 0; i < A.size(); ++i)
+                            BOOST_TEST(std::abs(double(x[i]) - expected[i]) <= tolerance * 150);
+                    }
+                }
+            }
+    };
+    run(0.0f);
+    run(0.0);
+}
+
 BOOST_AUTO_TEST_CASE(a_line_of_three_by_hand) {
     // Weights 1 and 2, alpha 1, scale 1, x = (3, 0, 0):
     //   [2 -1 0; -1 4 -2; 0 -2 3] y = (3, 0, 0)  gives  y = (24, 9, 6) / 13,
