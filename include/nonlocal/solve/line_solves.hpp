@@ -205,17 +205,23 @@ void solve_lines(const ar_system<T>& A, std::size_t d, T scale, std::span<T* con
         const interleaved_strips<T> layout(A, d);
         return solve_lines(A, d, scale, x, threads, &layout);
     }
-    const std::size_t m = strips->strip_size();
-    detail::parallel_for(strips->strips(), threads, [&](std::size_t strip) {
+    // Each thread takes a contiguous share of the strips (they cost alike) and its scratch
+    // once: the interleaved vectors (the padding rows of a last strip stay 0: lines of their
+    // own) and the gains.
+    const std::size_t m = strips->strip_size(), count = strips->strips();
+    const std::size_t shares = std::min(count, std::size_t(std::max(threads, 1)));
+    detail::parallel_for(shares, threads, [&](std::size_t share) {
         buffer<T> gain(m), values(m * x.size(), T(0));
         std::vector<T*> strip_x(x.size());
-        for (std::size_t k = 0; k < x.size(); ++k)
-            strip_x[k] = values.data() + k * m, strips->interleave(x[k], strip_x[k], strip);
-        two_at_a_time(std::span<T* const>(strip_x), [&](const auto& v) {
-            thomas_lines(strips->alpha.data() + strip * m, strips->weights.data() + strip * m, v, gain.data(), m,
-                         std::size_t(dx) * strips->lanes, scale);
-        });
-        for (std::size_t k = 0; k < x.size(); ++k) strips->scatter(strip_x[k], x[k], strip);
+        for (std::size_t k = 0; k < x.size(); ++k) strip_x[k] = values.data() + k * m;
+        for (std::size_t strip = count * share / shares; strip < count * (share + 1) / shares; ++strip) {
+            for (std::size_t k = 0; k < x.size(); ++k) strips->interleave(x[k], strip_x[k], strip);
+            two_at_a_time(std::span<T* const>(strip_x), [&](const auto& v) {
+                thomas_lines(strips->alpha.data() + strip * m, strips->weights.data() + strip * m, v, gain.data(), m,
+                             std::size_t(dx) * strips->lanes, scale);
+            });
+            for (std::size_t k = 0; k < x.size(); ++k) strips->scatter(strip_x[k], x[k], strip);
+        }
     });
 }
 
