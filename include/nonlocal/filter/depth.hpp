@@ -241,8 +241,8 @@ image_planes<T> half_resolution(const image_planes<T>& g) {
 /// instead of 0).
 class box_interpolation {
 public:
-    template <class T>
-    box_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs)
+    template <class Alpha, class Rhs>
+    box_interpolation(std::size_t H, std::size_t W, const Alpha* alpha, const Rhs* rhs)
         : height(H), width(W), stride(W + 1), sw((H + 1) * stride, 0.0), swx((H + 1) * stride, 0.0),
           count((H + 1) * stride, 0) {
         // Each row's running sums plus the row above's integral: one dependent add per pixel
@@ -252,7 +252,7 @@ public:
             std::uint32_t row_count = 0;
             for (std::size_t c = 0; c < W; ++c) {
                 const std::size_t i = (r + 1) * stride + c + 1, k = r * W + c;
-                row_w += alpha[k], row_wx += rhs[k], row_count += std::uint32_t(alpha[k] > 0);
+                row_w += double(alpha[k]), row_wx += double(rhs[k]), row_count += std::uint32_t(alpha[k] > 0);
                 sw[i] = sw[i - stride] + row_w, swx[i] = swx[i - stride] + row_wx, count[i] = count[i - stride] + row_count;
             }
         }
@@ -286,11 +286,9 @@ buffer<double> normalised_interpolation(std::size_t H, std::size_t W, const T* a
         for (std::size_t c = 0; c < W; ++c) x[r * W + c] = x0(r, c);
     return x;
 }
-/// The box interpolation of the observed depth.
+/// The box interpolation of the observed depth: alpha the mask, alpha xhat the depth (0 where unobserved).
 inline box_interpolation observed_interpolation(const observed_depth& d) {
-    buffer<double> mask(d.observed.begin(), d.observed.end()), observed(d.depth.size());
-    for (std::size_t i = 0; i < observed.size(); ++i) observed[i] = mask[i] * d.depth[i];
-    return box_interpolation(d.height, d.width, mask.data(), observed.data());
+    return box_interpolation(d.height, d.width, d.observed.data(), d.depth.data());
 }
 template <class T>
 buffer<double> normalised_interpolation(const ar_system<T>& A) {
@@ -353,6 +351,9 @@ depth_result refine(const image_planes<T>& g, const observed_depth& d, const dep
     const auto hierarchy = [&](const ar_system<T>& A) {
         return multilevel ? std::make_unique<multigrid<T>>(A, o.multigrid) : nullptr;
     };
+    // The normalised and separable models' data term on every pixel: the kernel's reach
+    // follows the observations' spacing.
+    const double eps = o.epsilon_scale * fraction;
     depth_result result;
     buffer<double> x;
     if (o.model == depth_model::ar) {
@@ -369,7 +370,6 @@ depth_result refine(const image_planes<T>& g, const observed_depth& d, const dep
         x.assign(solution.begin(), solution.end());
     } else if (o.model == depth_model::separable) {
         // K_s(m) and K_s(m d) of the system with alpha = eps everywhere, side by side.
-        const double eps = o.epsilon_scale * fraction;
         buffer<T> km(n), kd(n);
         for (std::size_t i = 0; i < n; ++i) km[i] = T(d.observed[i]), kd[i] = T(d.observed[i] * d.depth[i]);
         const ar_system<T> A = depth_system<T>(g, buffer<T>(n, T(eps)), buffer<T>(n, T(0)), o);   // b unused
@@ -395,7 +395,6 @@ depth_result refine(const image_planes<T>& g, const observed_depth& d, const dep
         }
     } else {
         // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
-        const double eps = o.epsilon_scale * fraction;
         buffer<T> b_mask(n), b_depth(n);
         for (std::size_t i = 0; i < n; ++i) b_mask[i] = T(eps * d.observed[i]), b_depth[i] = T(eps * d.observed[i] * d.depth[i]);
         // x0 = the normalised box interpolation of m d (eps cancels).
