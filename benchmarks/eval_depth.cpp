@@ -6,7 +6,8 @@
 // RMSE in disparity units over the pixels whose ground truth is non-zero, and the
 // wall time (the best of two runs; of five for nonlocal's defaults, its separable model
 // and FGS's best setting, whose ratio ends each task), one thread: nonlocal's defaults and
-// variants of them. With OpenCV
+// variants of them, and where the error of the defaults and of the separable model lies
+// (near depth steps or not, in errors above 10 units or not, over or under). With OpenCV
 // (ximgproc) in the same run: bicubic,
 // joint bilateral, guided filter and the fast global smoother (normalised:
 // FGS(d c) / FGS(c)), each over a few parameters with the best reported; and, to
@@ -63,6 +64,41 @@ double rmse(const depth_map& estimate, const depth_map& truth) {
     return std::sqrt(se / double(count));
 }
 
+/// The pixels within 4 of a depth step: those whose 9 x 9 window of known ground truth spans
+/// more than 15 disparity units.
+std::vector<bool> near_depth_steps(const depth_map& truth) {
+    const std::ptrdiff_t H = std::ptrdiff_t(truth.shape(0)), W = std::ptrdiff_t(truth.shape(1));
+    std::vector<bool> steps(truth.size());
+    for (std::ptrdiff_t r = 0; r < H; ++r)
+        for (std::ptrdiff_t c = 0; c < W; ++c) {
+            float lo = INFINITY, hi = -INFINITY;
+            for (std::ptrdiff_t rr = std::max<std::ptrdiff_t>(0, r - 4); rr <= std::min(H - 1, r + 4); ++rr)
+                for (std::ptrdiff_t cc = std::max<std::ptrdiff_t>(0, c - 4); cc <= std::min(W - 1, c + 4); ++cc)
+                    if (const float t = truth(rr, cc); t > 0) lo = std::min(lo, t), hi = std::max(hi, t);
+            steps[std::size_t(r * W + c)] = hi - lo > 15;
+        }
+    return steps;
+}
+
+/// Where an estimate's squared error lies: the share on the pixels near depth steps, the share
+/// of errors above 10 units, and the share of those that are overestimates.
+void print_error_breakdown(const char* task, const std::string& method, const depth_map& estimate,
+                           const depth_map& truth, const std::vector<bool>& steps) {
+    double total = 0, near_steps = 0, gross = 0, over = 0;
+    std::size_t pixels = 0, stepping = 0;
+    for (std::size_t i = 0; i < truth.size(); ++i) {
+        if (truth.data()[i] <= 0) continue;
+        const double e = double(estimate.data()[i]) - truth.data()[i], se = e * e;
+        total += se, ++pixels;
+        if (steps[i]) near_steps += se, ++stepping;
+        if (std::abs(e) > 10) gross += se, over += e > 0 ? se : 0;
+    }
+    std::printf("%-10s %s: %.0f %% of the squared error on the %.1f %% of pixels near depth steps; %.0f %% from errors "
+                "above 10, %.0f %% of those overestimates\n",
+                task, method.c_str(), 100 * near_steps / total, 100.0 * double(stepping) / double(pixels),
+                100 * gross / total, 100 * over / gross);
+}
+
 struct result {
     std::string method;
     double rmse = INFINITY, seconds = 0;
@@ -75,7 +111,8 @@ void print(const char* task, const result& r) { std::printf("%-10s %-56s %8.3f %
 /// with an adaptive depth pass, and the AR model in float and double. Returns the results
 /// of the defaults and of the separable model.
 template <class Run>
-std::vector<result> nonlocal_rows(const char* task, const std::string& name, const depth_map& truth, Run&& run) {
+std::vector<result> nonlocal_rows(const char* task, const std::string& name, const depth_map& truth,
+                                  const std::vector<bool>& steps, Run&& run) {
     struct variant {
         std::string label;
         nonlocal::depth_options options;
@@ -97,7 +134,11 @@ std::vector<result> nonlocal_rows(const char* task, const std::string& name, con
                            (o.single_precision ? ", float" : "") + label + ")",
                        rmse(out.depth, truth), t};
         print(task, r);
-        if (headline.size() < 2) headline.push_back(r);
+        if (headline.size() < 2) {
+            print_error_breakdown(task, headline.empty() ? "  where the defaults' error lies" : "  where the separable model's error lies",
+                                  out.depth, truth, steps);
+            headline.push_back(r);
+        }
     }
     return headline;
 }
@@ -209,6 +250,7 @@ int main(int argc, char** argv) {
     std::copy(gt8, gt8 + std::size_t(w) * h, truth.begin());
     stbi_image_free(gt8);
     const xt::xtensor<float, 3> guide = xt::cast<float>(*rgb);
+    const std::vector<bool> steps = near_depth_steps(truth);
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
     cv::setNumThreads(1);
     cv::Mat bgr;
@@ -224,7 +266,7 @@ int main(int argc, char** argv) {
         for (std::size_t r = 0; r < lh; ++r)
             for (std::size_t cc = 0; cc < lw; ++cc) low(r, cc) = sparse(r * factor, cc * factor) = truth(r * factor, cc * factor);
         const std::string task = "x" + std::to_string(factor);
-        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, [&](const nonlocal::depth_options& o) {
+        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, [&](const nonlocal::depth_options& o) {
             return nonlocal::upsample_depth(low, guide, factor, o);
         });
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
@@ -242,7 +284,7 @@ int main(int argc, char** argv) {
     std::bernoulli_distribution dropped(0.3);
     depth_map holes = truth;
     for (auto& d : holes) d = (d > 0 && !dropped(gen)) ? d + noise(gen) : 0.f;
-    const auto ours = nonlocal_rows("holes", "fill_depth", truth,
+    const auto ours = nonlocal_rows("holes", "fill_depth", truth, steps,
                                       [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(holes, guide, o); });
     nonlocal::depth_result den;
     const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
