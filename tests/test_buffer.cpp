@@ -1,6 +1,7 @@
 // buffer.hpp: a buffer's data starts on a 64-byte boundary whatever its size and
-// type, and keeps its contents as it grows and shrinks; freed large blocks are
-// reused per thread, within the limit, oldest evicted first, and released on request.
+// type (on a 2 MiB one from 2 MiB on), and keeps its contents as it grows and shrinks;
+// freed large blocks are reused per thread, within the limit, oldest evicted first, and
+// released on request.
 #include <nonlocal/buffer.hpp>
 
 #include <cstddef>
@@ -29,6 +30,19 @@ BOOST_AUTO_TEST_CASE(data_starts_on_a_cache_line) {
         BOOST_TEST(aligned(bytes.data()));
         BOOST_TEST(std::accumulate(f.begin(), f.end(), 0.0) == 1.5 * double(n));
     }
+}
+
+BOOST_AUTO_TEST_CASE(blocks_of_a_huge_page_start_on_one) {
+    // 2 MiB and more: on a 2 MiB boundary (and marked for transparent huge pages on Linux);
+    // just below: on a cache line, as every block.
+    for (std::size_t bytes : {buffer_huge_page, buffer_huge_page + 4, 3 * buffer_huge_page + 100}) {
+        buffer<float> f(bytes / sizeof(float));
+        std::iota(f.begin(), f.end(), 0.f);
+        BOOST_TEST(reinterpret_cast<std::uintptr_t>(f.data()) % buffer_huge_page == 0u);
+        BOOST_TEST(f[f.size() - 1] == float(f.size() - 1));
+    }
+    const buffer<float> below(buffer_huge_page / sizeof(float) - 16, 1.f);
+    BOOST_TEST(aligned(below.data()));
 }
 
 BOOST_AUTO_TEST_CASE(growth_and_shrinking_keep_the_contents) {

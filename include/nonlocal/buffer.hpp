@@ -17,10 +17,23 @@
 ///   Define NONLOCAL_BUFFER_CACHE to 0 (alike in every translation unit) to free
 ///   every block at once; under AddressSanitizer that is the default, so that it
 ///   sees every use after free.
+/// - Blocks of 2 MiB or more start on a 2 MiB boundary and, on Linux, are marked for
+///   transparent huge pages (MADV_HUGEPAGE, which takes effect where the system's setting
+///   is `madvise`, the default of many distributions): the first write to each 2 MiB then
+///   costs one fault instead of 512. On a 2-core virtual machine with that setting, where
+///   page faults are slow, the first depth task of a program on Aloe's 1.4 Mpix takes
+///   0.23 to 0.24 s instead of 0.67 to 0.69 (`nonlocal-refine`, hole filling with the
+///   separable model) and 0.80 to 0.85 s instead of 1.0 to 1.2 (the normalised model);
+///   later tasks, which reuse the kept blocks, take as long as before. A block may then
+///   hold up to 2 MiB more memory than it was asked for.
 
 #include <cstddef>
 #include <new>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #ifndef NONLOCAL_BUFFER_CACHE
 #if defined(__SANITIZE_ADDRESS__)
@@ -45,11 +58,27 @@ inline constexpr std::size_t buffer_alignment = 64;
 inline constexpr std::size_t buffer_cache_threshold = std::size_t(1) << 20;
 /// Bytes of freed blocks each thread keeps at most.
 inline constexpr std::size_t buffer_cache_limit = std::size_t(512) << 20;
+/// Blocks of at least this many bytes start on a boundary of as many bytes (a huge page)
+/// and are marked for transparent huge pages where the system has them.
+inline constexpr std::size_t buffer_huge_page = std::size_t(2) << 20;
 
 namespace detail {
 
-inline void* aligned_block(std::size_t bytes) { return ::operator new(bytes, std::align_val_t(buffer_alignment)); }
-inline void free_block(void* p) noexcept { ::operator delete(p, std::align_val_t(buffer_alignment)); }
+/// The alignment of a block of `bytes`.
+constexpr std::size_t block_alignment(std::size_t bytes) noexcept {
+    return bytes >= buffer_huge_page ? buffer_huge_page : buffer_alignment;
+}
+inline void* aligned_block(std::size_t bytes) {
+    void* p = ::operator new(bytes, std::align_val_t(block_alignment(bytes)));
+#if defined(MADV_HUGEPAGE)
+    // A hint over the block's whole 4 KiB pages: where it fails, nothing else changes.
+    if (bytes >= buffer_huge_page) (void)::madvise(p, bytes / 4096 * 4096, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+inline void free_block(void* p, std::size_t bytes) noexcept {
+    ::operator delete(p, std::align_val_t(block_alignment(bytes)));
+}
 
 /// The freed large blocks of one thread, least recently freed first.
 class block_cache {
@@ -77,9 +106,9 @@ public:
     /// Keeps the block if it is large and fits the limit (evicting the oldest); else frees it.
     void give_back(void* p, std::size_t bytes) noexcept {
         if (!buffer_cache_enabled || bytes < buffer_cache_threshold || bytes > buffer_cache_limit)
-            return free_block(p);
+            return free_block(p, bytes);
         while (held_ + bytes > buffer_cache_limit) {
-            free_block(blocks_.front().pointer);
+            free_block(blocks_.front().pointer, blocks_.front().bytes);
             held_ -= blocks_.front().bytes;
             blocks_.erase(blocks_.begin());
         }
@@ -87,12 +116,12 @@ public:
             blocks_.push_back({p, bytes});
             held_ += bytes;
         } catch (...) {   // no room to remember it: free it instead
-            free_block(p);
+            free_block(p, bytes);
         }
     }
 
     void release() noexcept {
-        for (const auto& b : blocks_) free_block(b.pointer);
+        for (const auto& b : blocks_) free_block(b.pointer, b.bytes);
         blocks_.clear();
         held_ = 0;
     }
@@ -125,7 +154,7 @@ inline block_cache* thread_block_cache() noexcept {
 
 }  // namespace detail
 
-/// The allocator of `buffer`: 64-byte aligned blocks, large ones reused per thread
+/// The allocator of `buffer`: 64-byte aligned blocks (2 MiB for those of 2 MiB or more), large ones reused per thread
 /// (see the file's comment). Stateless: any two compare equal.
 template <class T>
 struct buffer_allocator {
@@ -147,7 +176,7 @@ struct buffer_allocator {
     void deallocate(T* p, std::size_t n) noexcept {
         detail::block_cache* cache = detail::thread_block_cache();
         if (cache) cache->give_back(p, n * sizeof(T));
-        else detail::free_block(p);
+        else detail::free_block(p, n * sizeof(T));
     }
 
     template <class U>
