@@ -206,8 +206,8 @@ void solve_lines(const ar_system<T>& A, std::size_t d, T scale, std::span<T* con
         return solve_lines(A, d, scale, x, threads, &layout);
     }
     // Each thread takes a contiguous share of the strips (they cost alike) and its scratch
-    // once: the interleaved vectors (the padding rows of a last strip stay 0: lines of their
-    // own) and the gains.
+    // once: the interleaved vectors and the gains. The padding rows of a last strip hold 0 or
+    // an earlier strip's values: lines of their own (alpha 1, weight 0), never scattered.
     const std::size_t m = strips->strip_size(), count = strips->strips();
     const std::size_t shares = std::min(count, std::size_t(std::max(threads, 1)));
     detail::parallel_for(shares, threads, [&](std::size_t share) {
