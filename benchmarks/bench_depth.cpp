@@ -8,7 +8,7 @@
 //     every stage; the separable model's passes);
 //   peer_opencv_fgs_upsample/x:8|16: OpenCV ximgproc's fast global smoother on the same
 //     task when found, normalised (FGS(d m) / FGS(m)) at the parameters eval_depth finds best
-//     on Aloe (x8: lambda 10, sigma 16; x16: lambda 30, sigma 16);
+//     on Aloe (x8: lambda 17.8, sigma 11.3; x16: lambda 53.3, sigma 16);
 //   depth_dataset/jobs:1|2: four of those x8 upsamplings, one pair per thread, 1 or 2 at a
 //     time, in pairs per second;
 //   multigrid_setup/aggregation:0|1: the hierarchy of that x8 system;
@@ -127,7 +127,7 @@ void peer_opencv_fgs_upsample(benchmark::State& state) {
         for (int c = 0; c < W; c += int(factor)) sparse.at<float>(r, c) = truth(r, c), mask.at<float>(r, c) = 1;
     cv::Mat(H, W, CV_32FC3, const_cast<float*>(aloe().guide.data())).convertTo(guide, CV_8UC3);
     cv::cvtColor(guide, guide, cv::COLOR_RGB2BGR);
-    const double lambda = factor == 8 ? 10 : 30, sigma = 16;
+    const double lambda = factor == 8 ? 17.8 : 53.3, sigma = factor == 8 ? 11.3 : 16;
     for (auto _ : state) {
         cv::ximgproc::fastGlobalSmootherFilter(guide, sparse, num, lambda, sigma);
         cv::ximgproc::fastGlobalSmootherFilter(guide, mask, den, lambda, sigma);
