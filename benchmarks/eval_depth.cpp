@@ -148,27 +148,35 @@ struct result {
 };
 void print(const char* task, const result& r) { std::printf("%-10s %-56s %8.3f %8.3f\n", task, r.method.c_str(), r.rmse, r.seconds); }
 
-/// nonlocal's rows of a task (`run` with options): the defaults first (normalised model,
-/// float, colours in luma-chroma, operator-dependent multigrid), then the separable model,
-/// the defaults in double, with colours compared in RGB (sigma_r 3), on aggregation levels,
-/// with an adaptive depth pass, and the AR model in float and double. Returns the results
-/// of the defaults and of the separable model.
+/// nonlocal's rows of a task (`run` with options), from the task's defaults `base`: the
+/// defaults first (normalised model, float, colours in luma-chroma, operator-dependent
+/// multigrid), then the separable model, the defaults in double, with colours compared in
+/// RGB (sigma 3), on aggregation levels, with one adaptive depth pass more or less than the
+/// defaults, and the AR model in float and double. Returns the results of the defaults and
+/// of the separable model.
 template <class Run>
 std::vector<result> nonlocal_rows(const char* task, const std::string& name, const depth_map& truth,
-                                  const std::vector<bool>& steps, Run&& run) {
+                                  const std::vector<bool>& steps, const nonlocal::depth_options& base, Run&& run) {
     struct variant {
         std::string label;
         nonlocal::depth_options options;
     };
-    std::vector<variant> variants = {{"", {}},
-                                     {"", {.model = nonlocal::depth_model::separable}},
-                                     {", double", {.single_precision = false}},
-                                     {", RGB sigma 3", {.space = nonlocal::colour_space::guide, .sigma_r = 3}},
-                                     {", aggregation", {}},
-                                     {", 1 depth pass", {.depth_passes = 1}},
-                                     {"", {.model = nonlocal::depth_model::ar}},
-                                     {", double", {.model = nonlocal::depth_model::ar, .single_precision = false}}};
-    variants[4].options.multigrid.transfer = nonlocal::coarsening::aggregation;
+    const auto with = [&](auto change) {
+        nonlocal::depth_options o = base;
+        change(o);
+        return o;
+    };
+    using options = nonlocal::depth_options;
+    const std::size_t passes = base.depth_passes > 0 ? 0 : 1;
+    const std::vector<variant> variants = {
+        {"", base},
+        {"", with([](options& o) { o.model = nonlocal::depth_model::separable; })},
+        {", double", with([](options& o) { o.single_precision = false; })},
+        {", RGB sigma 3", with([](options& o) { o.space = nonlocal::colour_space::guide, o.sigma_r = 3; })},
+        {", aggregation", with([](options& o) { o.multigrid.transfer = nonlocal::coarsening::aggregation; })},
+        {passes > 0 ? ", 1 depth pass" : ", no depth pass", with([&](options& o) { o.depth_passes = passes; })},
+        {"", with([](options& o) { o.model = nonlocal::depth_model::ar; })},
+        {", double", with([](options& o) { o.model = nonlocal::depth_model::ar, o.single_precision = false; })}};
     std::vector<result> headline;
     for (const auto& [label, o] : variants) {
         nonlocal::depth_result out;
@@ -324,7 +332,7 @@ int main(int argc, char** argv) {
         for (std::size_t r = 0; r < lh; ++r)
             for (std::size_t cc = 0; cc < lw; ++cc) low(r, cc) = sparse(r * factor, cc * factor) = truth(r * factor, cc * factor);
         const std::string task = "x" + std::to_string(factor);
-        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, [&](const nonlocal::depth_options& o) {
+        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, {}, [&](const nonlocal::depth_options& o) {
             return nonlocal::upsample_depth(low, guide, factor, o);
         });
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
@@ -342,8 +350,8 @@ int main(int argc, char** argv) {
     std::bernoulli_distribution dropped(0.3);
     depth_map holes = truth;
     for (auto& d : holes) d = (d > 0 && !dropped(gen)) ? d + noise(gen) : 0.f;
-    const auto ours = nonlocal_rows("holes", "fill_depth", truth, steps,
-                                      [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(holes, guide, o); });
+    const auto ours = nonlocal_rows("holes", "fill_depth", truth, steps, nonlocal::fill_options(),
+                                    [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(holes, guide, o); });
     nonlocal::depth_result den;
     const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
     print("holes", {"nonlocal denoise_depth", rmse(den.depth, truth), td});

@@ -373,7 +373,7 @@ BOOST_AUTO_TEST_CASE(depth_edges_are_sharpened_by_a_median) {
         if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
     xt::xtensor<float, 2> skipping = blended.depth;
     nonlocal::detail::median_filter<default_arch>(blended.depth.data(), 23, 29, 1, skipping.data(), 1, 0.01f * (hi - lo));
-    BOOST_TEST(fill_depth(depth, guide).depth == skipping);
+    BOOST_TEST(fill_depth(depth, guide, o).depth == skipping);
 
     // A depth step whose far (bright) side carries a dark streak, one pixel high, that
     // runs from the near (dark) side into it: the model follows the streak's colour and
@@ -422,6 +422,15 @@ BOOST_AUTO_TEST_CASE(depth_passes_add_the_last_result_to_the_guide) {
                        fill_depth(depth, guide, {.model = model, .depth_passes = 1, .sigma_d = 0.02 * (double(hi) - lo)}).depth);
         }
     }
+    // Hole filling and denoising run one pass by default, upsampling none.
+    const auto filled = fill_depth(depth, guide), denoised = denoise_depth(depth, guide);
+    BOOST_TEST(filled.depth == fill_depth(depth, guide, {.depth_passes = 1}).depth);
+    BOOST_TEST(filled.depth != fill_depth(depth, guide, {.depth_passes = 0}).depth);
+    BOOST_TEST(denoised.depth == denoise_depth(depth, guide, {.epsilon_scale = 0.25, .lambda = 0.2, .depth_passes = 1}).depth);
+    BOOST_TEST(denoised.depth != denoise_depth(depth, guide, {.epsilon_scale = 0.25, .lambda = 0.2}).depth);
+    const xt::xtensor<float, 2> low = xt::view(depth, xt::range(std::size_t(0), H, std::size_t(2)),
+                                               xt::range(std::size_t(0), W, std::size_t(2)));
+    BOOST_TEST(upsample_depth(low, guide, 2).depth == upsample_depth(low, guide, 2, {.depth_passes = 0}).depth);
     // Constant observations leave nothing to adapt to: no pass runs.
     xt::xtensor<float, 2> flat = xt::where(depth > 0, 42.f, 0.f);
     const auto plain = fill_depth(flat, guide), passes = fill_depth(flat, guide, {.depth_passes = 2});

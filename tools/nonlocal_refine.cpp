@@ -200,9 +200,9 @@ int main(int argc, char** argv) {
     app.add_option("--median-flatness", options.median_flatness,
                    "windows spanning at most this fraction of the observed depth range keep their value (0: exact median)")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
-    app.add_option("--depth-passes", options.depth_passes,
-                   "re-solves whose weights also follow the last result's depth (adaptive weights)")
-        ->capture_default_str();
+    auto* passes = app.add_option("--depth-passes", options.depth_passes,
+                                  "re-solves whose weights also follow the last result's depth (adaptive weights; "
+                                  "default: 1 in modes fill and denoise, 0 in mode upsample)");
     app.add_option("--sigma-d", options.sigma_d, "depth bandwidth of those weights, in depth units (0: 2 % of the range)")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
     app.add_option("--threads", options.threads, "threads of each pair's solver passes")->check(CLI::PositiveNumber)
@@ -242,10 +242,11 @@ int main(int argc, char** argv) {
     options.space = space == "guide" ? nonlocal::colour_space::guide : nonlocal::colour_space::luma_chroma;
     options.multigrid.transfer =
         coarsening == "aggregation" ? nonlocal::coarsening::aggregation : nonlocal::coarsening::operator_dependent;
-    if (how.mode == "denoise") {
-        const nonlocal::depth_options defaults = nonlocal::denoise_options();   // unless given
+    if (how.mode != "upsample") {   // the task's defaults, unless given
+        const nonlocal::depth_options defaults = how.mode == "denoise" ? nonlocal::denoise_options() : nonlocal::fill_options();
         if (!lambda->count()) options.lambda = defaults.lambda;
         if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
+        if (!passes->count()) options.depth_passes = defaults.depth_passes;
     }
     try {
         if (batch_option->count()) return refine_batch(list_path, jobs, skip_existing, how);

@@ -23,7 +23,8 @@
 ///   smoother's separable approximation (`separable_smooth`: direct line solves along each
 ///   stencil direction, a few passes), K_s(m d) / K_s(m). No iterative solve and no
 ///   multigrid: on the Aloe protocols 2.5 to 5.5 times faster than the normalised model, as
-///   accurate at x4, more accurate in hole filling, 2.5 and 5 % less at x8 and x16.
+///   accurate at x4, 2.5 and 5 % less at x8 and x16; in hole filling 2 % more without a depth
+///   pass, 3 % less with the one `fill_options()` runs.
 
 #include <array>
 #include <cmath>
@@ -105,6 +106,8 @@ struct depth_options {
     /// Adaptive weights (after Yang et al. 2014): re-solves whose edge weights are the colour
     /// weights times the colour kernel of the last result's depth difference, with bandwidth
     /// sigma_d (sigma_r for the depth, in depth units). Each pass costs what the first solve does.
+    /// 0 here; `fill_options()` and `denoise_options()`, the defaults of hole filling and
+    /// denoising, run one.
     std::size_t depth_passes = 0;
     double sigma_d = 0;                                            ///< 0: 2 % of the observed depth's range
     /// Upsampling by an even factor above this (at least 2) goes coarse to fine: by half the
@@ -516,14 +519,21 @@ std::pair<std::size_t, std::size_t> guide_size(const xt::xexpression<G>& guide) 
 
 }  // namespace detail
 
+/// The defaults of `fill_depth`: `depth_options` with one depth pass, whose weights also
+/// follow the first result's depth. On Aloe's hole-filling protocol it lowers the normalised
+/// model's error from 1.56 to 1.44 (and 1.43 to 1.29 without the noise) for about 1.6 times
+/// the time; with 80 % of the pixels missing it changes the error by less than 1 %.
+inline depth_options fill_options() { return {.depth_passes = 1}; }
+
 /// Fills the missing pixels (0 or not finite) of `depth` [H, W] guided by `guide`
 /// [H, W] or [H, W, C], with the valid pixels as the observations of `o.model`
-/// (the normalised model by default; the AR model with alpha = lambda on them).
+/// (the normalised model by default; the AR model with alpha = lambda on them), with
+/// `fill_options()` by default.
 /// Throws `std::invalid_argument` when sizes differ, no pixel is valid, a depth is beyond
 /// float's range (the result's type), the guide holds NaN or infinity, or an option is
 /// out of its range.
 template <class D, class G>
-depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = {},
+depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = fill_options(),
                         std::string_view where = "fill_depth") {
     const detail::stopwatch clock;
     detail::check_options(o, where);
@@ -541,10 +551,11 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G
     });
 }
 
-/// The defaults of `denoise_depth`: `depth_options` with more smoothing (the normalised
+/// The defaults of `denoise_depth`: `fill_options()` with more smoothing (the normalised
 /// model's kernel reaching twice as many observations, epsilon_scale = 0.25; the AR
-/// model's data term weaker, lambda = 0.2), so the colour-guided smoothness averages the noise.
-inline depth_options denoise_options() { return {.epsilon_scale = 0.25, .lambda = 0.2}; }
+/// model's data term weaker, lambda = 0.2), so the colour-guided smoothness averages the
+/// noise. Its depth pass lowers the error on Aloe's hole-filling protocol from 1.62 to 1.43.
+inline depth_options denoise_options() { return {.epsilon_scale = 0.25, .lambda = 0.2, .depth_passes = 1}; }
 
 /// Denoises `depth` (and fills its holes): `fill_depth` with `denoise_options()` by default.
 template <class D, class G>
