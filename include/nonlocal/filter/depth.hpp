@@ -159,26 +159,35 @@ inline solve_report one_report(std::string method, const solve_report& first, co
 }
 
 /// The observed depth on the guide's grid: `depth[i]` where `observed[i]`, 0 elsewhere.
+/// Each pixel is observed at most once.
 struct observed_depth {
     std::size_t height = 0, width = 0;
     buffer<double> depth;
     buffer<std::uint8_t> observed;
     std::size_t count = 0;   ///< of observed pixels
+    double lowest = std::numeric_limits<double>::infinity(), highest = -lowest;   ///< of the observed depths
 
     observed_depth(std::size_t h, std::size_t w) : height(h), width(w), depth(h * w, 0.0), observed(h * w, 0) {}
     void observe(std::size_t i, double d) {
         if (!valid_depth(d)) return;
-        count += observed[i] == 0;
-        observed[i] = 1, depth[i] = d;
+        ++count, observed[i] = 1, depth[i] = d;
+        lowest = std::min(lowest, d), highest = std::max(highest, d);
+    }
+    /// Observes every pixel, `values` holding height x width depths: branch-free, since
+    /// missing pixels are often scattered at random.
+    template <class V>
+    void observe_all(const V* values) {
+        constexpr double infinity = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < depth.size(); ++i) {
+            const double d = double(values[i]);
+            const bool valid = std::isfinite(d) & (d > 0);
+            count += valid, observed[i] = valid, depth[i] = valid ? d : 0.0;
+            lowest = std::min(lowest, valid ? d : infinity), highest = std::max(highest, valid ? d : -infinity);
+        }
     }
     double fraction() const { return double(count) / double(height * width); }
     /// The largest observed depth less the smallest (0 when nothing is observed).
-    double range() const {
-        double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-        for (std::size_t i = 0; i < depth.size(); ++i)
-            if (observed[i]) lo = std::min(lo, depth[i]), hi = std::max(hi, depth[i]);
-        return count > 0 ? hi - lo : 0.0;
-    }
+    double range() const { return count > 0 ? highest - lowest : 0.0; }
 };
 
 /// The guide's planes in T on the 8-bit scale of `depth_options::sigma_r`: integer guides
@@ -477,11 +486,12 @@ template <class T>
 depth_result refine_with_passes(const image_planes<T>& g, const observed_depth& d, const depth_options& o,
                                 std::string_view where, const stopwatch& clock) {
     require(d.count > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
-    for (std::size_t i = 0; i < d.depth.size(); ++i)   // the result is float, whatever the solve's precision
-        require(!d.observed[i] || d.depth[i] <= double(std::numeric_limits<float>::max()), where, [&] {
-            return "the depth " + std::to_string(d.depth[i]) + " at pixel (" + std::to_string(i / d.width) + ", " +
-                   std::to_string(i % d.width) + ") is beyond the range of float, the result's type";
-        });
+    // The result is float, whatever the solve's precision.
+    require(d.highest <= double(std::numeric_limits<float>::max()), where, [&] {
+        const std::size_t i = std::size_t(std::find(d.depth.begin(), d.depth.end(), d.highest) - d.depth.begin());
+        return "the depth " + std::to_string(d.highest) + " at pixel (" + std::to_string(i / d.width) + ", " +
+               std::to_string(i % d.width) + ") is beyond the range of float, the result's type";
+    });
     depth_result result = refine<T>(g, d, o, clock);
     const double sigma_d = o.depth_passes > 0 ? depth_bandwidth(d, o) : 0;
     for (std::size_t pass = 0; pass < o.depth_passes && sigma_d > 0; ++pass) {
@@ -544,7 +554,7 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G
                " must have the same size";
     });
     detail::observed_depth observed(H, W);
-    for (std::size_t i = 0; i < H * W; ++i) observed.observe(i, double(d.data()[i]));
+    observed.observe_all(d.data());
     return detail::in_precision(o, [&]<class T>() {
         return detail::refine_with_passes<T>(detail::compared_channels(detail::guide_planes<T>(guide, where), o),
                                              observed, o, where, clock);
