@@ -608,15 +608,19 @@ private:
 
     /// f(row start, shift, c0, c1, weights of the row) for every direction and every row whose
     /// pixels have a neighbour in it: columns [c0, c1), the weights allocated (0 elsewhere).
+    /// Every direction of a row before the next row, so that the guide's rows are read from
+    /// memory once, not once per direction.
     template <class F>
     void for_each_edge_row(F&& f) {
-        weights.assign(offsets.size(), buffer<T>(size(), T(0)));
-        for (std::size_t o = 0; o < offsets.size(); ++o) {
-            const auto [dy, dx] = offsets[o];
-            const auto [c0, c1] = columns_inside(dx, width);
-            for (std::size_t r = 0; c0 < c1 && r + std::size_t(dy) < height; ++r)
-                f(r * width, std::size_t(shift(o)), c0, c1, weights[o].data() + r * width);
-        }
+        weights.clear();
+        for (std::size_t o = 0; o < offsets.size(); ++o) weights.emplace_back(size(), T(0));
+        for (std::size_t r = 0; r < height; ++r)
+            for (std::size_t o = 0; o < offsets.size(); ++o) {
+                const auto [dy, dx] = offsets[o];
+                const auto [c0, c1] = columns_inside(dx, width);
+                if (c0 < c1 && r + std::size_t(dy) < height)
+                    f(r * width, std::size_t(shift(o)), c0, c1, weights[o].data() + r * width);
+            }
     }
 
     /// alpha and b = alpha xhat of observations `xhat` with confidences `confidence`, both h x w.
