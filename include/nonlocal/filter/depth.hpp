@@ -149,7 +149,8 @@ struct depth_result {
 
 namespace detail {
 
-inline bool valid_depth(double d) { return std::isfinite(d) && d > 0; }
+/// Both tests evaluated (`&`, not `&&`): no branch where missing pixels lie at random.
+inline bool valid_depth(double d) { return std::isfinite(d) & (d > 0); }
 
 /// Two solves reported as one: iterations and seconds add up, the larger residual, converged when both did.
 inline solve_report one_report(std::string method, const solve_report& first, const solve_report& second) {
@@ -168,22 +169,18 @@ struct observed_depth {
     double lowest = std::numeric_limits<double>::infinity(), highest = -lowest;   ///< of the observed depths
 
     observed_depth(std::size_t h, std::size_t w) : height(h), width(w), depth(h * w, 0.0), observed(h * w, 0) {}
+    /// Pixel i's depth d, observed when valid. Branch-free, since missing pixels are often
+    /// scattered at random.
     void observe(std::size_t i, double d) {
-        if (!valid_depth(d)) return;
-        ++count, observed[i] = 1, depth[i] = d;
-        lowest = std::min(lowest, d), highest = std::max(highest, d);
+        constexpr double infinity = std::numeric_limits<double>::infinity();
+        const bool valid = valid_depth(d);
+        count += valid, observed[i] = valid, depth[i] = valid ? d : 0.0;
+        lowest = std::min(lowest, valid ? d : infinity), highest = std::max(highest, valid ? d : -infinity);
     }
-    /// Observes every pixel, `values` holding height x width depths: branch-free, since
-    /// missing pixels are often scattered at random.
+    /// Observes every pixel, `values` holding height x width depths.
     template <class V>
     void observe_all(const V* values) {
-        constexpr double infinity = std::numeric_limits<double>::infinity();
-        for (std::size_t i = 0; i < depth.size(); ++i) {
-            const double d = double(values[i]);
-            const bool valid = std::isfinite(d) & (d > 0);
-            count += valid, observed[i] = valid, depth[i] = valid ? d : 0.0;
-            lowest = std::min(lowest, valid ? d : infinity), highest = std::max(highest, valid ? d : -infinity);
-        }
+        for (std::size_t i = 0; i < depth.size(); ++i) observe(i, double(values[i]));
     }
     double fraction() const { return double(count) / double(height * width); }
     /// The largest observed depth less the smallest (0 when nothing is observed).
@@ -565,7 +562,11 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G
 /// model's kernel reaching twice as many observations, epsilon_scale = 0.25; the AR
 /// model's data term weaker, lambda = 0.2), so the colour-guided smoothness averages the
 /// noise. Its depth pass lowers the error on Aloe's hole-filling protocol from 1.62 to 1.43.
-inline depth_options denoise_options() { return {.epsilon_scale = 0.25, .lambda = 0.2, .depth_passes = 1}; }
+inline depth_options denoise_options() {
+    depth_options o = fill_options();
+    o.epsilon_scale = 0.25, o.lambda = 0.2;
+    return o;
+}
 
 /// Denoises `depth` (and fills its holes): `fill_depth` with `denoise_options()` by default.
 template <class D, class G>
