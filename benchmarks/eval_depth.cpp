@@ -25,7 +25,6 @@
 #include <nonlocal/nonlocal.hpp>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -87,19 +86,19 @@ std::vector<bool> near_depth_steps(const depth_map& truth) {
 /// Where the guide's colour edges lie against the ground truth's depth steps, the bound on
 /// what a colour-guided estimator can place: for every pair of horizontal or vertical
 /// neighbours with known ground truth differing by more than 15, the link of the largest
-/// colour difference (L1 in the depth tasks' luma-chroma: Y, 1.5 Cb, 1.5 Cr) among the
+/// colour difference (L1 over the channels the depth tasks compare by default) among the
 /// five links from 2 before the step to 2 after it. Prints the share of steps whose
 /// largest colour difference lies on the step and the mean offset towards the far side
 /// (the smaller disparity).
 void print_edge_registration(const depth_map& truth, const xt::xtensor<std::uint8_t, 3>& rgb) {
     const std::ptrdiff_t H = std::ptrdiff_t(truth.shape(0)), W = std::ptrdiff_t(truth.shape(1));
-    const auto luma_chroma = [&](std::ptrdiff_t r, std::ptrdiff_t c) {
-        const double R = rgb(r, c, 0), G = rgb(r, c, 1), B = rgb(r, c, 2), Y = 0.299 * R + 0.587 * G + 0.114 * B;
-        return std::array<double, 3>{Y, 1.5 * 0.564 * (B - Y), 1.5 * 0.713 * (R - Y)};
-    };
+    const auto planes = nonlocal::detail::compared_channels(nonlocal::detail::guide_planes<double>(rgb, "eval_depth"),
+                                                            nonlocal::depth_options{});
     const auto colour_distance = [&](std::ptrdiff_t r0, std::ptrdiff_t c0, std::ptrdiff_t r1, std::ptrdiff_t c1) {
-        const auto p = luma_chroma(r0, c0), q = luma_chroma(r1, c1);
-        return std::abs(p[0] - q[0]) + std::abs(p[1] - q[1]) + std::abs(p[2] - q[2]);
+        const std::size_t i = std::size_t(r0 * W + c0), j = std::size_t(r1 * W + c1);
+        double d = 0;
+        for (std::size_t k = 0; k < planes.channels; ++k) d += std::abs(planes.channel(k)[i] - planes.channel(k)[j]);
+        return d;
     };
     std::size_t steps = 0, on_step = 0;
     double offset_sum = 0;
