@@ -1,12 +1,14 @@
-// weighted_aggregate on representative compositions, one thread: dense
-// attention (the tiled kernel), 2-D neighborhood attention and non-local means
-// on materialised patch features (both the gather kernel; `nlm_denoise` and
-// bench_nlm use the running-sum kernel instead).
+// weighted_aggregate on representative compositions, one thread: dense attention
+// (the tiled kernel), 2-D neighborhood attention and 1-D sliding-window attention (the
+// tiled window kernel), and non-local means on materialised patch features (the gather
+// kernel; `nlm_denoise` and bench_nlm use the running-sum kernel instead).
 //
 //   build/release/benchmarks/bench_aggregate
 //
-// Counters: GFLOPS counts 2 flops per multiply-add of the logits (d per pair)
-// and of the value update (dv per pair), i.e. 2 (d + dv) per admissible pair.
+// Counters: GFLOPS counts 2 flops per multiply-add of the logits (d per pair) and of the
+// value update (dv per pair), i.e. 2 (d + dv) per admissible pair: the flops the
+// composition needs, not the ones a kernel spends on masked pairs; workspace_KiB is the
+// kernel's working memory per thread.
 #include <nonlocal/nonlocal.hpp>
 
 #include <benchmark/benchmark.h>
@@ -25,30 +27,53 @@ void set_flops(benchmark::State& state, double pairs, std::size_t d, std::size_t
         benchmark::Counter(2.0 * pairs * double(d + dv) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void attention_dense(benchmark::State& state) {
-    const std::size_t n = state.range(0), d = state.range(1);
-    const auto q = randn(n, d, 1), k = randn(n, d, 2), v = randn(n, d, 3);
-    xt::xtensor<float, 2> out = xt::empty<float>({n, d});
-    for (auto _ : state) {
-        nonlocal::weighted_aggregate(q, k, v, nonlocal::scaled_dot_product{}, nonlocal::dense{}, nonlocal::softmax{}, out);
-        benchmark::DoNotOptimize(out.data());
-    }
-    set_flops(state, double(n) * n, d, d);
+/// The pairs (i, j) a neighborhood admits among n queries and keys.
+template <class Nb>
+double admissible_pairs(const Nb& nb, std::size_t n) {
+    double pairs = 0;
+    for (std::size_t i = 0; i < n; ++i) nb.for_each_range(i, nonlocal::extents{n, n}, [&](nonlocal::key_range r) { pairs += double(r.count); });
+    return pairs;
 }
-BENCHMARK(attention_dense)->ArgNames({"n", "d"})->Args({512, 64})->Args({1024, 64})->Unit(benchmark::kMillisecond);
 
-void attention_window2d(benchmark::State& state) {
-    const std::size_t side = state.range(0), kernel = state.range(1), d = 32, n = side * side;
-    const auto q = randn(n, d, 1), k = randn(n, d, 2), v = randn(n, d, 3);
-    xt::xtensor<float, 2> out = xt::empty<float>({n, d});
+/// softmax(q k^T / sqrt(d)) v over `nb` for [heads, n, d] inputs (one slice when heads = 1).
+template <class Nb>
+void run_attention(benchmark::State& state, std::size_t heads, std::size_t n, std::size_t d, const Nb& nb) {
+    xt::random::seed(1);
+    const xt::xtensor<float, 3> q = xt::random::randn<float>({heads, n, d}), k = xt::random::randn<float>({heads, n, d}),
+                                v = xt::random::randn<float>({heads, n, d});
+    xt::xtensor<float, 3> out = xt::empty<float>({heads, n, d});
     for (auto _ : state) {
-        nonlocal::weighted_aggregate(q, k, v, nonlocal::scaled_dot_product{},
-                                     nonlocal::window2d{side, side, kernel}, nonlocal::softmax{}, out);
+        nonlocal::weighted_aggregate(q, k, v, nonlocal::scaled_dot_product{}, nb, nonlocal::softmax{}, out);
         benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
     }
-    set_flops(state, double(n) * kernel * kernel, d, d);
+    set_flops(state, double(heads) * admissible_pairs(nb, n), d, d);
+    const std::size_t lanes = nonlocal::simd_width<float>;
+    state.counters["workspace_KiB"] =
+        double(nonlocal::kernel::tiled_applies<nonlocal::scaled_dot_product, Nb, nonlocal::softmax>
+                   ? nonlocal::kernel::tiled_workspace_bytes<float>(d, d, lanes)
+                   : nonlocal::kernel::tiled_window_workspace_bytes<float>(d, d, lanes)) / 1024;
 }
-BENCHMARK(attention_window2d)->ArgNames({"side", "kernel"})->Args({64, 7})->Unit(benchmark::kMillisecond);
+
+void attention_dense(benchmark::State& state) {
+    run_attention(state, 1, state.range(0), state.range(1), nonlocal::dense{});
+}
+BENCHMARK(attention_dense)->ArgNames({"n", "d"})->Args({4096, 32})->Args({4096, 64})->Unit(benchmark::kMillisecond);
+
+// d = 32 per head; a NAT-Tiny stage: 56 x 56 tokens, 4 heads.
+void attention_window2d(benchmark::State& state) {
+    const std::size_t side = state.range(0), kernel = state.range(1), heads = state.range(2);
+    run_attention(state, heads, side * side, 32, nonlocal::window2d{side, side, kernel});
+}
+BENCHMARK(attention_window2d)->ArgNames({"side", "kernel", "heads"})
+    ->Args({64, 7, 1})->Args({64, 13, 1})->Args({64, 21, 1})->Args({56, 7, 4})->Unit(benchmark::kMillisecond);
+
+// A sliding-window language model's attention: d = 64, each token sees the 512 before it.
+void attention_window1d(benchmark::State& state) {
+    const std::size_t n = state.range(0), radius = state.range(1);
+    run_attention(state, 1, n, 64, nonlocal::window1d{radius, 1, state.range(2) != 0});
+}
+BENCHMARK(attention_window1d)->ArgNames({"n", "radius", "causal"})->Args({8192, 512, 1})->Unit(benchmark::kMillisecond);
 
 void nlm_composition(benchmark::State& state) {
     const std::size_t side = state.range(0), patch = state.range(1), search = state.range(2), n = side * side;

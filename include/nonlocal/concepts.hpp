@@ -12,6 +12,7 @@
 /// policy must provide. When a call does not compile, the first error names
 /// the concept that failed; the comment at that concept says what is missing.
 
+#include <algorithm>
 #include <concepts>
 #include <cmath>
 #include <cstddef>
@@ -123,7 +124,8 @@ enum class tile_coverage {
 /// A neighborhood that can also classify tiles [i0, i1) x [j0, j1) and test
 /// single pairs, which lets the tiled kernels skip empty tiles and mask only
 /// the partial ones: members `tile_coverage coverage(i0, i1, j0, j1) const` and
-/// `bool admits(i, j) const`.
+/// `bool admits(i, j) const`. Optional: `std::size_t key_end(i, e) const`, one past
+/// the last key that queries 0..i admit, so that the kernels stop there (causal).
 template <class N>
 concept tiled_neighborhood = neighborhood<N> && requires(const N& nb, std::size_t i) {
     { nb.coverage(i, i, i, i) } -> std::same_as<tile_coverage>;
@@ -236,6 +238,19 @@ private:
     xt::xtensor<T, 2> storage_;
     row_matrix<const T> view_;
 };
+
+template <class N>
+concept has_key_end = requires(const N& nb, std::size_t i, extents e) {
+    { nb.key_end(i, e) } -> std::convertible_to<std::size_t>;
+};
+
+/// One past the last key any query up to i may admit: `nb.key_end(i, e)` when the
+/// neighborhood has it (causal), m otherwise. The tiled kernels stop there.
+template <class N>
+std::size_t key_end(const N& nb, std::size_t i, extents e) {
+    if constexpr (has_key_end<N>) return std::min<std::size_t>(nb.key_end(i, e), e.keys);
+    else return (void)nb, (void)i, e.keys;
+}
 
 template <class N>
 void check(const N& nb, extents e) {

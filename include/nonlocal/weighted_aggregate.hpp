@@ -25,6 +25,7 @@
 #include "nonlocal/kernel/gather.hpp"
 #include "nonlocal/kernel/patch_window.hpp"
 #include "nonlocal/kernel/tiled.hpp"
+#include "nonlocal/kernel/tiled_window.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
 
 namespace nonlocal {
@@ -82,9 +83,9 @@ void aggregate_groups(row_matrix<const T> q, row_matrix<const T> k, row_matrix<c
 }
 
 /// One [n, d] slice: projects the features, picks the kernel the policies allow
-/// (the tiled kernel when it applies, on `dense` over each group of a partitioning
-/// neighborhood too, the gather kernel otherwise) and runs its query tiles, on
-/// `threads` threads.
+/// (the tiled window kernel for windows, the tiled kernel for neighborhoods that classify
+/// tiles, on `dense` over each group of a partitioning neighborhood too, the gather kernel
+/// otherwise) and runs its query tiles, on `threads` threads.
 template <class Arch, class T, class S, class Nb, class Nm>
 void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
                      const Nm& nm, row_matrix<T> out, T* lse, int threads) {
@@ -97,9 +98,12 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
         });
         if (!lse && kernel::patch_window_handles(nb)) return kernel::patch_window<Arch>(q, k, v, s, nb, out, threads);
     }
+    if constexpr (offset_biased_dot_product<S> && std::is_same_v<Nb, window2d>) s.check_window(nb);
     const projected_features<S, T> qp(s, q, true), kp(s, k, false);
     const auto run = [&](const auto& job) { parallel_for(job.tiles(), threads, [&](std::size_t t) { job.run(t); }); };
-    if constexpr (kernel::tiled_applies<S, Nb, Nm>)
+    if constexpr (kernel::tiled_window_applies<S, Nb, Nm>)
+        run(kernel::tiled_window_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, out, lse));
+    else if constexpr (kernel::tiled_applies<S, Nb, Nm>)
         run(kernel::tiled_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, out, lse));
     else
         run(kernel::gather_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, nm, out, lse));

@@ -55,17 +55,17 @@ inline constexpr std::size_t patch_stripe_rows = 64;
 
 namespace nonlocal::detail {
 
-/// For each offset t in [-2 r, 2 r] on an axis of `length`, the interval of
-/// positions whose window (shifted inward) contains position + t.
+/// For each offset t in [-2 r, 2 r] on an axis (without dilation), the interval of
+/// positions whose window (shifted inward or clipped) contains position + t.
 struct offset_intervals {
     std::ptrdiff_t radius2;                 // 2 r
     std::vector<std::ptrdiff_t> lo, hi;     // indexed by t + 2 r; empty when lo > hi
 
-    offset_intervals(std::size_t length, std::size_t radius) : radius2(std::ptrdiff_t(2 * radius)) {
-        lo.assign(4 * radius + 1, std::ptrdiff_t(length));
-        hi.assign(4 * radius + 1, -1);
-        for (std::size_t p = 0; p < length; ++p) {
-            const key_range w = axis_window(p, length, radius, 1, false);
+    explicit offset_intervals(const window_axis& axis) : radius2(std::ptrdiff_t(2 * axis.radius)) {
+        lo.assign(4 * axis.radius + 1, std::ptrdiff_t(axis.length));
+        hi.assign(4 * axis.radius + 1, -1);
+        for (std::size_t p = 0; p < axis.length; ++p) {
+            const key_range w = axis.window(p);
             for (std::size_t j = w.first; j < w.first + w.count; ++j) {
                 const std::ptrdiff_t t = std::ptrdiff_t(j) - std::ptrdiff_t(p) + radius2;
                 lo[t] = std::min(lo[t], std::ptrdiff_t(p));
@@ -117,7 +117,8 @@ void patch_window(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const
     for (std::size_t i = 0; i < n; ++i)
         for (std::size_t ch = 0; ch < Cv; ++ch) values[ch * n + i] = v(i, ch);
 
-    const detail::offset_intervals rows_of(H, sr), cols_of(W, sr);
+    const window_grid grid = win.grid(extents{});
+    const detail::offset_intervals rows_of(grid.rows), cols_of(grid.cols);
     const std::size_t side = 2 * pr + 1;
     const T scale_a = T(1 / (double(side * side * C) * s.h * s.h)), shift_b = T(2 * s.sigma * s.sigma / (s.h * s.h));
     const double spatial = std::isfinite(s.spatial_sigma) ? 1 / (2 * s.spatial_sigma * s.spatial_sigma) : 0.0;

@@ -33,6 +33,8 @@ struct causal {
         return j1 - 1 <= i0 ? tile_coverage::full : tile_coverage::partial;
     }
     bool admits(std::size_t i, std::size_t j) const noexcept { return j <= i; }
+    /// Queries up to i see keys up to i: the tiles past the diagonal are never visited.
+    std::size_t key_end(std::size_t i, extents) const noexcept { return i + 1; }
 };
 
 static_assert(tiled_neighborhood<dense>);

@@ -1,17 +1,21 @@
 #pragma once
 /// @file neighborhood/window.hpp
 /// Sliding windows: a 1-D band and a 2-D k x k window, with dilation, as in
-/// neighborhood attention.
+/// neighborhood attention and sliding-window language models.
 ///
-/// Border rule. With dilation d, the positions p = g (mod d) form group g, and
-/// a window lives inside the query's group. Within its group the window of
-/// k = 2r + 1 keys is centred on the query and shifted inward at the borders,
-/// so every query sees exactly k keys per axis. When a group has fewer than k
-/// positions, the window is the whole group. A causal window holds the query
-/// and the r keys before it in its group (fewer near the start: it cannot be
-/// shifted into the future).
+/// Both are boxes on a grid: N(i) = (window of i's row) x (window of i's column),
+/// each given by a `window_axis`. With dilation d, the positions p = g (mod d) of
+/// an axis form group g, and a window lives inside the query's group. Within its
+/// group, the window of k = 2r + 1 keys is centred on the query, and at the ends
+///   - `border::shift` (NATTEN's rule, the default) shifts it inward, so that every
+///     query sees exactly k keys; a group of fewer than k positions is one window;
+///   - `border::clip` (Longformer's and Mistral's sliding window) cuts it, so that
+///     the first and last r queries see fewer keys.
+/// A causal window holds the query and the r keys before it in its group (fewer
+/// near the start, under either rule: it cannot be shifted into the future).
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <string>
 
@@ -20,29 +24,64 @@
 
 namespace nonlocal {
 
-namespace detail {
+/// What a window does at the ends of its axis.
+enum class border {
+    shift,  ///< moved inward: every query sees 2r + 1 keys (NATTEN)
+    clip,   ///< cut: queries near the ends see fewer keys (Longformer, Mistral)
+};
 
-/// The window of position `i` on an axis of `length` positions, as a key range
-/// in axis coordinates (stride = dilation).
-inline key_range axis_window(std::size_t i, std::size_t length, std::size_t radius, std::size_t dilation,
-                             bool is_causal) noexcept {
-    const std::size_t group = i % dilation;
-    const std::size_t index = i / dilation;                                  // position inside the group
-    const std::size_t group_length = (length - group + dilation - 1) / dilation;
-    const std::size_t kernel = 2 * radius + 1;
-    std::size_t start = 0, count = 0;
-    if (is_causal) {
-        start = index >= radius ? index - radius : 0;
-        count = index - start + 1;
-    } else if (kernel >= group_length) {
-        start = 0;
-        count = group_length;
-    } else {
-        start = std::min(index >= radius ? index - radius : 0, group_length - kernel);
-        count = kernel;
+/// One axis of a window: `length` positions, windows of `radius` in units of `dilation`.
+struct window_axis {
+    std::size_t length = 1;
+    std::size_t radius = 0;
+    std::size_t dilation = 1;
+    bool causal = false;
+    border edges = border::shift;
+
+    /// Positions in dilation group g.
+    std::size_t group_length(std::size_t g) const noexcept { return (length - g + dilation - 1) / dilation; }
+
+    /// The window of position i as [first, first + count) in its group's positions.
+    key_range group_window(std::size_t i) const noexcept {
+        const std::size_t index = i / dilation, size = group_length(i % dilation);
+        const std::size_t below = index >= radius ? index - radius : 0;
+        if (causal) return {below, index - below + 1, 1};
+        if (edges == border::clip) return {below, std::min(size, index + radius + 1) - below, 1};
+        const std::size_t kernel = 2 * radius + 1;
+        if (kernel >= size) return {0, size, 1};
+        return {std::min(below, size - kernel), kernel, 1};
     }
-    return {group + start * dilation, count, dilation};
-}
+
+    /// The window of position i as positions of the axis (stride = dilation).
+    key_range window(std::size_t i) const noexcept {
+        const key_range w = group_window(i);
+        return {i % dilation + w.first * dilation, w.count, dilation};
+    }
+};
+
+/// A box neighborhood on a rows.length x cols.length grid of pixels in row-major order:
+/// N(i) = rows.window(i / cols.length) x cols.window(i % cols.length).
+struct window_grid {
+    window_axis rows, cols;
+
+    /// Calls f(key_range) for each row of i's box, top to bottom.
+    template <class F>
+    void for_each_range(std::size_t i, F&& f) const {
+        const std::size_t w = cols.length;
+        const key_range r = rows.window(i / w), c = cols.window(i % w);
+        for (std::size_t t = 0; t < r.count; ++t) f(key_range{(r.first + t * r.stride) * w + c.first, c.count, c.stride});
+    }
+};
+
+/// A neighborhood that is a box on a grid (`window1d`, `window2d`, or a user's own):
+/// member `window_grid grid(extents e) const`, which lets the tiled window kernel take
+/// blocks of neighbouring queries and the union of their windows as key tiles.
+template <class N>
+concept windowed_neighborhood = neighborhood<N> && requires(const N& nb, extents e) {
+    { nb.grid(e) } -> std::same_as<window_grid>;
+};
+
+namespace detail {
 
 inline void require_square_grid(std::string_view who, std::size_t height, std::size_t width, extents e) {
     require(e.queries == height * width && e.keys == height * width, who, [&] {
@@ -55,11 +94,12 @@ inline void require_square_grid(std::string_view who, std::size_t height, std::s
 }  // namespace detail
 
 /// N(i) = {i + t * dilation : t in [-radius, radius]} (or t in [-radius, 0] when
-/// causal), shifted inward at the ends; needs n = m.
+/// causal), shifted inward or clipped at the ends (`edges`); needs n = m.
 struct window1d {
     std::size_t radius = 1;
     std::size_t dilation = 1;
     bool causal = false;
+    border edges = border::shift;
 
     void check(extents e) const {
         detail::require(dilation >= 1, "window1d", [] { return std::string("dilation must be at least 1"); });
@@ -68,9 +108,12 @@ struct window1d {
                    std::to_string(e.keys) + " keys";
         });
     }
+    window_grid grid(extents e) const noexcept {
+        return {window_axis{}, window_axis{e.keys, radius, dilation, causal, edges}};
+    }
     template <class F>
     void for_each_range(std::size_t i, extents e, F&& f) const {
-        f(detail::axis_window(i, e.keys, radius, dilation, causal));
+        grid(e).for_each_range(i, f);
     }
 };
 
@@ -83,6 +126,7 @@ struct window2d {
     std::size_t kernel = 3;
     std::size_t dilation = 1;
     bool causal = false;
+    border edges = border::shift;
 
     std::size_t radius() const noexcept { return kernel / 2; }
 
@@ -94,16 +138,16 @@ struct window2d {
         });
         detail::require_square_grid("window2d", height, width, e);
     }
+    window_grid grid(extents) const noexcept {
+        return {window_axis{height, radius(), dilation, causal, edges}, window_axis{width, radius(), dilation, causal, edges}};
+    }
     template <class F>
-    void for_each_range(std::size_t i, extents, F&& f) const {
-        const key_range rows = detail::axis_window(i / width, height, radius(), dilation, causal);
-        const key_range cols = detail::axis_window(i % width, width, radius(), dilation, causal);
-        for (std::size_t t = 0; t < rows.count; ++t)
-            f(key_range{(rows.first + t * rows.stride) * width + cols.first, cols.count, cols.stride});
+    void for_each_range(std::size_t i, extents e, F&& f) const {
+        grid(e).for_each_range(i, f);
     }
 };
 
-static_assert(neighborhood<window1d>);
-static_assert(neighborhood<window2d>);
+static_assert(windowed_neighborhood<window1d>);
+static_assert(windowed_neighborhood<window2d>);
 
 }  // namespace nonlocal

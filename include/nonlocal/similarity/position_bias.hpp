@@ -50,6 +50,26 @@ struct with_position_bias {
         return static_cast<T>(base.logit(q, k) + table(head, dr, dc));
     }
 
+    /// The biases of offset (dy, dx) for dx in [-(kernel - 1), kernel - 1], at [dx], for
+    /// |dy| <= kernel - 1: the tiled window kernel adds them a row of the window at a time.
+    const double* bias_row(std::ptrdiff_t dy) const noexcept {
+        const auto r = std::ptrdiff_t(window.kernel) - 1;
+        return &table(head, std::size_t(dy + r), std::size_t(r));
+    }
+
+    /// Throws `std::invalid_argument` unless `nb` is the window the table was made for
+    /// (its width, kernel and dilation), so that every offset has its bias.
+    void check_window(const window2d& nb) const {
+        detail::require(nb.width == window.width && nb.kernel == window.kernel && nb.dilation == window.dilation,
+                        "with_position_bias", [&] {
+                            return "the table is for a window of kernel " + std::to_string(window.kernel) +
+                                   " and dilation " + std::to_string(window.dilation) + " on rows of " +
+                                   std::to_string(window.width) + " pixels, the neighborhood has kernel " +
+                                   std::to_string(nb.kernel) + ", dilation " + std::to_string(nb.dilation) +
+                                   " and rows of " + std::to_string(nb.width);
+                        });
+    }
+
     /// The same bias with table[h]; throws when h is not a head of the table.
     with_position_bias for_head(std::size_t h) const {
         detail::require(h < table.shape(0), "with_position_bias", [&] {

@@ -1,0 +1,190 @@
+#pragma once
+/// @file kernel/query_block.hpp
+/// The inner loop of the tiled kernels (flash attention's): a block of up to `Rows`
+/// queries folds in tiles of up to `Cols` keys, one at a time, without ever storing
+/// a row of weights longer than a tile.
+///
+/// The queries are packed once, transposed and scaled: Qt [d, Rows]. For each key tile:
+///   1. S^T [Cols, Rows] = K_tile Qt (`scores`): keys are broadcast, queries are the
+///      vector lanes, so the packing is paid once per block;
+///   2. the caller masks what its neighborhood does not admit, adds a bias if any;
+///   3. `accumulate`: the online softmax down the columns of S^T, vectorised across
+///      queries (running maximum, exp(s - max), running sum, a rescale of the output
+///      rows whose maximum grew), then O [Rows, dv] += P V_tile.
+/// `finish` divides by C_i and writes the rows.
+///
+/// S^T takes Rows x Cols = 4096 values (16 KiB of floats) for every block shape, so that
+/// with d = dv = 64 a tile's operands (K tile with Qt, then S^T with the V tile) stay
+/// within L1 and L2. The per-tile softmax costs one exp per 2 (d + dv) flops.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+#include "nonlocal/concepts.hpp"
+#include "nonlocal/simd/exp.hpp"
+#include "nonlocal/simd/gemm.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
+
+namespace nonlocal::kernel {
+
+/// Values of S^T in one tile: Rows x Cols.
+inline constexpr std::size_t tile_scores = 4096;
+
+/// Whether the weights are exp(logit - running maximum) (softmax, or `sum` with exp weights),
+/// and what C_i is: the two facts about the policies a query block needs.
+template <class S, class Nm>
+struct block_traits {
+    static constexpr bool shift = detail::shifts_by_row_max<S, Nm>;
+    static constexpr normalizer kind = Nm::kind;
+};
+
+/// Queries `Rows` (a multiple of the register block's lanes) against key tiles of
+/// `Cols = tile_scores / Rows`.
+template <class Arch, class T, std::size_t Rows, bool Shift, normalizer Kind>
+class query_block {
+    using batch = xsimd::batch<T, Arch>;
+    static constexpr std::size_t W = batch::size;
+    static constexpr std::size_t regs = simd::vector_registers<Arch>;
+
+public:
+    static constexpr std::size_t rows = Rows, cols = tile_scores / Rows;
+    // S^T = K Qt: score_mr keys x score_nv vectors of queries. AVX-512 (32 registers),
+    // 64 queries: 8 x 2 = 16 accumulators, 2 loads of Qt and 8 broadcasts of K per 16 FMAs;
+    // 16 queries: 16 x 1, one load and 16 broadcasts (folded into the FMAs) per 16 FMAs.
+    // 16 registers: half of each.
+    static constexpr std::size_t score_nv = std::min<std::size_t>(2, Rows / W);
+    static constexpr std::size_t score_mr = (regs >= 32 ? 16 : 8) / score_nv;
+    static_assert(Rows % (score_nv * W) == 0 && cols % score_mr == 0 && Rows % 16 == 0);
+    /// What a masked score holds: exp(-inf) = 0 for shifted weights, 0 itself otherwise.
+    static constexpr T masked = Shift ? -std::numeric_limits<T>::infinity() : T(0);
+
+    query_block(std::size_t d, std::size_t dv)
+        : d_(d), dv_(dv), dvp_((dv + W - 1) / W * W), qt_(d * Rows), st_(cols * Rows), o_(Rows * dvp_),
+          keys_(cols * d), values_(cols * dvp_, T(0)), row_max_(Rows), row_sum_(Rows), alpha_(Rows),
+          admitted_(Rows) {}
+
+    std::size_t padded_dv() const noexcept { return dvp_; }
+
+    /// Starts a block of `count` queries: `query(r)` is the r-th one's features, scaled by `scale`.
+    template <class Query>
+    void start(std::size_t count, T scale, Query&& query) {
+        count_ = count;
+        std::fill(qt_.begin(), qt_.end(), T(0));
+        for (std::size_t r = 0; r < count; ++r) {
+            const T* x = query(r);
+            for (std::size_t p = 0; p < d_; ++p) qt_[p * Rows + r] = scale * x[p];
+        }
+        std::fill(o_.begin(), o_.end(), T(0));
+        std::fill(row_max_.begin(), row_max_.end(), -std::numeric_limits<T>::infinity());
+        std::fill(row_sum_.begin(), row_sum_.end(), T(0));
+        std::fill(admitted_.begin(), admitted_.end(), T(0));
+    }
+
+    /// Space for a tile's keys packed as `cols` rows of d (`keys()`) and its values as rows of
+    /// `padded_dv()`, zero beyond dv (`values()`).
+    T* keys() noexcept { return keys_.data(); }
+    T* values() noexcept { return values_.data(); }
+
+    /// Step 1: S^T = K Qt for `count` keys, rows `key_stride` apart (rows past `count` up to
+    /// the next multiple of score_mr are read and their scores ignored); returns S^T, whose
+    /// column r of key c is `scores[c * Rows + r]`.
+    T* scores(const T* keys, std::size_t key_stride, std::size_t count) {
+        const std::size_t key_rows = (count + score_mr - 1) / score_mr * score_mr;
+        simd::gemm<Arch, score_mr, score_nv, false>(key_rows, Rows, d_, keys, key_stride, 1, qt_.data(), Rows,
+                                                    st_.data(), Rows);
+        return st_.data();
+    }
+    /// Keys of a tile that must be padded to a multiple of score_mr rows.
+    static std::size_t padded_keys(std::size_t count) noexcept { return (count + score_mr - 1) / score_mr * score_mr; }
+
+    /// Counts keys admitted to query r (for `count`), or `keys` for every query.
+    void admit(std::size_t r, T keys) noexcept { admitted_[r] += keys; }
+    void admit_all(std::size_t keys) noexcept {
+        for (std::size_t r = 0; r < count_; ++r) admitted_[r] += T(keys);
+    }
+    /// The counts as batches, for masks that count a vector of queries at once.
+    T* admitted() noexcept { return admitted_.data(); }
+
+    /// Step 3: folds the `count` masked scores into the block with values `values` (rows
+    /// `ldv` apart, each readable to padded_dv()).
+    void accumulate(const T* values, std::size_t ldv, std::size_t count) {
+        T* st = st_.data();
+        for (std::size_t r = 0; r < Rows; r += W) {
+            batch total(T(0));
+            if constexpr (Shift) {
+                batch tile_max = batch::load_unaligned(&st[r]);
+                for (std::size_t c = 1; c < count; ++c) tile_max = xsimd::max(tile_max, batch::load_unaligned(&st[c * Rows + r]));
+                const batch old_max = batch::load_unaligned(&row_max_[r]);
+                const batch new_max = xsimd::max(old_max, tile_max);
+                // Rows with nothing admitted yet keep -inf; shift them by 0 so that exp(-inf) = 0.
+                const batch shift_by = xsimd::select(new_max == batch(masked), batch(T(0)), new_max);
+                simd::exp_nonpositive(old_max - shift_by).store_unaligned(&alpha_[r]);
+                for (std::size_t c = 0; c < count; ++c) {
+                    const batch p = simd::exp_nonpositive(batch::load_unaligned(&st[c * Rows + r]) - shift_by);
+                    p.store_unaligned(&st[c * Rows + r]);
+                    total += p;
+                }
+                new_max.store_unaligned(&row_max_[r]);
+                (batch::load_unaligned(&row_sum_[r]) * batch::load_unaligned(&alpha_[r]) + total)
+                    .store_unaligned(&row_sum_[r]);
+            } else {
+                for (std::size_t c = 0; c < count; ++c) total += batch::load_unaligned(&st[c * Rows + r]);
+                (batch::load_unaligned(&row_sum_[r]) + total).store_unaligned(&row_sum_[r]);
+            }
+        }
+        if constexpr (Shift)
+            for (std::size_t r = 0; r < count_; ++r)
+                if (alpha_[r] != T(1)) simd::scale<Arch>(alpha_[r], o_.data() + r * dvp_, dvp_);
+        value_product(values, ldv, count);
+    }
+
+    /// Writes y_i = O_i / C_i of the block's query r to `out(r)` (dv values), and log C_i to
+    /// `*lse(r)` when `lse(r)` is not null.
+    template <class Out, class Lse>
+    void finish(Out&& out, Lse&& lse) const {
+        constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+        for (std::size_t r = 0; r < count_; ++r) {
+            T normalizer = row_sum_[r];
+            if constexpr (Kind == normalizer::count) normalizer = admitted_[r];
+            if constexpr (Kind == normalizer::none) normalizer = T(1);
+            T* y = out(r);
+            if (normalizer == T(0)) std::fill(y, y + dv_, T(0));
+            else for (std::size_t c = 0; c < dv_; ++c) y[c] = o_[r * dvp_ + c] / normalizer;
+            if (T* l = lse(r))
+                *l = Shift ? (row_sum_[r] == T(0) ? minus_inf : row_max_[r] + std::log(row_sum_[r])) : std::log(normalizer);
+        }
+    }
+
+private:
+    /// O [Rows, dvp] += P V: P read from S^T (a broadcast per query), V rows in place. The
+    /// register block follows dv: 4 queries x 4 vectors when a row has 4 vectors or more,
+    /// 8 x 2 for two, 16 x 1 for one (16 accumulators each with 32 registers; half with 16).
+    void value_product(const T* values, std::size_t ldv, std::size_t count) {
+        constexpr std::size_t half = regs >= 32 ? 1 : 2;
+        const auto run = [&](auto mr, auto nv) {
+            simd::gemm<Arch, decltype(mr)::value, decltype(nv)::value, true>(Rows, dvp_, count, st_.data(), 1, Rows,
+                                                                             values, ldv, o_.data(), dvp_);
+        };
+        using std::integral_constant;
+        if (dvp_ >= 4 * W) run(integral_constant<std::size_t, 4>{}, integral_constant<std::size_t, 4 / half>{});
+        else if (dvp_ >= 2 * W) run(integral_constant<std::size_t, 8 / half>{}, integral_constant<std::size_t, 2>{});
+        else run(integral_constant<std::size_t, 16 / half>{}, integral_constant<std::size_t, 1>{});
+    }
+
+    std::size_t d_, dv_, dvp_, count_ = 0;
+    std::vector<T> qt_, st_, o_, keys_, values_, row_max_, row_sum_, alpha_, admitted_;
+};
+
+/// Bytes of working memory one query block uses for features of dimension d and dv.
+template <class T, std::size_t Rows>
+constexpr std::size_t query_block_bytes(std::size_t d, std::size_t dv, std::size_t lanes) {
+    const std::size_t dvp = (dv + lanes - 1) / lanes * lanes, cols = tile_scores / Rows;
+    return sizeof(T) * (d * Rows + cols * Rows + Rows * dvp + cols * d + cols * dvp + 4 * Rows);
+}
+
+}  // namespace nonlocal::kernel

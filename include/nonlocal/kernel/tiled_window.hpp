@@ -1,0 +1,251 @@
+#pragma once
+/// @file kernel/tiled_window.hpp
+/// The tiled kernel over windowed neighborhoods (`window1d`, `window2d`, any box on a
+/// grid): neighborhood attention and sliding-window attention, with dilation, causal
+/// windows, either border rule, and a relative position bias.
+///
+/// Queries are taken in blocks of 16 neighbouring pixels of one dilation group, and the
+/// keys of a block are the union of its windows: a rectangle of the group, cut into tiles
+/// of at most 256 keys (`query_block`'s S^T of 16 x 256). A pair outside the query's own
+/// window is masked, lane by lane across the block's queries; tiles inside every window
+/// of the block need no mask.
+///
+/// The block shape is the one of 1 x 16, 2 x 8, 4 x 4, 8 x 2 and 16 x 1 whose rectangle
+/// holds the fewest keys per query, which is the share of the work that is wasted: with
+/// a 7 x 7 window, 4 x 4 queries touch 10 x 10 keys, 49 % of the pairs needed (8 x 8
+/// queries touch 14 x 14, 25 %; a row of 64 queries 7 x 70, 11 %). A 1-D window of
+/// radius r takes 1 x 16: 16 + 2 r keys, of which 2 r + 1 per query (98.5 % at r = 512).
+/// 16 queries are one AVX-512 vector of floats: the score micro-kernel broadcasts 16
+/// keys against it, as the dense kernel broadcasts 8 against two.
+///
+/// Keys and values of a tile are packed (one copy per block, 1/32 of its flops) unless the
+/// tile is one run of keys, as in 1-D windows, which is read in place. Extra memory per
+/// thread: one query block, independent of n.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+#include "nonlocal/concepts.hpp"
+#include "nonlocal/kernel/query_block.hpp"
+#include "nonlocal/neighborhood/window.hpp"
+
+namespace nonlocal {
+namespace detail {
+
+/// A dot-product similarity plus a bias that depends on the key's offset from the query
+/// in units of the dilation (`with_position_bias`): `base` is the dot product and
+/// `bias_row(dy)[dx]` the bias of offset (dy, dx).
+template <class S>
+concept offset_biased_dot_product = requires(const S& s, std::ptrdiff_t dy) {
+    requires is_dot_product_similarity<decltype(s.base)>;
+    { s.bias_row(dy) } -> std::convertible_to<const double*>;
+};
+
+/// The scale of the dot product inside a (possibly biased) dot-product similarity.
+template <class S>
+double dot_product_scale(const S& s, std::size_t d) {
+    if constexpr (offset_biased_dot_product<S>) return s.base.scale(d);
+    else return s.scale(d);
+}
+
+}  // namespace detail
+
+namespace kernel {
+
+/// Whether the tiled window kernel computes a composition: a (possibly position-biased)
+/// dot-product logit, a windowed neighborhood, and exponential weights with a ratio
+/// normalization or identity weights, without a data term.
+template <class S, class Nb, class Nm>
+inline constexpr bool tiled_window_applies =
+    (detail::is_dot_product_similarity<S> || detail::offset_biased_dot_product<S>) && windowed_neighborhood<Nb> &&
+    !detail::has_data_term<Nm> &&
+    (detail::shifts_by_row_max<S, Nm> || std::is_same_v<detail::effective_kernel<S, Nm>, identity_kernel>);
+
+/// Queries per block of the window kernel.
+inline constexpr std::size_t window_block_rows = 16;
+
+/// Bytes of working memory one thread uses for features of dimension d and dv.
+template <class T>
+constexpr std::size_t tiled_window_workspace_bytes(std::size_t d, std::size_t dv, std::size_t lanes) {
+    return query_block_bytes<T, window_block_rows>(d, dv, lanes) + 4 * window_block_rows * sizeof(T);
+}
+
+/// Query blocks of a window_grid: rows x cols pixels of the dilation group (group_row,
+/// group_col), the block_row-th row of such blocks.
+struct window_job {
+    std::size_t group_row, group_col, block_row, rows, cols;
+};
+
+/// The block shape with bh x bw = `block` of the fewest keys per query for a group of
+/// gh x gw positions whose windows span kh x kw of them.
+inline std::array<std::size_t, 2> window_block_shape(std::size_t gh, std::size_t gw, std::size_t kh, std::size_t kw,
+                                                     std::size_t block) {
+    std::array<std::size_t, 2> best{1, block};
+    double best_cost = 0;
+    for (std::size_t bh = 1; bh <= block; bh *= 2) {
+        const std::size_t bw = block / bh, h = std::min(bh, gh), w = std::min(bw, gw);
+        const double cost = double((h + kh - 1) * (w + kw - 1)) / double(h * w);
+        if (bh == 1 || cost < best_cost) best = {bh, bw}, best_cost = cost;
+    }
+    return best;
+}
+
+/// One [n, d] slice; `run(t)` computes job t, a row of query blocks.
+template <class Arch, class T, class S, class Nb, class Nm>
+class tiled_window_slice {
+    using traits = block_traits<S, Nm>;
+    using block = query_block<Arch, T, window_block_rows, traits::shift, traits::kind>;
+    using batch = xsimd::batch<T, Arch>;
+    static constexpr std::size_t Br = block::rows, Bc = block::cols, W = batch::size;
+    static constexpr bool biased = detail::offset_biased_dot_product<S>;
+
+public:
+    tiled_window_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s,
+                       const Nb& nb, row_matrix<T> out, T* lse)
+        : q_(q), k_(k), v_(v), s_(s), grid_(nb.grid(extents{q.rows, k.rows})), out_(out), lse_(lse),
+          scale_(static_cast<T>(detail::dot_product_scale(s, q.cols))) {
+        const window_axis &R = grid_.rows, &C = grid_.cols;
+        if (q.rows == 0) return;
+        for (std::size_t gr = 0; gr < std::min(R.dilation, R.length); ++gr)
+            for (std::size_t gc = 0; gc < std::min(C.dilation, C.length); ++gc) {
+                const std::size_t gh = R.group_length(gr), gw = C.group_length(gc);
+                const std::size_t kh = std::min(gh, (R.causal ? 1 : 2) * R.radius + 1);
+                const std::size_t kw = std::min(gw, (C.causal ? 1 : 2) * C.radius + 1);
+                const auto [bh, bw] = window_block_shape(gh, gw, kh, kw, Br);
+                for (std::size_t br = 0; br * bh < gh; ++br) jobs_.push_back({gr, gc, br, bh, bw});
+            }
+    }
+
+    std::size_t tiles() const noexcept { return jobs_.size(); }
+
+    void run(std::size_t t) const {
+        const window_job job = jobs_[t];
+        const std::size_t gw = grid_.cols.group_length(job.group_col);
+        block b(q_.cols, v_.cols);
+        for (std::size_t first_col = 0; first_col < gw; first_col += job.cols) run_block(b, job, first_col);
+    }
+
+private:
+    /// The pixel at (a, b) of dilation group (gr, gc).
+    std::size_t pixel(std::size_t gr, std::size_t gc, std::size_t a, std::size_t b) const noexcept {
+        return (gr + a * grid_.rows.dilation) * grid_.cols.length + gc + b * grid_.cols.dilation;
+    }
+
+    void run_block(block& b, const window_job& job, std::size_t first_col) const {
+        const window_axis &R = grid_.rows, &C = grid_.cols;
+        const std::size_t gh = R.group_length(job.group_row), gw = C.group_length(job.group_col);
+        const std::size_t a0 = job.block_row * job.rows, rows = std::min(job.rows, gh - a0);
+        const std::size_t cols = std::min(job.cols, gw - first_col), count = rows * cols;
+        const std::size_t d = q_.cols, dv = v_.cols, dvp = b.padded_dv();
+        const auto query = [&](std::size_t r) { return pixel(job.group_row, job.group_col, a0 + r / cols, first_col + r % cols); };
+
+        // Each query's window as a box of group positions; the block's rectangle is their union.
+        std::array<T, Br> row_lo, row_hi, col_lo, col_hi;
+        row_lo.fill(T(1)), row_hi.fill(T(0)), col_lo.fill(T(1)), col_hi.fill(T(0));   // empty boxes past the block
+        std::size_t r0 = gh, r1 = 0, c0 = gw, c1 = 0, inner_r0 = 0, inner_r1 = gh, inner_c0 = 0, inner_c1 = gw;
+        for (std::size_t r = 0; r < count; ++r) {
+            const std::size_t i = query(r);
+            const key_range wr = R.group_window(i / C.length), wc = C.group_window(i % C.length);
+            row_lo[r] = T(wr.first), row_hi[r] = T(wr.first + wr.count);
+            col_lo[r] = T(wc.first), col_hi[r] = T(wc.first + wc.count);
+            r0 = std::min(r0, wr.first), r1 = std::max(r1, wr.first + wr.count);
+            c0 = std::min(c0, wc.first), c1 = std::max(c1, wc.first + wc.count);
+            inner_r0 = std::max(inner_r0, wr.first), inner_r1 = std::min(inner_r1, wr.first + wr.count);
+            inner_c0 = std::max(inner_c0, wc.first), inner_c1 = std::min(inner_c1, wc.first + wc.count);
+        }
+        b.start(count, scale_, [&](std::size_t r) { return q_.row(query(r)).data(); });
+
+        // Tiles of whole rows of the rectangle when a row fits, else pieces of one row.
+        const std::size_t width = c1 - c0;
+        const std::size_t tile_rows = std::max<std::size_t>(1, Bc / width), tile_width = std::min(width, Bc);
+        for (std::size_t tr = r0; tr < r1; tr += tile_rows)
+            for (std::size_t tc = c0; tc < c1; tc += tile_width) {
+                const std::size_t tr1 = std::min(r1, tr + tile_rows), tc1 = std::min(c1, tc + tile_width);
+                const std::size_t tw = tc1 - tc, keys = (tr1 - tr) * tw;
+                const std::size_t first_key = pixel(job.group_row, job.group_col, tr, tc);
+                const std::size_t key_step = C.dilation;
+
+                // 1. Scores: a run of keys in place, anything else packed.
+                const bool in_place = tr1 - tr == 1 && first_key + (block::padded_keys(keys) - 1) * key_step < k_.rows;
+                const T* key_data = k_.data + first_key * d;
+                const T* value_data = v_.data + first_key * dv;
+                std::size_t key_stride = key_step * d, ldv = key_step * dv;
+                if (!in_place || dv != dvp) {
+                    for (std::size_t c = 0; c < keys; ++c) {
+                        const std::size_t j = pixel(job.group_row, job.group_col, tr + c / tw, tc + c % tw);
+                        if (!in_place) std::copy_n(k_.row(j).data(), d, b.keys() + c * d);
+                        std::copy_n(v_.row(j).data(), dv, b.values() + c * dvp);
+                    }
+                    if (!in_place) key_data = b.keys(), key_stride = d;
+                    value_data = b.values(), ldv = dvp;
+                }
+                T* st = b.scores(key_data, key_stride, keys);
+
+                // 2. The bias of each admitted pair, then the mask, unless every window holds the tile.
+                if constexpr (biased) add_bias(st, query, count, row_lo, row_hi, col_lo, col_hi, tr, tr1, tc, tc1);
+                if (inner_r0 <= tr && tr1 <= inner_r1 && inner_c0 <= tc && tc1 <= inner_c1) b.admit_all(keys);
+                else mask(b, st, keys, tw, tr, tc, row_lo, row_hi, col_lo, col_hi);
+
+                // 3. Softmax and values.
+                b.accumulate(value_data, ldv, keys);
+            }
+        b.finish([&](std::size_t r) { return out_.row(query(r)).data(); },
+                 [&](std::size_t r) { return lse_ ? lse_ + query(r) : nullptr; });
+    }
+
+    /// Masks the pairs of the tile outside their query's box, a vector of queries at a time;
+    /// counts the admitted keys per query.
+    static void mask(block& b, T* st, std::size_t keys, std::size_t tw, std::size_t tr, std::size_t tc,
+                     const std::array<T, Br>& row_lo, const std::array<T, Br>& row_hi,
+                     const std::array<T, Br>& col_lo, const std::array<T, Br>& col_hi) {
+        for (std::size_t r = 0; r < Br; r += W) {
+            const batch rlo = batch::load_unaligned(&row_lo[r]), rhi = batch::load_unaligned(&row_hi[r]);
+            const batch clo = batch::load_unaligned(&col_lo[r]), chi = batch::load_unaligned(&col_hi[r]);
+            batch admitted(T(0));
+            for (std::size_t c = 0; c < keys; ++c) {
+                const batch kr(T(tr + c / tw)), kc(T(tc + c % tw));
+                const auto inside = (rlo <= kr) & (kr < rhi) & (clo <= kc) & (kc < chi);
+                T* s = st + c * Br + r;
+                xsimd::select(inside, batch::load_unaligned(s), batch(block::masked)).store_unaligned(s);
+                if constexpr (traits::kind == normalizer::count) admitted += xsimd::select(inside, batch(T(1)), batch(T(0)));
+            }
+            if constexpr (traits::kind == normalizer::count)
+                (batch::load_unaligned(b.admitted() + r) + admitted).store_unaligned(b.admitted() + r);
+        }
+    }
+
+    /// Adds the position bias of each pair inside its query's box.
+    template <class Query>
+    void add_bias(T* st, const Query& query, std::size_t count, const std::array<T, Br>& row_lo,
+                  const std::array<T, Br>& row_hi, const std::array<T, Br>& col_lo, const std::array<T, Br>& col_hi,
+                  std::size_t tr, std::size_t tr1, std::size_t tc, std::size_t tc1) const {
+        const std::size_t tw = tc1 - tc;
+        for (std::size_t r = 0; r < count; ++r) {
+            const std::size_t i = query(r);   // at group position (qr, qc)
+            const auto qr = std::ptrdiff_t(i / grid_.cols.length / grid_.rows.dilation);
+            const auto qc = std::ptrdiff_t(i % grid_.cols.length / grid_.cols.dilation);
+            const std::size_t a0 = std::max(tr, std::size_t(row_lo[r])), a1 = std::min(tr1, std::size_t(row_hi[r]));
+            const std::size_t b0 = std::max(tc, std::size_t(col_lo[r])), b1 = std::min(tc1, std::size_t(col_hi[r]));
+            for (std::size_t a = a0; a < a1; ++a) {
+                const double* bias = s_.bias_row(std::ptrdiff_t(a) - qr);
+                for (std::size_t c = b0; c < b1; ++c)
+                    st[((a - tr) * tw + (c - tc)) * Br + r] += T(bias[std::ptrdiff_t(c) - qc]);
+            }
+        }
+    }
+
+    row_matrix<const T> q_, k_, v_;
+    const S& s_;
+    window_grid grid_;
+    row_matrix<T> out_;
+    T* lse_;
+    T scale_;
+    std::vector<window_job> jobs_;
+};
+
+}  // namespace kernel
+}  // namespace nonlocal
