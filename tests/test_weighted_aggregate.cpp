@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nan_inputs_spread_as_in_the_reference, T, value_ty
             if (name.starts_with("attention")) check(qi, k, v, "infinite query 66");
         };
         run(scaled_dot_product{}, dense{}, softmax{}, "attention (tiled)");
-        run(scaled_dot_product{}, window1d{4}, softmax{}, "attention over window1d (gather)");
+        run(scaled_dot_product{}, window1d{4}, softmax{}, "attention over window1d (tiled, masked)");
         run(gaussian{}, dense{}, sum{}, "gaussian/sum (tiled)");
         run(gaussian_distance{1.5}, dense{}, softmax{}, "gaussian_distance/softmax (gather)");
         run(dot_product{}, causal{}, count{}, "dot/count (tiled, masked)");

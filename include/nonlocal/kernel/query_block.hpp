@@ -54,11 +54,12 @@ class query_block {
 public:
     static constexpr std::size_t rows = Rows, cols = tile_scores / Rows;
     // S^T = K Qt: score_mr keys x score_nv vectors of queries. AVX-512 (32 registers),
-    // 64 queries: 8 x 2 = 16 accumulators, 2 loads of Qt and 8 broadcasts of K per 16 FMAs;
-    // 16 queries: 16 x 1, one load and 16 broadcasts (folded into the FMAs) per 16 FMAs.
-    // 16 registers: half of each.
+    // 64 queries: 8 x 2 = 16 accumulators, 2 loads of Qt and 8 broadcasts of K (folded
+    // into the FMAs) per 16 FMAs; 16 queries: 8 x 1, 8 accumulators for 2 FMA ports x 4
+    // cycles of latency (16 x 1 needs 16 key pointers, more than the integer registers
+    // hold beside the loop's own). 16 registers: 4 x 2.
     static constexpr std::size_t score_nv = std::min<std::size_t>(2, Rows / W);
-    static constexpr std::size_t score_mr = (regs >= 32 ? 16 : 8) / score_nv;
+    static constexpr std::size_t score_mr = regs >= 32 ? 8 : 4;
     static_assert(Rows % (score_nv * W) == 0 && cols % score_mr == 0 && Rows % 16 == 0);
     /// What a masked score holds: exp(-inf) = 0 for shifted weights, 0 itself otherwise.
     static constexpr T masked = Shift ? -std::numeric_limits<T>::infinity() : T(0);

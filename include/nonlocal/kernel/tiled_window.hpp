@@ -177,8 +177,8 @@ private:
                 if (!in_place || dv != dvp) {
                     for (std::size_t c = 0; c < keys; ++c) {
                         const std::size_t j = pixel(job.group_row, job.group_col, tr + c / tw, tc + c % tw);
-                        if (!in_place) std::copy_n(k_.row(j).data(), d, b.keys() + c * d);
-                        std::copy_n(v_.row(j).data(), dv, b.values() + c * dvp);
+                        if (!in_place) simd::copy<Arch>(k_.row(j).data(), b.keys() + c * d, d);
+                        simd::copy<Arch>(v_.row(j).data(), b.values() + c * dvp, dv);
                     }
                     if (!in_place) key_data = b.keys(), key_stride = d;
                     value_data = b.values(), ldv = dvp;
