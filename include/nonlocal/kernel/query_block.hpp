@@ -67,7 +67,7 @@ public:
     query_block(std::size_t d, std::size_t dv)
         : d_(d), dv_(dv), dvp_((dv + W - 1) / W * W), qt_(d * Rows), st_(cols * Rows), o_(Rows * dvp_),
           keys_(cols * d), values_(cols * dvp_, T(0)), row_max_(Rows), row_sum_(Rows), alpha_(Rows),
-          admitted_(Rows) {}
+          admitted_(Rows), key_rows_(cols), value_rows_(cols) {}
 
     std::size_t padded_dv() const noexcept { return dvp_; }
 
@@ -87,18 +87,25 @@ public:
     }
 
     /// Space for a tile's keys packed as `cols` rows of d (`keys()`) and its values as rows of
-    /// `padded_dv()`, zero beyond dv (`values()`).
+    /// `padded_dv()`, zero beyond dv (`values()`); tables of `cols` row pointers for tiles read
+    /// where they lie (`key_rows()`, `value_rows()`).
     T* keys() noexcept { return keys_.data(); }
     T* values() noexcept { return values_.data(); }
+    const T** key_rows() noexcept { return key_rows_.data(); }
+    const T** value_rows() noexcept { return value_rows_.data(); }
 
-    /// Step 1: S^T = K Qt for `count` keys, rows `key_stride` apart (rows past `count` up to
-    /// the next multiple of score_mr are read and their scores ignored); returns S^T, whose
-    /// column r of key c is `scores[c * Rows + r]`.
-    T* scores(const T* keys, std::size_t key_stride, std::size_t count) {
-        const std::size_t key_rows = (count + score_mr - 1) / score_mr * score_mr;
-        simd::gemm<Arch, score_mr, score_nv, false>(key_rows, Rows, d_, keys, key_stride, 1, qt_.data(), Rows,
-                                                    st_.data(), Rows);
+    /// Step 1: S^T = K Qt for `count` keys, row c at `keys[c]` (a `simd::strided_rows` or
+    /// `simd::indirect_rows`; rows past `count` up to `padded_keys(count)` are read and their
+    /// scores ignored); returns S^T, whose column r of key c is `scores[c * Rows + r]`.
+    template <class Keys>
+    T* scores(Keys keys, std::size_t count) {
+        simd::gemm<Arch, score_mr, score_nv, false>(padded_keys(count), Rows, d_, keys, 1,
+                                                    simd::strided_rows<T>{qt_.data(), Rows}, st_.data(), Rows);
         return st_.data();
+    }
+    /// The same for keys `key_stride` apart.
+    T* scores(const T* keys, std::size_t key_stride, std::size_t count) {
+        return scores(simd::strided_rows<T>{keys, key_stride}, count);
     }
     /// Keys of a tile that must be padded to a multiple of score_mr rows.
     static std::size_t padded_keys(std::size_t count) noexcept { return (count + score_mr - 1) / score_mr * score_mr; }
@@ -114,6 +121,11 @@ public:
     /// Step 3: folds the `count` masked scores into the block with values `values` (rows
     /// `ldv` apart, each readable to padded_dv()).
     void accumulate(const T* values, std::size_t ldv, std::size_t count) {
+        accumulate(simd::strided_rows<T>{values, ldv}, count);
+    }
+    /// The same with value row c at `values[c]` (an accessor as for `scores`).
+    template <class Values>
+    void accumulate(Values values, std::size_t count) {
         T* st = st_.data();
         for (std::size_t r = 0; r < Rows; r += W) {
             batch total(T(0));
@@ -141,7 +153,7 @@ public:
         if constexpr (Shift)
             for (std::size_t r = 0; r < count_; ++r)
                 if (alpha_[r] != T(1)) simd::scale<Arch>(alpha_[r], o_.data() + r * dvp_, dvp_);
-        value_product(values, ldv, count);
+        value_product(values, count);
     }
 
     /// Writes y_i = O_i / C_i of the block's query r to `out(r)` (dv values), and log C_i to
@@ -165,11 +177,12 @@ private:
     /// O [Rows, dvp] += P V: P read from S^T (a broadcast per query), V rows in place. The
     /// register block follows dv: 4 queries x 4 vectors when a row has 4 vectors or more,
     /// 8 x 2 for two, 16 x 1 for one (16 accumulators each with 32 registers; half with 16).
-    void value_product(const T* values, std::size_t ldv, std::size_t count) {
+    template <class Values>
+    void value_product(Values values, std::size_t count) {
         constexpr std::size_t half = regs >= 32 ? 1 : 2;
         const auto run = [&](auto mr, auto nv) {
-            simd::gemm<Arch, decltype(mr)::value, decltype(nv)::value, true>(Rows, dvp_, count, st_.data(), 1, Rows,
-                                                                             values, ldv, o_.data(), dvp_);
+            simd::gemm<Arch, decltype(mr)::value, decltype(nv)::value, true>(
+                Rows, dvp_, count, simd::strided_rows<T>{st_.data(), 1}, Rows, values, o_.data(), dvp_);
         };
         using std::integral_constant;
         if (dvp_ >= 4 * W) run(integral_constant<std::size_t, 4>{}, integral_constant<std::size_t, 4 / half>{});
@@ -179,6 +192,7 @@ private:
 
     std::size_t d_, dv_, dvp_, count_ = 0;
     std::vector<T> qt_, st_, o_, keys_, values_, row_max_, row_sum_, alpha_, admitted_;
+    std::vector<const T*> key_rows_, value_rows_;
 };
 
 /// Bytes of working memory one query block uses for features of dimension d and dv.

@@ -18,8 +18,9 @@
 /// 16 queries are one AVX-512 vector of floats: the score micro-kernel broadcasts 16
 /// keys against it, as the dense kernel broadcasts 8 against two.
 ///
-/// Keys and values of a tile are packed (one copy per block, 1/32 of its flops) unless the
-/// tile is one run of keys, as in 1-D windows, which is read in place. Extra memory per
+/// Keys and values are read where they lie: a tile that is one run of keys (1-D windows)
+/// with its stride, any other through a table of its rows, so that no key is copied
+/// (only value rows that are not whole vectors are, to pad them). Extra memory per
 /// thread: one query block, independent of n.
 
 #include <algorithm>
@@ -168,50 +169,74 @@ private:
                 const std::size_t tw = tc1 - tc, keys = (tr1 - tr) * tw;
                 const std::size_t first_key = pixel(job.group_row, job.group_col, tr, tc);
                 const std::size_t key_step = C.dilation;
+                // f(c, j) for the tile's keys j in order.
+                const auto for_each_key = [&](auto&& f) {
+                    std::size_t c = 0;
+                    for (std::size_t a = tr; a < tr1; ++a)
+                        for (std::size_t j = pixel(job.group_row, job.group_col, a, tc), end = j + tw * key_step; j < end;
+                             j += key_step)
+                            f(c++, j);
+                };
 
-                // 1. Scores: a run of keys in place, anything else packed.
-                const bool in_place = tr1 - tr == 1 && first_key + (block::padded_keys(keys) - 1) * key_step < k_.rows;
-                const T* key_data = k_.data + first_key * d;
-                const T* value_data = v_.data + first_key * dv;
-                std::size_t key_stride = key_step * d, ldv = key_step * dv;
-                if (!in_place || dv != dvp) {
-                    for (std::size_t c = 0; c < keys; ++c) {
-                        const std::size_t j = pixel(job.group_row, job.group_col, tr + c / tw, tc + c % tw);
-                        if (!in_place) simd::copy<Arch>(k_.row(j).data(), b.keys() + c * d, d);
-                        simd::copy<Arch>(v_.row(j).data(), b.values() + c * dvp, dv);
-                    }
-                    if (!in_place) key_data = b.keys(), key_stride = d;
-                    value_data = b.values(), ldv = dvp;
+                // 1. Scores: a run of keys with stride, any other tile through a table of its
+                // rows (rows past the tile point at its first key); values the same way unless
+                // their rows are not whole vectors, which are copied and padded.
+                T* st = nullptr;
+                const bool run_of_keys = tr1 - tr == 1 && first_key + (block::padded_keys(keys) - 1) * key_step < k_.rows;
+                if (run_of_keys) {
+                    st = b.scores(k_.data + first_key * d, key_step * d, keys);
+                } else {
+                    const T** rows = b.key_rows();
+                    for_each_key([&](std::size_t c, std::size_t j) { rows[c] = k_.row(j).data(); });
+                    std::fill(rows + keys, rows + block::padded_keys(keys), rows[0]);
+                    st = b.scores(simd::indirect_rows<T>{rows}, keys);
                 }
-                T* st = b.scores(key_data, key_stride, keys);
-
                 // 2. The bias of each admitted pair, then the mask, unless every window holds the tile.
                 if constexpr (biased) add_bias(st, query, count, row_lo, row_hi, col_lo, col_hi, tr, tr1, tc, tc1);
                 if (inner_r0 <= tr && tr1 <= inner_r1 && inner_c0 <= tc && tc1 <= inner_c1) b.admit_all(keys);
-                else mask(b, st, keys, tw, tr, tc, row_lo, row_hi, col_lo, col_hi);
+                else mask(b, st, tr, tr1, tc, tc1, row_lo, row_hi, col_lo, col_hi);
 
                 // 3. Softmax and values.
-                b.accumulate(value_data, ldv, keys);
+                if (dv == dvp && run_of_keys) {
+                    b.accumulate(v_.data + first_key * dv, key_step * dv, keys);
+                } else {
+                    const T** rows = b.value_rows();
+                    for_each_key([&](std::size_t c, std::size_t j) {
+                        if (dv == dvp) {
+                            rows[c] = v_.row(j).data();
+                        } else {
+                            simd::copy<Arch>(v_.row(j).data(), b.values() + c * dvp, dv);
+                            rows[c] = b.values() + c * dvp;
+                        }
+                    });
+                    b.accumulate(simd::indirect_rows<T>{rows}, keys);
+                }
             }
         b.finish([&](std::size_t r) { return out_.row(query(r)).data(); },
                  [&](std::size_t r) { return lse_ ? lse_ + query(r) : nullptr; });
     }
 
-    /// Masks the pairs of the tile outside their query's box, a vector of queries at a time;
-    /// counts the admitted keys per query.
-    static void mask(block& b, T* st, std::size_t keys, std::size_t tw, std::size_t tr, std::size_t tc,
+    /// Masks the pairs of the tile outside their query's box, a vector of queries at a time:
+    /// a key at (a, c) is inside when row a and column c are, each tested once per tile.
+    /// Counts the admitted keys per query.
+    static void mask(block& b, T* st, std::size_t tr, std::size_t tr1, std::size_t tc, std::size_t tc1,
                      const std::array<T, Br>& row_lo, const std::array<T, Br>& row_hi,
                      const std::array<T, Br>& col_lo, const std::array<T, Br>& col_hi) {
+        using mask_batch = xsimd::batch_bool<T, Arch>;
+        std::array<mask_batch, Bc> column_inside;
         for (std::size_t r = 0; r < Br; r += W) {
             const batch rlo = batch::load_unaligned(&row_lo[r]), rhi = batch::load_unaligned(&row_hi[r]);
             const batch clo = batch::load_unaligned(&col_lo[r]), chi = batch::load_unaligned(&col_hi[r]);
+            for (std::size_t c = tc; c < tc1; ++c) column_inside[c - tc] = (clo <= batch(T(c))) & (batch(T(c)) < chi);
             batch admitted(T(0));
-            for (std::size_t c = 0; c < keys; ++c) {
-                const batch kr(T(tr + c / tw)), kc(T(tc + c % tw));
-                const auto inside = (rlo <= kr) & (kr < rhi) & (clo <= kc) & (kc < chi);
-                T* s = st + c * Br + r;
-                xsimd::select(inside, batch::load_unaligned(s), batch(block::masked)).store_unaligned(s);
-                if constexpr (traits::kind == normalizer::count) admitted += xsimd::select(inside, batch(T(1)), batch(T(0)));
+            T* s = st + r;
+            for (std::size_t a = tr; a < tr1; ++a) {
+                const mask_batch row_inside = (rlo <= batch(T(a))) & (batch(T(a)) < rhi);
+                for (std::size_t c = 0; c < tc1 - tc; ++c, s += Br) {
+                    const mask_batch inside = row_inside & column_inside[c];
+                    xsimd::select(inside, batch::load_unaligned(s), batch(block::masked)).store_unaligned(s);
+                    if constexpr (traits::kind == normalizer::count) admitted += xsimd::select(inside, batch(T(1)), batch(T(0)));
+                }
             }
             if constexpr (traits::kind == normalizer::count)
                 (batch::load_unaligned(b.admitted() + r) + admitted).store_unaligned(b.admitted() + r);
