@@ -1,4 +1,4 @@
-// filter/features.hpp: patch and bilateral features by hand, borders, errors.
+// image/features.hpp: patch and bilateral features by hand, borders, errors.
 #include <nonlocal/nonlocal.hpp>
 
 #include "support.hpp"

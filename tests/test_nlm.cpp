@@ -39,6 +39,11 @@ BOOST_AUTO_TEST_CASE(running_sums_equal_literal_patch_distances) {
                         test::check_close(weighted_aggregate<A>(x, other, v, s, win, sum{}),
                                           reference::weighted_aggregate(x, other, v, s, win, sum{}), 2e-5, 2e-5,
                                           what.str() + " two images");
+                        // Search windows clipped at the borders instead of shifted inward.
+                        const window2d clipped{H, W, 2 * sr + 1, 1, false, border::clip};
+                        test::check_close(weighted_aggregate<A>(x, x, v, s, clipped, sum{}),
+                                          reference::weighted_aggregate(x, x, v, s, clipped, sum{}), 2e-5, 2e-5,
+                                          what.str() + " clipped");
                     }
     });
 }

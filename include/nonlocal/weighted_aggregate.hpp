@@ -24,6 +24,7 @@
 #include "nonlocal/execution.hpp"
 #include "nonlocal/kernel/gather.hpp"
 #include "nonlocal/kernel/patch_window.hpp"
+#include "nonlocal/kernel/select.hpp"
 #include "nonlocal/kernel/tiled.hpp"
 #include "nonlocal/kernel/tiled_window.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
@@ -34,24 +35,6 @@ namespace detail {
 
 template <class... E>
 using common_value_type = std::common_type_t<value_type_of<E>...>;
-
-/// The rank shared by q, k and v, which must be known at compile time for one of them.
-template <class Q, class K, class V>
-constexpr std::size_t common_rank() {
-    constexpr std::size_t ranks[] = {static_rank<Q>, static_rank<K>, static_rank<V>};
-    for (std::size_t r : ranks)
-        if (r != dynamic_rank) return r;
-    return dynamic_rank;
-}
-
-/// A neighborhood that partitions the tokens into groups that attend densely among
-/// themselves (`patch_group`): `groups()` groups of `group_size()` tokens, `member(g, t)`.
-template <class Nb>
-concept partitioning_neighborhood = requires(const Nb& nb, std::size_t g) {
-    { nb.groups() } -> std::convertible_to<std::size_t>;
-    { nb.group_size() } -> std::convertible_to<std::size_t>;
-    { nb.member(g, g) } -> std::convertible_to<std::size_t>;
-};
 
 template <class Arch, class T, class S, class Nb, class Nm>
 void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
@@ -82,16 +65,16 @@ void aggregate_groups(row_matrix<const T> q, row_matrix<const T> k, row_matrix<c
     }
 }
 
-/// One [n, d] slice: projects the features, picks the kernel the policies allow
-/// (the tiled window kernel for windows, the tiled kernel for neighborhoods that classify
-/// tiles, on `dense` over each group of a partitioning neighborhood too, the gather kernel
-/// otherwise) and runs its query tiles, on `threads` threads.
+/// One [n, d] slice: projects the features and runs the kernel `kernel::selected_kernel`
+/// names (kernel/select.hpp) over the slice's query tiles, on `threads` threads.
 template <class Arch, class T, class S, class Nb, class Nm>
 void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
                      const Nm& nm, row_matrix<T> out, T* lse, int threads) {
-    if constexpr (partitioning_neighborhood<Nb> && kernel::tiled_applies<S, dense, Nm>)
+    using kernel::kernel_kind;
+    constexpr kernel_kind kind = kernel::selected_kernel<S, Nb, Nm>;
+    if constexpr (kind == kernel_kind::tiled_groups) {
         return aggregate_groups<Arch>(q, k, v, s, nb, nm, out, lse, threads);
-    if constexpr (kernel::patch_window_applies<S, Nb, Nm>) {
+    } else if constexpr (kind == kernel_kind::patch_window) {
         require(s.height == nb.height && s.width == nb.width, "weighted_aggregate", [&] {
             return "patch_distance is for a " + std::to_string(s.height) + " x " + std::to_string(s.width) +
                    " image but window2d for " + std::to_string(nb.height) + " x " + std::to_string(nb.width);
@@ -101,9 +84,9 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
     if constexpr (offset_biased_dot_product<S> && std::is_same_v<Nb, window2d>) s.check_window(nb);
     const projected_features<S, T> qp(s, q, true), kp(s, k, false);
     const auto run = [&](const auto& job) { parallel_for(job.tiles(), threads, [&](std::size_t t) { job.run(t); }); };
-    if constexpr (kernel::tiled_window_applies<S, Nb, Nm>)
+    if constexpr (kind == kernel_kind::tiled_window)
         run(kernel::tiled_window_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, out, lse));
-    else if constexpr (kernel::tiled_applies<S, Nb, Nm>)
+    else if constexpr (kind == kernel_kind::tiled)
         run(kernel::tiled_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, out, lse));
     else
         run(kernel::gather_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, nm, out, lse));

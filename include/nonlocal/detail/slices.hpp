@@ -16,6 +16,15 @@
 
 namespace nonlocal::detail {
 
+/// The rank shared by q, k and v, which must be known at compile time for one of them.
+template <class Q, class K, class V>
+constexpr std::size_t common_rank() {
+    constexpr std::size_t ranks[] = {static_rank<Q>, static_rank<K>, static_rank<V>};
+    for (std::size_t r : ranks)
+        if (r != dynamic_rank) return r;
+    return dynamic_rank;
+}
+
 /// The matrices of one slice.
 template <class T>
 struct slice_matrices {

@@ -41,7 +41,7 @@
 
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/filter/image.hpp"
+#include "nonlocal/image/pixels.hpp"
 #include "nonlocal/filter/median.hpp"
 #include "nonlocal/similarity/distance.hpp"
 #include "nonlocal/solve/ar_system.hpp"

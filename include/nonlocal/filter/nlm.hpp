@@ -20,7 +20,7 @@
 
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/execution.hpp"
-#include "nonlocal/filter/image.hpp"
+#include "nonlocal/image/pixels.hpp"
 #include "nonlocal/neighborhood/window.hpp"
 #include "nonlocal/normalization.hpp"
 #include "nonlocal/similarity/patch_distance.hpp"

@@ -32,18 +32,13 @@
 #include <xsimd/xsimd.hpp>
 
 #include "nonlocal/execution.hpp"
-#include "nonlocal/filter/features.hpp"
+#include "nonlocal/image/features.hpp"
 #include "nonlocal/neighborhood/window.hpp"
 #include "nonlocal/normalization.hpp"
 #include "nonlocal/simd/exp.hpp"
 #include "nonlocal/similarity/patch_distance.hpp"
 
 namespace nonlocal::kernel {
-
-template <class S, class Nb, class Nm>
-inline constexpr bool patch_window_applies =
-    requires { requires S::is_patch_distance; } && std::is_same_v<Nb, window2d> &&
-    Nm::kind == normalizer::sum && !detail::has_data_term<Nm>;
 
 /// Whether the running-sum kernel handles this window at run time.
 inline bool patch_window_handles(const window2d& w) noexcept { return w.dilation == 1 && !w.causal; }

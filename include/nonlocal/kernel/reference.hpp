@@ -15,7 +15,6 @@
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/slices.hpp"
 #include "nonlocal/detail/tensor.hpp"
-#include "nonlocal/weighted_aggregate.hpp"
 
 namespace nonlocal::reference {
 

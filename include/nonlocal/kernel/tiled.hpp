@@ -17,14 +17,6 @@
 
 namespace nonlocal::kernel {
 
-/// Whether the tiled kernel computes a composition: a dot-product logit, a
-/// neighborhood that classifies tiles, and exponential weights with a ratio
-/// normalization or identity weights, without a data term.
-template <class S, class Nb, class Nm>
-inline constexpr bool tiled_applies =
-    detail::is_dot_product_similarity<S> && tiled_neighborhood<Nb> && !detail::has_data_term<Nm> &&
-    (detail::shifts_by_row_max<S, Nm> || std::is_same_v<detail::effective_kernel<S, Nm>, identity_kernel>);
-
 /// Queries per block and keys per tile.
 inline constexpr std::size_t tile_rows = 64;
 inline constexpr std::size_t tile_cols = tile_scores / tile_rows;

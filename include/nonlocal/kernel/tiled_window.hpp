@@ -57,15 +57,6 @@ double dot_product_scale(const S& s, std::size_t d) {
 
 namespace kernel {
 
-/// Whether the tiled window kernel computes a composition: a (possibly position-biased)
-/// dot-product logit, a windowed neighborhood, and exponential weights with a ratio
-/// normalization or identity weights, without a data term.
-template <class S, class Nb, class Nm>
-inline constexpr bool tiled_window_applies =
-    (detail::is_dot_product_similarity<S> || detail::offset_biased_dot_product<S>) && windowed_neighborhood<Nb> &&
-    !detail::has_data_term<Nm> &&
-    (detail::shifts_by_row_max<S, Nm> || std::is_same_v<detail::effective_kernel<S, Nm>, identity_kernel>);
-
 /// Queries per block of the window kernel.
 inline constexpr std::size_t window_block_rows = 16;
 

@@ -26,7 +26,7 @@
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/filter/features.hpp"
+#include "nonlocal/image/features.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
 
 namespace nonlocal {

@@ -1,4 +1,4 @@
-// filter/image.hpp: images as pixel rows and as planes, from containers, views and
+// image/pixels.hpp: images as pixel rows and as planes, from containers, views and
 // integer types, and their errors (empty images, values that are not finite).
 #include <cmath>
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 using namespace nonlocal;
 
-BOOST_AUTO_TEST_SUITE(test_image)
+BOOST_AUTO_TEST_SUITE(test_pixels)
 
 BOOST_AUTO_TEST_CASE(planes_hold_each_channel_in_row_order) {
     // [H, W, C] containers of float and uint8, a strided view, and [H, W]: channel k of pixel

@@ -1,5 +1,5 @@
 #pragma once
-/// @file filter/image.hpp
+/// @file image/pixels.hpp
 /// Images in and out of the aggregate: [H, W] or [H, W, C] of any arithmetic
 /// type <-> pixels [H * W, C] of float or double, and back with rounding and
 /// clamping for integer types; and images as one plane per channel, the layout

@@ -1,5 +1,5 @@
 #pragma once
-/// @file filter/features.hpp
+/// @file image/features.hpp
 /// Per-pixel features that turn image filters into weighted aggregates:
 /// patches (non-local means) and scaled (position, colour) vectors (bilateral).
 

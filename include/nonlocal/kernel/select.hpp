@@ -1,0 +1,78 @@
+#pragma once
+/// @file kernel/select.hpp
+/// Which kernel computes a composition, from the policies' traits alone (at compile time):
+///
+/// | kernel | similarity | neighborhood | normalization |
+/// |---|---|---|---|
+/// | `patch_window` (running sums) | `patch_distance` | `window2d` (dilation 1, not causal, no log C_i; else `gather`) | `sum` |
+/// | `tiled_window` | dot product (`is_dot_product`), or one with a position bias (`with_position_bias`) | a box on a grid (`windowed_neighborhood`: `window1d`, `window2d`) | `softmax`, `sum` with exp weights, or identity weights with `sum`, `count`, `none` |
+/// | `tiled_groups` (`tiled` on each group) | dot product | a partition into dense groups (`patch_group`) | as `tiled` |
+/// | `tiled` | dot product | tiles classified (`tiled_neighborhood`: `dense`, `causal`, `block_mask`) | as `tiled_window` |
+/// | `gather` | any | any | any, with a data term (`sum_with_data`) |
+///
+/// The first row that matches wins; `selected_kernel<S, Nb, Nm>` names it, and
+/// `weighted_aggregate` runs it. "Exp weights" are exponentials whose ratio the running
+/// row maximum leaves unchanged (`softmax`, or an `exp_kernel` similarity with `sum`).
+
+#include <cstddef>
+#include <type_traits>
+
+#include "nonlocal/concepts.hpp"
+#include "nonlocal/kernel/tiled_window.hpp"
+#include "nonlocal/neighborhood/window.hpp"
+
+namespace nonlocal {
+namespace detail {
+
+/// A neighborhood that partitions the tokens into groups that attend densely among
+/// themselves (`patch_group`): `groups()` groups of `group_size()` tokens, `member(g, t)`.
+template <class Nb>
+concept partitioning_neighborhood = requires(const Nb& nb, std::size_t g) {
+    { nb.groups() } -> std::convertible_to<std::size_t>;
+    { nb.group_size() } -> std::convertible_to<std::size_t>;
+    { nb.member(g, g) } -> std::convertible_to<std::size_t>;
+};
+
+/// Weights the tiled kernels compute: exp(logit - row maximum) under a ratio, or the logit itself.
+template <class S, class Nm>
+inline constexpr bool tiled_weights =
+    !has_data_term<Nm> && (shifts_by_row_max<S, Nm> || std::is_same_v<effective_kernel<S, Nm>, identity_kernel>);
+
+}  // namespace detail
+
+namespace kernel {
+
+/// The kernels of the table above.
+enum class kernel_kind { patch_window, tiled_window, tiled_groups, tiled, gather };
+
+/// Whether the running-sum kernel computes a composition (rows 1 of the table).
+template <class S, class Nb, class Nm>
+inline constexpr bool patch_window_applies =
+    requires { requires S::is_patch_distance; } && std::is_same_v<Nb, window2d> && Nm::kind == normalizer::sum &&
+    !detail::has_data_term<Nm>;
+
+/// Whether the tiled window kernel computes a composition (row 2).
+template <class S, class Nb, class Nm>
+inline constexpr bool tiled_window_applies =
+    (detail::is_dot_product_similarity<S> || detail::offset_biased_dot_product<S>) && windowed_neighborhood<Nb> &&
+    detail::tiled_weights<S, Nm>;
+
+/// Whether the tiled kernel computes a composition (row 4).
+template <class S, class Nb, class Nm>
+inline constexpr bool tiled_applies =
+    detail::is_dot_product_similarity<S> && tiled_neighborhood<Nb> && detail::tiled_weights<S, Nm>;
+
+/// Whether the tiled kernel computes a composition group by group (row 3).
+template <class S, class Nb, class Nm>
+inline constexpr bool tiled_groups_applies = detail::partitioning_neighborhood<Nb> && tiled_applies<S, dense, Nm>;
+
+/// The kernel of the first row of the table that matches.
+template <class S, class Nb, class Nm>
+inline constexpr kernel_kind selected_kernel = patch_window_applies<S, Nb, Nm>   ? kernel_kind::patch_window
+                                               : tiled_window_applies<S, Nb, Nm> ? kernel_kind::tiled_window
+                                               : tiled_groups_applies<S, Nb, Nm> ? kernel_kind::tiled_groups
+                                               : tiled_applies<S, Nb, Nm>        ? kernel_kind::tiled
+                                                                                 : kernel_kind::gather;
+
+}  // namespace kernel
+}  // namespace nonlocal

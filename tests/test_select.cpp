@@ -1,0 +1,64 @@
+// kernel/select.hpp: each row of the dispatch table selects the kernel it names, for the
+// policies the row lists, and the compositions just outside a row fall to the next.
+#include <nonlocal/nonlocal.hpp>
+
+#include "support.hpp"
+
+using namespace nonlocal;
+using kernel::kernel_kind;
+
+BOOST_AUTO_TEST_SUITE(test_select)
+
+namespace {
+template <class S, class Nb, class Nm>
+constexpr kernel_kind selected = kernel::selected_kernel<S, Nb, Nm>;
+
+const char* name(kernel_kind k) {
+    switch (k) {
+        case kernel_kind::patch_window: return "patch_window";
+        case kernel_kind::tiled_window: return "tiled_window";
+        case kernel_kind::tiled_groups: return "tiled_groups";
+        case kernel_kind::tiled: return "tiled";
+        case kernel_kind::gather: return "gather";
+    }
+    return "?";
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(each_row_selects_its_kernel) {
+    using biased = with_position_bias<scaled_dot_product>;
+    const std::vector<std::tuple<const char*, kernel_kind, kernel_kind>> rows = {
+        // Row 1: patch distances over a 2-D window with sum.
+        {"patch_distance, window2d, sum", selected<patch_distance, window2d, sum>, kernel_kind::patch_window},
+        // Row 2: dot products (biased or not) over windows.
+        {"scaled_dot_product, window2d, softmax", selected<scaled_dot_product, window2d, softmax>, kernel_kind::tiled_window},
+        {"scaled_dot_product, window1d, softmax", selected<scaled_dot_product, window1d, softmax>, kernel_kind::tiled_window},
+        {"with_position_bias, window2d, softmax", selected<biased, window2d, softmax>, kernel_kind::tiled_window},
+        {"gaussian, window1d, sum", selected<gaussian, window1d, sum>, kernel_kind::tiled_window},
+        {"dot_product, window2d, count", selected<dot_product, window2d, count>, kernel_kind::tiled_window},
+        {"dot_product, window2d, none", selected<dot_product, window2d, none>, kernel_kind::tiled_window},
+        // Row 3: dot products over dense groups.
+        {"scaled_dot_product, patch_group, softmax", selected<scaled_dot_product, patch_group, softmax>, kernel_kind::tiled_groups},
+        // Row 4: dot products over tiles.
+        {"scaled_dot_product, dense, softmax", selected<scaled_dot_product, dense, softmax>, kernel_kind::tiled},
+        {"scaled_dot_product, causal, softmax", selected<scaled_dot_product, causal, softmax>, kernel_kind::tiled},
+        {"gaussian, block_mask, sum", selected<gaussian, block_mask, sum>, kernel_kind::tiled},
+        {"embedded_gaussian, dense, sum", selected<embedded_gaussian, dense, sum>, kernel_kind::tiled},
+        {"dot_product, causal, count", selected<dot_product, causal, count>, kernel_kind::tiled},
+        // Row 5: everything else.
+        {"gaussian_distance, window2d, sum", selected<gaussian_distance, window2d, sum>, kernel_kind::gather},
+        {"patch_distance, window2d, softmax", selected<patch_distance, window2d, softmax>, kernel_kind::gather},
+        {"scaled_dot_product, grid_stencil, softmax", selected<scaled_dot_product, grid_stencil, softmax>, kernel_kind::gather},
+        {"scaled_dot_product, csr_graph, softmax", selected<scaled_dot_product, csr_graph, softmax>, kernel_kind::gather},
+        {"gaussian, dense, count (absolute exp weights)", selected<gaussian, dense, count>, kernel_kind::gather},
+        {"gaussian, window2d, count (absolute exp weights)", selected<gaussian, window2d, count>, kernel_kind::gather},
+        {"squared_euclidean, dense, none", selected<squared_euclidean, dense, none>, kernel_kind::gather},
+        {"gaussian_distance, grid_stencil, sum_with_data", selected<gaussian_distance, grid_stencil, sum_with_data>, kernel_kind::gather},
+        {"dot_product, window2d, sum_with_data (a data term)", selected<dot_product, window2d, sum_with_data>, kernel_kind::gather},
+        {"biased, dense, softmax", selected<biased, dense, softmax>, kernel_kind::gather},
+    };
+    for (const auto& [what, got, expected] : rows)
+        BOOST_TEST((got == expected), what << ": selects " << name(got) << ", the table says " << name(expected));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
