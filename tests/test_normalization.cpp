@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(data_term_validation) {
     test::check_invalid([] { sum_with_data(xt::xtensor<double, 1>{1.0, 2.0}, xt::xtensor<double, 2>{{0.0}}); },
                         "alpha [2]", "target [1, 1]");
     const sum_with_data data(xt::xtensor<double, 1>{1.0, 1.0}, xt::xtensor<double, 2>{{0.0}, {0.0}});
-    test::check_invalid([&] { weighted_aggregate(q, k, v, dot_product{}, dense{}, data); }, "do not fit 1 queries");
+    test::check_invalid([&] { weighted_aggregate(q, k, v, dot_product{}, dense{}, data); }, "do not fit 1 batch item(s) of 1 queries");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -19,6 +19,7 @@ const char* name(kernel_kind k) {
         case kernel_kind::tiled_window: return "tiled_window";
         case kernel_kind::tiled_groups: return "tiled_groups";
         case kernel_kind::tiled: return "tiled";
+        case kernel_kind::stencil: return "stencil";
         case kernel_kind::gather: return "gather";
     }
     return "?";
@@ -45,7 +46,14 @@ BOOST_AUTO_TEST_CASE(each_row_selects_its_kernel) {
         {"gaussian, block_mask, sum", selected<gaussian, block_mask, sum>, kernel_kind::tiled},
         {"embedded_gaussian, dense, sum", selected<embedded_gaussian, dense, sum>, kernel_kind::tiled},
         {"dot_product, causal, count", selected<dot_product, causal, count>, kernel_kind::tiled},
-        // Row 5: everything else.
+        // Row 5: precomputed edge weights over their stencil.
+        {"edge_weights, grid_stencil, sum", selected<edge_weights<float>, grid_stencil, sum>, kernel_kind::stencil},
+        {"edge_weights, grid_stencil, sum_with_data", selected<edge_weights<double>, grid_stencil, sum_with_data<>>, kernel_kind::stencil},
+        {"edge_weights, grid_stencil, one item's data term", selected<edge_weights<float>, grid_stencil, data_term_slice<float, float>>, kernel_kind::stencil},
+        {"edge_weights, grid_stencil, none", selected<edge_weights<float>, grid_stencil, none>, kernel_kind::stencil},
+        // Row 6: everything else.
+        {"edge_weights, grid_stencil, softmax (exp of the weights)", selected<edge_weights<float>, grid_stencil, softmax>, kernel_kind::gather},
+        {"edge_weights, window2d, sum", selected<edge_weights<float>, window2d, sum>, kernel_kind::gather},
         {"gaussian_distance, window2d, sum", selected<gaussian_distance, window2d, sum>, kernel_kind::gather},
         {"patch_distance, window2d, softmax", selected<patch_distance, window2d, softmax>, kernel_kind::gather},
         {"scaled_dot_product, grid_stencil, softmax", selected<scaled_dot_product, grid_stencil, softmax>, kernel_kind::gather},
@@ -53,8 +61,8 @@ BOOST_AUTO_TEST_CASE(each_row_selects_its_kernel) {
         {"gaussian, dense, count (absolute exp weights)", selected<gaussian, dense, count>, kernel_kind::gather},
         {"gaussian, window2d, count (absolute exp weights)", selected<gaussian, window2d, count>, kernel_kind::gather},
         {"squared_euclidean, dense, none", selected<squared_euclidean, dense, none>, kernel_kind::gather},
-        {"gaussian_distance, grid_stencil, sum_with_data", selected<gaussian_distance, grid_stencil, sum_with_data>, kernel_kind::gather},
-        {"dot_product, window2d, sum_with_data (a data term)", selected<dot_product, window2d, sum_with_data>, kernel_kind::gather},
+        {"gaussian_distance, grid_stencil, sum_with_data", selected<gaussian_distance, grid_stencil, sum_with_data<>>, kernel_kind::gather},
+        {"dot_product, window2d, sum_with_data (a data term)", selected<dot_product, window2d, sum_with_data<>>, kernel_kind::gather},
         {"biased, dense, softmax", selected<biased, dense, softmax>, kernel_kind::gather},
     };
     for (const auto& [what, got, expected] : rows)

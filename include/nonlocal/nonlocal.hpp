@@ -14,6 +14,7 @@
 #include "nonlocal/similarity/custom.hpp"
 #include "nonlocal/similarity/position_bias.hpp"
 #include "nonlocal/similarity/patch_distance.hpp"
+#include "nonlocal/similarity/edge_weights.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
 #include "nonlocal/neighborhood/window.hpp"
 #include "nonlocal/neighborhood/grid_stencil.hpp"

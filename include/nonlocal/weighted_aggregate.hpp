@@ -25,6 +25,7 @@
 #include "nonlocal/kernel/gather.hpp"
 #include "nonlocal/kernel/patch_window.hpp"
 #include "nonlocal/kernel/select.hpp"
+#include "nonlocal/kernel/stencil.hpp"
 #include "nonlocal/kernel/tiled.hpp"
 #include "nonlocal/kernel/tiled_window.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
@@ -65,6 +66,55 @@ void aggregate_groups(row_matrix<const T> q, row_matrix<const T> k, row_matrix<c
     }
 }
 
+/// The stencil kernel over a slice: for each value channel, the neighbours' values weighted by
+/// the edge weights, divided by their sum plus alpha_i (with alpha_i t_i added) for `sum` and
+/// `sum_with_data`, as they are for `none`. Planes of another value type are converted once.
+template <class Arch, class T, class S, class Nm>
+void aggregate_stencil(row_matrix<const T> v, const S& s, const grid_stencil& nb, const Nm& nm, row_matrix<T> out,
+                       int threads) {
+    s.check_stencil(nb);
+    using U = std::remove_cv_t<std::remove_pointer_t<typename std::decay_t<decltype(s.planes())>::value_type>>;
+    std::vector<std::vector<T>> converted;
+    std::vector<const T*> planes;
+    for (const U* plane : s.planes()) {
+        if constexpr (std::is_same_v<U, T>) {
+            planes.push_back(plane);
+        } else {
+            converted.emplace_back(plane, plane + v.rows);
+            planes.push_back(converted.back().data());
+        }
+    }
+    const kernel::stencil<Arch, T> engine(nb.height, nb.width, s.offsets(), std::move(planes));
+    const std::size_t n = v.rows, dv = v.cols;
+    std::vector<T> x(dv == 1 ? 0 : n), y(dv == 1 ? 0 : n), target(dv == 1 || !has_data_term<Nm> ? 0 : n);
+    for (std::size_t c = 0; c < dv; ++c) {
+        const T* xc = v.data;
+        T* yc = out.data;
+        if (dv > 1) {
+            for (std::size_t i = 0; i < n; ++i) x[i] = v(i, c);
+            xc = x.data(), yc = y.data();
+        }
+        const auto zero = [](std::size_t, auto like) { return decltype(like)(T(0)); };
+        if constexpr (Nm::kind == normalizer::none) {
+            engine.pass(xc, threads, [yc](std::size_t i, auto, auto neighbours) { kernel::lane_store(yc, i, neighbours); });
+        } else if constexpr (has_data_term<Nm>) {
+            const auto* t = nm.target;
+            if (dv > 1) {
+                for (std::size_t i = 0; i < n; ++i) target[i] = T(t[i * dv + c]);
+            }
+            const auto alpha = [a = nm.alpha](std::size_t i, auto like) { return kernel::lane_load(a, i, like); };
+            const auto weighted_target = [&](std::size_t i, auto like) {
+                return alpha(i, like) * (dv > 1 ? kernel::lane_load(target.data(), i, like) : kernel::lane_load(t, i, like));
+            };
+            engine.template pass<true>(xc, threads, kernel::data_term_finish(yc, alpha, weighted_target));
+        } else {
+            engine.template pass<true>(xc, threads, kernel::data_term_finish(yc, zero, zero));
+        }
+        if (dv > 1)
+            for (std::size_t i = 0; i < n; ++i) out(i, c) = y[i];
+    }
+}
+
 /// One [n, d] slice: projects the features and runs the kernel `kernel::selected_kernel`
 /// names (kernel/select.hpp) over the slice's query tiles, on `threads` threads.
 template <class Arch, class T, class S, class Nb, class Nm>
@@ -74,6 +124,8 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
     constexpr kernel_kind kind = kernel::selected_kernel<S, Nb, Nm>;
     if constexpr (kind == kernel_kind::tiled_groups) {
         return aggregate_groups<Arch>(q, k, v, s, nb, nm, out, lse, threads);
+    } else if constexpr (kind == kernel_kind::stencil) {
+        if (!lse) return aggregate_stencil<Arch>(v, s, nb, nm, out, threads);
     } else if constexpr (kind == kernel_kind::patch_window) {
         require(s.height == nb.height && s.width == nb.width, "weighted_aggregate", [&] {
             return "patch_distance is for a " + std::to_string(s.height) + " x " + std::to_string(s.width) +
@@ -103,8 +155,10 @@ void aggregate_all(int threads, const contiguous<T, R>& q, const contiguous<T, R
     parallel_for(slices, across_slices ? threads : 1, [&](std::size_t index) {
         const auto m = shape.slice(index, q.data(), k.data(), v.data(), out);
         with_head<R>(s, m.head, [&](const auto& sh) {
-            aggregate_slice<Arch>(m.q, m.k, m.v, sh, nb, nm, m.out, lse ? lse + index * shape.n : nullptr,
-                                  across_slices ? 1 : threads);
+            with_item(nm, index / shape.heads, [&](const auto& nmi) {
+                aggregate_slice<Arch>(m.q, m.k, m.v, sh, nb, nmi, m.out, lse ? lse + index * shape.n : nullptr,
+                                      across_slices ? 1 : threads);
+            });
         });
     });
 }

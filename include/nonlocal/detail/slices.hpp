@@ -77,15 +77,33 @@ struct aggregate_shape {
 };
 
 /// Throws unless the neighborhood (and a data term) fit the shapes.
+/// A data term that holds one per batch item: `for_item(b)` and `check(batch, n, dv)`
+/// (`sum_with_data`). Other data terms (`data_weight`, `data_value` and `check(n, dv)`) are
+/// for [n, d] inputs.
+template <class Nm>
+concept batched_data_term = requires(const Nm& nm, std::size_t b) {
+    nm.for_item(b);
+    nm.check(b, b, b);
+};
+
 template <std::size_t R, class Nb, class Nm>
 void check_policies(const aggregate_shape<R>& shape, const Nb& nb, const Nm& nm) {
     check(nb, extents{shape.n, shape.m});
-    if constexpr (has_data_term<Nm>) {
-        static_assert(R == 2, "nonlocal: a data term needs [n, d] inputs");
+    if constexpr (batched_data_term<Nm>) {
+        nm.check(shape.batch, shape.n, shape.dv);
+    } else if constexpr (has_data_term<Nm>) {
+        static_assert(R == 2, "nonlocal: this data term needs [n, d] inputs (sum_with_data takes batches)");
         nm.check(shape.n, shape.dv);
     } else {
         (void)nm;
     }
+}
+
+/// Calls f with the normalization of batch item b: its data term's `for_item(b)`, or `nm`.
+template <class Nm, class F>
+void with_item(const Nm& nm, std::size_t b, F&& f) {
+    if constexpr (batched_data_term<Nm>) f(nm.for_item(b));
+    else (void)b, f(nm);
 }
 
 /// Calls f with the similarity of head h: `s.for_head(h)` for [B, H, n, d] inputs

@@ -87,7 +87,9 @@ auto weighted_aggregate(const xt::xexpression<Q>& q, const xt::xexpression<K>& k
     for (std::size_t index = 0; index < shape.slices(); ++index) {
         const auto m = shape.slice(index, qc.data(), kc.data(), vc.data(), out.data());
         nonlocal::detail::with_head<R>(s, m.head, [&](const auto& sh) {
-            detail::aggregate_slice(m.q, m.k, m.v, sh, nb, nm, m.out);
+            nonlocal::detail::with_item(nm, index / shape.heads, [&](const auto& nmi) {
+                detail::aggregate_slice(m.q, m.k, m.v, sh, nb, nmi, m.out);
+            });
         });
     }
     return out;

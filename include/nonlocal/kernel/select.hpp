@@ -8,6 +8,7 @@
 /// | `tiled_window` | dot product (`is_dot_product`), or one with a position bias (`with_position_bias`) | a box on a grid (`windowed_neighborhood`: `window1d`, `window2d`) | `softmax`, `sum` with exp weights, or identity weights with `sum`, `count`, `none` |
 /// | `tiled_groups` (`tiled` on each group) | dot product | a partition into dense groups (`patch_group`) | as `tiled` |
 /// | `tiled` | dot product | tiles classified (`tiled_neighborhood`: `dense`, `causal`, `block_mask`) | as `tiled_window` |
+/// | `stencil` | `edge_weights` | `grid_stencil` (without log C_i; else `gather`) | `sum`, `sum_with_data`, `none` |
 /// | `gather` | any | any | any, with a data term (`sum_with_data`) |
 ///
 /// The first row that matches wins; `selected_kernel<S, Nb, Nm>` names it, and
@@ -18,7 +19,9 @@
 #include <type_traits>
 
 #include "nonlocal/concepts.hpp"
+#include "nonlocal/detail/slices.hpp"
 #include "nonlocal/kernel/tiled_window.hpp"
+#include "nonlocal/neighborhood/grid_stencil.hpp"
 #include "nonlocal/neighborhood/window.hpp"
 
 namespace nonlocal {
@@ -43,7 +46,7 @@ inline constexpr bool tiled_weights =
 namespace kernel {
 
 /// The kernels of the table above.
-enum class kernel_kind { patch_window, tiled_window, tiled_groups, tiled, gather };
+enum class kernel_kind { patch_window, tiled_window, tiled_groups, tiled, stencil, gather };
 
 /// Whether the running-sum kernel computes a composition (rows 1 of the table).
 template <class S, class Nb, class Nm>
@@ -66,12 +69,27 @@ inline constexpr bool tiled_applies =
 template <class S, class Nb, class Nm>
 inline constexpr bool tiled_groups_applies = detail::partitioning_neighborhood<Nb> && tiled_applies<S, dense, Nm>;
 
+/// Whether the stencil kernel computes a composition (row 5): precomputed edge weights over
+/// their grid_stencil, summed as they are (identity kernel) with or without a data term.
+template <class S, class Nb, class Nm>
+inline constexpr bool stencil_applies =
+    requires(const S& s) {
+        s.planes();
+        s.offsets();
+    } && std::is_same_v<Nb, grid_stencil> && std::is_same_v<typename S::kernel, identity_kernel> &&
+    (Nm::kind == normalizer::sum || Nm::kind == normalizer::none) &&
+    (!detail::has_data_term<Nm> || detail::batched_data_term<Nm> || requires(const Nm& nm) {
+        nm.alpha[0];
+        nm.target[0];
+    });
+
 /// The kernel of the first row of the table that matches.
 template <class S, class Nb, class Nm>
 inline constexpr kernel_kind selected_kernel = patch_window_applies<S, Nb, Nm>   ? kernel_kind::patch_window
                                                : tiled_window_applies<S, Nb, Nm> ? kernel_kind::tiled_window
                                                : tiled_groups_applies<S, Nb, Nm> ? kernel_kind::tiled_groups
                                                : tiled_applies<S, Nb, Nm>        ? kernel_kind::tiled
+                                               : stencil_applies<S, Nb, Nm>      ? kernel_kind::stencil
                                                                                  : kernel_kind::gather;
 
 }  // namespace kernel

@@ -36,7 +36,9 @@
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/image/pixels.hpp"
+#include "nonlocal/kernel/stencil.hpp"
 #include "nonlocal/neighborhood/grid_stencil.hpp"
+#include "nonlocal/similarity/edge_weights.hpp"
 #include "nonlocal/similarity/patch_distance.hpp"
 #include "nonlocal/simd/exp.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
@@ -88,7 +90,9 @@ public:
         A.alpha.resize(A.size());
         A.rhs.assign(A.size(), T(0));
         A.edge_sums([](auto w) { return w; },
-                    [&](std::size_t i, auto sum) { store(A.alpha.data(), i, load(A.diagonal, i, sum) - sum); });
+                    [&](std::size_t i, auto sum) {
+                        kernel::lane_store(A.alpha.data(), i, kernel::lane_load(A.diagonal, i, sum) - sum);
+                    });
         return A;
     }
 
@@ -144,6 +148,22 @@ public:
 
     std::size_t size() const noexcept { return height * width; }
 
+    /// The system's edge weights W as a similarity (a view of them): `weighted_aggregate` over
+    /// the system's `grid_stencil` with `sum_with_data(alpha, xhat)` is `jacobi_step`.
+    edge_weights<T> edges() const {
+        std::vector<const T*> planes;
+        for (const auto& w : weights) planes.push_back(w.data());
+        return edge_weights<T>(height, width, offsets, std::move(planes));
+    }
+
+    /// The stencil kernel over this system's weights (a view of them).
+    using stencil_kernel = kernel::stencil<default_arch, T>;
+    stencil_kernel engine() const {
+        std::vector<const T*> planes;
+        for (const auto& w : weights) planes.push_back(w.data());
+        return stencil_kernel(height, width, offsets, std::move(planes));
+    }
+
     /// Throws `std::invalid_argument` (from `where`) unless `x` has an entry per pixel.
     void require_size(std::span<const T> x, std::string_view where, std::string_view name = "x") const {
         detail::require(x.size() == size(), where, [&] {
@@ -172,7 +192,7 @@ public:
 
     /// y = A x.
     void apply(const T* x, T* y) const {
-        stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) { store(y, i, product(i, own, neighbours)); });
+        stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) { kernel::lane_store(y, i, product(i, own, neighbours)); });
     }
     buffer<T> apply(std::span<const T> x) const {
         require_size(x, "ar_system::apply");
@@ -187,11 +207,12 @@ public:
     double apply_and_dot(const T* x, T* y) const {
         const std::size_t chunks = std::max<std::size_t>(1, size() / 65536);
         std::vector<double> partial(chunks, 0.0);
+        const stencil_kernel e = engine();
         detail::parallel_for(chunks, threads, [&](std::size_t t) {
             double sum = 0;
-            stencil_range(x, band_edge(t, chunks), band_edge(t + 1, chunks), [&](std::size_t i, auto own, auto neighbours) {
+            e.range(x, e.band_edge(t, chunks), e.band_edge(t + 1, chunks), [&](std::size_t i, auto own, auto neighbours) {
                 const auto ax = product(i, own, neighbours);
-                store(y, i, ax);
+                kernel::lane_store(y, i, ax);
                 if constexpr (std::is_arithmetic_v<decltype(ax)>) sum += double(own) * double(ax);
                 else sum += double(xsimd::hadd(own * ax));
             });
@@ -200,7 +221,9 @@ public:
         return std::accumulate(partial.begin(), partial.end(), 0.0);
     }
 
-    /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i).
+    /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i), 0 where
+    /// the denominator is 0: the weighted aggregate of the neighbours with `sum_with_data`
+    /// (`edges()` over the `grid_stencil`), computed by the same kernel.
     buffer<T> jacobi_step(std::span<const T> x) const {
         require_size(x, "ar_system::jacobi_step");
         buffer<T> y(size());
@@ -209,11 +232,8 @@ public:
     }
     /// The same sweep on A x = b for another right-hand side b: y_i = (sum_j W_ij x_j + b_i) / (sum_j W_ij + alpha_i).
     void jacobi_step(const T* b, const T* x, T* y) const {
-        stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) {
-            using V = decltype(own);
-            const V d = load(diagonal, i, own);
-            store(y, i, pick(d > V(T(0)), (neighbours + load(b, i, own)) / d, own));
-        });
+        const auto of = [](const T* a) { return [a](std::size_t i, auto like) { return kernel::lane_load(a, i, like); }; };
+        engine().template pass<true>(x, threads, kernel::data_term_finish(y, of(alpha.data()), of(b)));
     }
 
     /// z_out = z + omega D^-1 (r - A z): one damped Jacobi sweep on A z = r, in one pass.
@@ -253,12 +273,7 @@ public:
     /// stream through memory once.
     template <class Finish>
     void stencil_pass(const T* x, Finish&& finish) const {
-        // `threads` bands of whole batches: every pixel is computed the same way whatever
-        // the thread count, so the results are too.
-        const std::size_t bands = std::size_t(std::max(threads, 1));
-        detail::parallel_for(bands, threads, [&](std::size_t t) {
-            stencil_range(x, band_edge(t, bands), band_edge(t + 1, bands), finish);
-        });
+        engine().pass(x, threads, finish);
     }
 
     /// A stage of `sweeps`: a damped Jacobi sweep with damping `omega`, or the residual; a
@@ -277,15 +292,16 @@ public:
     /// separate passes (a sweep from zero: to `relax` from a z of zeros).
     void sweeps(const T* r, T* z, T* work, std::span<const sweep_stage> stages,
                 const T* inverse_smoothing = nullptr) const {
-        pipelined(z, work, stages.size(), [&](std::size_t k) {
+        const stencil_kernel e = engine();
+        pipelined(e, z, work, stages.size(), [&](std::size_t k) {
             T* out = k % 2 ? z : work;
             const sweep_stage stage = stages[k];
             const auto relax_finish = relaxation(r, out, stage.omega, inverse_smoothing);
             const auto residual_finish = residual_of(r, out);
-            return [=, this](const T* input, std::size_t begin, std::size_t end) {
-                if (stage.from_zero && !stage.residual) return zero_range(begin, end, relax_finish);
-                if (stage.residual) stencil_range(input, begin, end, residual_finish);
-                else stencil_range(input, begin, end, relax_finish);
+            return [=, &e](const T* input, std::size_t begin, std::size_t end) {
+                if (stage.from_zero && !stage.residual) return stencil_kernel::zero_range(begin, end, relax_finish);
+                if (stage.residual) e.range(input, begin, end, residual_finish);
+                else e.range(input, begin, end, relax_finish);
             };
         });
     }
@@ -298,12 +314,12 @@ public:
     /// threads each takes a band of the image; pass k leaves k lag pixels at each seam
     /// between bands, done pass by pass once every band is.
     template <class PassOf>
-    void pipelined(const T* x, const T* y, std::size_t count, PassOf&& pass_of) const {
+    void pipelined(const stencil_kernel& e, const T* x, const T* y, std::size_t count, PassOf&& pass_of) const {
         if (count == 0) return;
-        const std::size_t n = size(), lag = reach_in_pixels() + 2 * lanes + 1;
+        const std::size_t n = size(), lag = e.reach_in_pixels() + 2 * lanes + 1;
         std::size_t chunks = std::size_t(std::max(threads, 1));
         if (n < chunks * 2 * (count + 1) * lag) chunks = 1;   // bands far longer than their seams, or one band
-        const auto edge = [&](std::size_t t) { return band_edge(t, chunks); };
+        const auto edge = [&](std::size_t t) { return e.band_edge(t, chunks); };
         // Band t's pass k covers [inner(k, t).first, inner(k, t).second); the seams lie between.
         const auto inner = [&](std::size_t k, std::size_t t) {
             return std::pair{t == 0 ? std::size_t(0) : edge(t) + k * lag, t + 1 == chunks ? n : edge(t + 1) - k * lag};
@@ -329,146 +345,36 @@ public:
             detail::parallel_for(chunks - 1, threads, [&](std::size_t t) { run(k, inner(k, t).second, inner(k, t + 1).first); });
     }
 
-    /// Calls `finish(i, 0, 0)` for the pixels of [begin, end), as a stencil pass over z = 0
-    /// would, without reading z or the weights: batches, then the last pixels as scalars.
-    template <class Finish>
-    static void zero_range(std::size_t begin, std::size_t end, const Finish& finish) {
-        using batch = xsimd::batch<T>;
-        std::size_t i = begin;
-        for (; i + lanes <= end; i += lanes) finish(i, batch(T(0)), batch(T(0)));
-        for (; i < end; ++i) finish(i, T(0), T(0));
-    }
-
-    /// Calls the stencil pass's `finish` for the pixels of [begin, end): the batches
-    /// that start there in the vector zone, each pixel outside it as a scalar.
-    template <class Finish>
-    void stencil_range(const T* x, std::size_t begin, std::size_t end, Finish&& finish) const {
-        const std::size_t n = size();
-        const auto [first, stop] = vector_zone();
-        const auto scalar = [&](std::size_t i) {
-            T acc = 0;
-            for (std::size_t o = 0; o < offsets.size(); ++o) {
-                const std::size_t s = std::size_t(shift(o));
-                if (i + s < n) acc += weights[o][i] * x[i + s];
-                if (i >= s) acc += weights[o][i - s] * x[i - s];
-            }
-            finish(i, x[i], acc);
-        };
-        for (std::size_t i = begin; i < std::min(end, first); ++i) scalar(i);
-        const std::size_t from = std::max(begin, first);
-        const std::size_t batch_begin = first + (from - first + lanes - 1) / lanes * lanes;
-        switch (offsets.size()) {
-            case 2: batches<2>(x, batch_begin, std::min(end, stop), finish); break;   // 4 neighbours
-            case 4: batches<4>(x, batch_begin, std::min(end, stop), finish); break;   // 8 neighbours
-            default: batches<0>(x, batch_begin, std::min(end, stop), finish);
-        }
-        for (std::size_t i = std::max(begin, stop); i < end; ++i) scalar(i);
-    }
-
-    /// `stencil_range`'s batches from `begin` (on the batch grid) to `end`, with `count`
-    /// stencil directions fixed at compile time, or any number for count = 0. A fixed
-    /// count unrolls the loop over directions with their weight arrays and shifts in
-    /// registers, instead of reloading them for every batch: on Zen 4 four pipelined
-    /// 8-neighbour sweeps over 1.4 Mpix take 2.7 instead of 3.7 ms.
-    template <std::size_t count, class Finish>
-    void batches(const T* x, std::size_t begin, std::size_t end, Finish& finish) const {
-        using batch = xsimd::batch<T>;
-        // The edges ahead (W_d[i] x[i + s_d]) and behind (W_d[i - s_d] x[i - s_d]) of the batch
-        // at i summed in two accumulators: two chains of dependent FMAs, each half as long (with
-        // 8 neighbours 4 FMAs of 4 cycles' latency instead of 8), so consecutive batches overlap.
-        const auto edges = [x](batch& ahead, batch& behind, const T* w, std::size_t s, std::size_t i) {
-            ahead = xsimd::fma(batch::load_unaligned(w + i), batch::load_unaligned(x + i + s), ahead);
-            behind = xsimd::fma(batch::load_unaligned(w + i - s), batch::load_unaligned(x + i - s), behind);
-        };
-        if constexpr (count > 0) {
-            std::array<const T*, count> w;
-            std::array<std::size_t, count> s;
-            for (std::size_t o = 0; o < count; ++o) w[o] = weights[o].data(), s[o] = std::size_t(shift(o));
-            for (std::size_t i = begin; i < end; i += lanes) {
-                batch ahead(T(0)), behind(T(0));
-                for (std::size_t o = 0; o < count; ++o) edges(ahead, behind, w[o], s[o], i);
-                finish(i, batch::load_unaligned(x + i), ahead + behind);
-            }
-        } else {
-            for (std::size_t i = begin; i < end; i += lanes) {
-                batch ahead(T(0)), behind(T(0));
-                for (std::size_t o = 0; o < offsets.size(); ++o)
-                    edges(ahead, behind, weights[o].data(), std::size_t(shift(o)), i);
-                finish(i, batch::load_unaligned(x + i), ahead + behind);
-            }
-        }
-    }
-
     /// The `finish` of a damped Jacobi sweep: out_i = z_i + omega (r_i - (A z)_i) / d_i, or
     /// z_i + omega (r_i - (A z)_i) t_i with t = `inverse_smoothing` when given (pixels whose
     /// d is 0 keep z_i).
     auto relaxation(const T* r, T* out, double omega, const T* inverse_smoothing = nullptr) const {
         return [this, r, out, omega, inverse_smoothing](std::size_t i, auto own, auto neighbours) {
             using V = decltype(own);
-            const V d = load(diagonal, i, own);
-            const V residual = load(r, i, own) - (d * own - neighbours);
-            const V step = inverse_smoothing ? residual * load(inverse_smoothing, i, own) : residual / d;
-            store(out, i, pick(d > V(T(0)), own + V(T(omega)) * step, own));
+            const V d = kernel::lane_load(diagonal, i, own);
+            const V residual = kernel::lane_load(r, i, own) - (d * own - neighbours);
+            const V step = inverse_smoothing ? residual * kernel::lane_load(inverse_smoothing, i, own) : residual / d;
+            kernel::lane_store(out, i, kernel::lane_pick(d > V(T(0)), own + V(T(omega)) * step, own));
         };
     }
 
-    static constexpr std::size_t lanes = xsimd::batch<T>::size;
-
-    /// Where band t of `bands` starts (t = bands: the end), on the batch grid of the vector
-    /// zone, so that a band's pixels are computed as they are in one pass over the image.
-    std::size_t band_edge(std::size_t t, std::size_t bands) const noexcept {
-        const auto [first, stop] = vector_zone();
-        return t == 0 ? 0 : t == bands ? size() : first + (stop - first) / lanes * t / bands * lanes;
-    }
+    static constexpr std::size_t lanes = stencil_kernel::lanes;
 
     /// (A x)_i = d_i x_i - sum_j W_ij x_j, from a stencil pass's `own` and `neighbours`.
     template <class V>
-    V product(std::size_t i, V own, V neighbours) const { return own * load(diagonal, i, own) - neighbours; }
+    V product(std::size_t i, V own, V neighbours) const { return own * kernel::lane_load(diagonal, i, own) - neighbours; }
 
     /// The `finish` of the residual: out_i = r_i - (A z)_i.
     auto residual_of(const T* r, T* out) const {
         return [this, r, out](std::size_t i, auto own, auto neighbours) {
-            store(out, i, load(r, i, own) - product(i, own, neighbours));
+            kernel::lane_store(out, i, kernel::lane_load(r, i, own) - product(i, own, neighbours));
         };
     }
 
     /// The largest flat shift of the stencil.
-    std::size_t reach_in_pixels() const noexcept {
-        std::size_t reach = 0;
-        for (std::size_t o = 0; o < offsets.size(); ++o) reach = std::max(reach, std::size_t(shift(o)));
-        return reach;
-    }
-    /// [first, stop): the pixels computed in whole batches (every neighbour index inside
-    /// the flat range); the others are computed as scalars. The batches start at multiples
-    /// of the batch width, so that with `buffer`'s 64-byte alignment every load and store
-    /// of a pixel's own entries is aligned and only the neighbours' loads split cache
-    /// lines (a split load costs two on Zen 4's load ports).
-    std::pair<std::size_t, std::size_t> vector_zone() const noexcept {
-        const std::size_t n = size(), reach = reach_in_pixels();
-        const std::size_t first = std::min((reach + lanes - 1) / lanes * lanes, n);
-        const std::size_t last = std::max(first, n > reach ? n - reach : 0);
-        return {first, first + (last - first) / lanes * lanes};
-    }
-
-    /// Element i of an array as a scalar or as a batch starting at i, matching `like`.
-    template <class V, class A>
-    static V load(const A& a, std::size_t i, V like) {
-        (void)like;
-        const auto* p = &a[i];
-        if constexpr (std::is_arithmetic_v<V>) return *p;
-        else return V::load_unaligned(p);
-    }
-    /// cond ? a : b, lane by lane for batches.
-    template <class C, class V>
-    static V pick(C cond, V a, V b) {
-        if constexpr (std::is_arithmetic_v<V>) return cond ? a : b;
-        else return xsimd::select(cond, a, b);
-    }
-    template <class V>
-    static void store(T* p, std::size_t i, V v) {
-        if constexpr (std::is_arithmetic_v<V>) p[i] = v;
-        else v.store_unaligned(p + i);
-    }
+    std::size_t reach_in_pixels() const noexcept { return engine().reach_in_pixels(); }
+    /// The pixels the passes compute in whole batches (`kernel::stencil::vector_zone`).
+    std::pair<std::size_t, std::size_t> vector_zone() const noexcept { return engine().vector_zone(); }
 
 private:
     /// What the constructors from a guide share, around `compute_weights()` (which fills
@@ -584,7 +490,7 @@ private:
             V forward(P(0)), backward(P(0));
             for (std::size_t k = 0; k < g.channels; ++k) {
                 const P* plane = g.channel(k);
-                const V difference = load(plane, i, like) - load(plane, i + shift, like);
+                const V difference = kernel::lane_load(plane, i, like) - kernel::lane_load(plane, i + shift, like);
                 forward += sim.channel_logit(difference);
                 if constexpr (!symmetric) backward += sim.channel_logit(V(-difference));
             }
@@ -659,36 +565,15 @@ public:
     /// diagonal = alpha + the weights of each pixel's edges.
     void update_diagonal() {
         diagonal.resize(size());
-        edge_sums([](auto w) { return w; }, [&](std::size_t i, auto sum) { store(diagonal.data(), i, load(alpha, i, sum) + sum); });
+        edge_sums([](auto w) { return w; }, [&](std::size_t i, auto sum) {
+            kernel::lane_store(diagonal.data(), i, kernel::lane_load(alpha, i, sum) + sum);
+        });
     }
 
-    /// finish(i, sum_j f(W_ij)) for every pixel i, the sum as a batch of the pixels i, i + 1,
-    /// ... away from the ends of the image and as a scalar there: one pass over the weights,
-    /// each read at the pixel (its forward edges) and one shift back (its backward ones).
+    /// finish(i, sum_j f(W_ij)) for every pixel i (`kernel::stencil::edge_sums`).
     template <class F, class Finish>
     void edge_sums(F&& f, Finish&& finish) const {
-        using batch = xsimd::batch<T>;
-        const std::size_t n = size(), reach = std::min(n, reach_in_pixels());
-        const auto scalar = [&](std::size_t i) {
-            T sum = 0;
-            for (std::size_t o = 0; o < offsets.size(); ++o) {
-                const std::size_t s = std::size_t(shift(o));
-                sum += f(weights[o][i]);
-                if (i >= s) sum += f(weights[o][i - s]);
-            }
-            finish(i, sum);
-        };
-        std::size_t i = 0;
-        for (; i < reach; ++i) scalar(i);
-        for (; i + lanes <= n; i += lanes) {
-            batch sum(T(0));
-            for (std::size_t o = 0; o < offsets.size(); ++o) {
-                const T* w = weights[o].data() + i;
-                sum += f(batch::load_unaligned(w)) + f(batch::load_unaligned(w - shift(o)));
-            }
-            finish(i, sum);
-        }
-        for (; i < n; ++i) scalar(i);
+        engine().edge_sums(f, finish);
     }
 };
 
