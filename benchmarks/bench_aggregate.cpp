@@ -1,7 +1,8 @@
 // weighted_aggregate on representative compositions, one thread: dense attention
 // (the tiled kernel), 2-D neighborhood attention and 1-D sliding-window attention (the
-// tiled window kernel), and non-local means on materialised patch features (the gather
-// kernel; `nlm_denoise` and bench_nlm use the running-sum kernel instead).
+// tiled window kernel), a Jacobi sweep of the AR system as an aggregate and as the system's
+// own step (the stencil kernel), and non-local means on materialised patch features (the
+// gather kernel; `nlm_denoise` and bench_nlm use the running-sum kernel instead).
 //
 //   build/release/benchmarks/bench_aggregate
 //
@@ -13,6 +14,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xrandom.hpp>
 
 namespace {
@@ -74,6 +76,74 @@ void attention_window1d(benchmark::State& state) {
     run_attention(state, 1, n, 64, nonlocal::window1d{radius, 1, state.range(2) != 0});
 }
 BENCHMARK(attention_window1d)->ArgNames({"n", "radius", "causal"})->Args({8192, 512, 1})->Unit(benchmark::kMillisecond);
+
+/// A colour-guided AR system of 1282 x 1110 pixels (Aloe's size; a synthetic guide of smooth
+/// regions and noise, so that the benchmark needs no data), 30 % of them observed.
+struct stencil_problem {
+    std::size_t H = 1110, W = 1282, n = H * W;
+    nonlocal::grid_stencil stencil;
+    xt::xtensor<float, 1> alpha;
+    xt::xtensor<float, 2> xhat, x;
+    nonlocal::ar_system<float> A;
+
+    explicit stencil_problem(int connectivity)
+        : stencil{H, W, connectivity}, alpha(xt::zeros<float>({n})), xhat(xt::zeros<float>({n, std::size_t(1)})),
+          x(randn(n, 1, 3) * 10.f + 100.f), A(system(connectivity)) {}
+
+    nonlocal::ar_system<float> system(int connectivity) {
+        xt::random::seed(5);
+        xt::xtensor<float, 3> guide = xt::random::randn<float>({H, W, std::size_t(3)}) * 8.f;
+        for (std::size_t r = 0; r < H; ++r)
+            for (std::size_t c = 0; c < W; ++c)
+                for (std::size_t ch = 0; ch < 3; ++ch) guide(r, c, ch) += float((r / 97 + c / 61 + ch) % 4) * 60.f;
+        const xt::xtensor<float, 2> u = xt::random::rand<float>({H, W});
+        xt::xtensor<float, 2> depth = xt::zeros<float>({H, W}), confidence = xt::zeros<float>({H, W});
+        for (std::size_t i = 0; i < n; ++i)
+            if (u.data()[i] < 0.3f)
+                confidence.data()[i] = alpha(i) = 1.f, depth.data()[i] = xhat(i, 0) = float(100 + (i / W) % 50);
+        return nonlocal::ar_system<float>(guide, nonlocal::grid_stencil{H, W, connectivity},
+                                          nonlocal::colour_weights(H, W, 3, 20.0), depth, confidence, 1e-3);
+    }
+};
+
+void set_pixels(benchmark::State& state, std::size_t n) {
+    state.counters["Mpix_per_s"] = benchmark::Counter(double(n) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// One Jacobi sweep as weighted_aggregate: edge_weights over the grid_stencil with sum_with_data,
+// reading the system's own alpha and b (= alpha xhat, alpha being 0 or 1) and writing a buffer
+// as jacobi_step does, so that both read and write the same memory.
+void stencil_aggregate(benchmark::State& state) {
+    const stencil_problem p(int(state.range(0)));
+    const std::array<std::size_t, 1> pixels{p.n};
+    const std::array<std::size_t, 2> column{p.n, 1};
+    const auto alpha = xt::adapt(p.A.alpha.data(), p.n, xt::no_ownership(), pixels);
+    const auto target = xt::adapt(p.A.rhs.data(), p.n, xt::no_ownership(), column);
+    const nonlocal::sum_with_data data(alpha, target);
+    const auto edges = p.A.edges();
+    nonlocal::buffer<float> y(p.n);
+    auto out = xt::adapt(y.data(), p.n, xt::no_ownership(), column);
+    for (auto _ : state) {
+        nonlocal::weighted_aggregate(p.x, p.x, p.x, edges, p.stencil, data, out);
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+    }
+    set_pixels(state, p.n);
+}
+BENCHMARK(stencil_aggregate)->ArgNames({"connectivity"})->Arg(8)->Unit(benchmark::kMillisecond);
+
+// The same sweep as the AR system's own step.
+void ar_jacobi_step(benchmark::State& state) {
+    const stencil_problem p(int(state.range(0)));
+    nonlocal::buffer<float> y(p.n);
+    for (auto _ : state) {
+        p.A.jacobi_step(p.A.rhs.data(), p.x.data(), y.data());
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+    }
+    set_pixels(state, p.n);
+}
+BENCHMARK(ar_jacobi_step)->ArgNames({"connectivity"})->Arg(8)->Unit(benchmark::kMillisecond);
 
 void nlm_composition(benchmark::State& state) {
     const std::size_t side = state.range(0), patch = state.range(1), search = state.range(2), n = side * side;

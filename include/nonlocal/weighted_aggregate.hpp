@@ -98,15 +98,20 @@ void aggregate_stencil(row_matrix<const T> v, const S& s, const grid_stencil& nb
         if constexpr (Nm::kind == normalizer::none) {
             engine.pass(xc, threads, [yc](std::size_t i, auto, auto neighbours) { kernel::lane_store(yc, i, neighbours); });
         } else if constexpr (has_data_term<Nm>) {
-            const auto* t = nm.target;
-            if (dv > 1) {
-                for (std::size_t i = 0; i < n; ++i) target[i] = T(t[i * dv + c]);
-            }
-            const auto alpha = [a = nm.alpha](std::size_t i, auto like) { return kernel::lane_load(a, i, like); };
-            const auto weighted_target = [&](std::size_t i, auto like) {
-                return alpha(i, like) * (dv > 1 ? kernel::lane_load(target.data(), i, like) : kernel::lane_load(t, i, like));
+            // b_i = alpha_i t_i, t read in place for one channel, else channel c of it.
+            const auto run = [&](const auto* t) {
+                const auto alpha = [a = nm.alpha](std::size_t i, auto like) { return kernel::lane_load(a, i, like); };
+                const auto weighted_target = [a = nm.alpha, t](std::size_t i, auto like) {
+                    return kernel::lane_load(a, i, like) * kernel::lane_load(t, i, like);
+                };
+                engine.template pass<true>(xc, threads, kernel::data_term_finish(yc, alpha, weighted_target));
             };
-            engine.template pass<true>(xc, threads, kernel::data_term_finish(yc, alpha, weighted_target));
+            if (dv == 1) {
+                run(nm.target);
+            } else {
+                for (std::size_t i = 0; i < n; ++i) target[i] = T(nm.target[i * dv + c]);
+                run(target.data());
+            }
         } else {
             engine.template pass<true>(xc, threads, kernel::data_term_finish(yc, zero, zero));
         }
