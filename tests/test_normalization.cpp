@@ -89,6 +89,10 @@ BOOST_AUTO_TEST_CASE(data_term_by_hand) {
     const xt::xtensor<double, 2> far_v = {{100.0}};
     BOOST_TEST(weighted_aggregate(far_q, far_k, far_v, gaussian_distance{1.0}, dense{}, data)(0, 0) == 7.0);
     BOOST_TEST(reference::weighted_aggregate(far_q, far_k, far_v, gaussian_distance{1.0}, dense{}, data)(0, 0) == 7.0);
+    // alpha = 0 beside weights whose shift exp(-row max) overflows (logit -1600): the data term
+    // adds nothing, y = the one neighbour's value (0 x inf made it NaN).
+    BOOST_TEST(weighted_aggregate(far_q, far_k, far_v, gaussian_distance{1.0}, dense{}, no_data)(0, 0) == 100.0);
+    BOOST_TEST(reference::weighted_aggregate(far_q, far_k, far_v, gaussian_distance{1.0}, dense{}, no_data)(0, 0) == 100.0);
 }
 
 BOOST_AUTO_TEST_CASE(data_term_validation) {

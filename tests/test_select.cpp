@@ -51,6 +51,8 @@ BOOST_AUTO_TEST_CASE(each_row_selects_its_kernel) {
         {"edge_weights, grid_stencil, sum_with_data", selected<edge_weights<double>, grid_stencil, sum_with_data<>>, kernel_kind::stencil},
         {"edge_weights, grid_stencil, one item's data term", selected<edge_weights<float>, grid_stencil, data_term_slice<float, float>>, kernel_kind::stencil},
         {"edge_weights, grid_stencil, none", selected<edge_weights<float>, grid_stencil, none>, kernel_kind::stencil},
+        {"gaussian_distance, grid_stencil, sum", selected<gaussian_distance, grid_stencil, sum>, kernel_kind::stencil},
+        {"laplacian_distance, grid_stencil, sum_with_data", selected<laplacian_distance, grid_stencil, sum_with_data<>>, kernel_kind::stencil},
         // Row 6: everything else.
         {"edge_weights, grid_stencil, softmax (exp of the weights)", selected<edge_weights<float>, grid_stencil, softmax>, kernel_kind::gather},
         {"edge_weights, window2d, sum", selected<edge_weights<float>, window2d, sum>, kernel_kind::gather},
@@ -61,7 +63,7 @@ BOOST_AUTO_TEST_CASE(each_row_selects_its_kernel) {
         {"gaussian, dense, count (absolute exp weights)", selected<gaussian, dense, count>, kernel_kind::gather},
         {"gaussian, window2d, count (absolute exp weights)", selected<gaussian, window2d, count>, kernel_kind::gather},
         {"squared_euclidean, dense, none", selected<squared_euclidean, dense, none>, kernel_kind::gather},
-        {"gaussian_distance, grid_stencil, sum_with_data", selected<gaussian_distance, grid_stencil, sum_with_data<>>, kernel_kind::gather},
+        {"patch_distance, grid_stencil, sum (patches: not a sum over the features)", selected<patch_distance, grid_stencil, sum>, kernel_kind::gather},
         {"dot_product, window2d, sum_with_data (a data term)", selected<dot_product, window2d, sum_with_data<>>, kernel_kind::gather},
         {"biased, dense, softmax", selected<biased, dense, softmax>, kernel_kind::gather},
     };

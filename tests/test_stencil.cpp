@@ -74,6 +74,53 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(against_the_reference, T, float_and_double) {
     });
 }
 
+BOOST_AUTO_TEST_CASE(distances_with_their_weights_computed_once) {
+    // A distance over the stencil with q = k: its weights computed once, then the stencil
+    // kernel; against the reference, which evaluates every pair (and shifts by the row maximum).
+    test::for_each_arch([&](auto arch) {
+        using A = decltype(arch);
+        unsigned seed = 300;
+        for (const auto& [h, w] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 17}, {17, 1}, {9, 13}, {30, 41}})
+            for (int connectivity : {4, 8})
+                for (std::size_t radius : {1, 3}) {
+                    const grid_stencil stencil{h, w, connectivity, radius};
+                    const std::size_t n = h * w;
+                    const auto g = test::random_tensor<float, 2>({n, 3}, seed++, 0, 3);
+                    const auto v = test::random_tensor<float, 2>({n, 2}, seed++, 0, 100);
+                    const auto alpha = test::random_tensor<float, 1>({n}, seed++, 0, 1);
+                    const auto target = test::random_tensor<float, 2>({n, 2}, seed++, 0, 100);
+                    const std::string what = std::string(A::name()) + " " + std::to_string(h) + " x " + std::to_string(w) +
+                                             " connectivity " + std::to_string(connectivity) + " radius " +
+                                             std::to_string(radius);
+                    test::check_close(weighted_aggregate<A>(g, g, v, gaussian_distance{1.0}, stencil, sum_with_data(alpha, target)),
+                                      reference::weighted_aggregate(g, g, v, gaussian_distance{1.0}, stencil,
+                                                                    sum_with_data(alpha, target)),
+                                      1e-3, 1e-5, what + " gaussian_distance, sum_with_data");
+                    test::check_close(weighted_aggregate<A>(g, g, v, laplacian_distance{0.7}, stencil, sum{}),
+                                      reference::weighted_aggregate(g, g, v, laplacian_distance{0.7}, stencil, sum{}), 1e-3,
+                                      1e-5, what + " laplacian_distance, sum");
+                }
+    });
+}
+
+BOOST_AUTO_TEST_CASE(pixels_whose_weights_all_underflow) {
+    // Pixel (4, 5) is 100 away from every neighbour: exp(-100^2 / 1) underflows for each of its
+    // edges, but the reference's shift by the row maximum still gives it a weighted mean of
+    // them (and its neighbours lose only one edge each). Without a data term and with one.
+    const grid_stencil stencil{9, 11, 8, 1};
+    auto g = test::random_tensor<float, 2>({99, 1}, 1, 0, 1);
+    g(4 * 11 + 5, 0) = 100.f;
+    const auto v = test::random_tensor<float, 2>({99, 1}, 2, 0, 100);
+    const auto y = weighted_aggregate(g, g, v, gaussian_distance{1.0}, stencil, sum{});
+    test::check_close(y, reference::weighted_aggregate(g, g, v, gaussian_distance{1.0}, stencil, sum{}), 1e-3, 1e-5);
+    BOOST_TEST(y(4 * 11 + 5, 0) > 0.f);
+    const xt::xtensor<float, 1> alpha = xt::zeros<float>({99});
+    const auto target = test::random_tensor<float, 2>({99, 1}, 3, 0, 100);
+    test::check_close(weighted_aggregate(g, g, v, gaussian_distance{1.0}, stencil, sum_with_data(alpha, target)),
+                      reference::weighted_aggregate(g, g, v, gaussian_distance{1.0}, stencil, sum_with_data(alpha, target)),
+                      1e-3, 1e-5);
+}
+
 BOOST_AUTO_TEST_CASE(by_hand) {
     // 1 x 3 grid, 4 neighbours: edges {0, 1} of weight 2 and {1, 2} of weight 3; values 10, 20, 40.
     // Pixel 1 is observed: alpha 1, target 7.

@@ -26,6 +26,8 @@
 #include "nonlocal/kernel/patch_window.hpp"
 #include "nonlocal/kernel/select.hpp"
 #include "nonlocal/kernel/stencil.hpp"
+#include "nonlocal/kernel/stencil_weights.hpp"
+#include "nonlocal/similarity/edge_weights.hpp"
 #include "nonlocal/kernel/tiled.hpp"
 #include "nonlocal/kernel/tiled_window.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
@@ -120,6 +122,36 @@ void aggregate_stencil(row_matrix<const T> v, const S& s, const grid_stencil& nb
     }
 }
 
+/// The stencil kernel for a symmetric sum over channels, when queries and keys are the same
+/// features: the weight of every edge computed once, a channel at a time across a row of
+/// pixels, then the aggregate over them. The kernel does not shift the weights by a row
+/// maximum, as the others do for exponentials: the pixels whose weights all underflow to 0
+/// (where the shift still gives a ratio) are computed again by the gather kernel. Returns
+/// false, computing nothing, when queries and keys differ.
+template <class Arch, class T, class S, class Nm>
+bool aggregate_stencil_channels(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s,
+                                const grid_stencil& nb, const Nm& nm, row_matrix<T> out, int threads) {
+    if (q.data != k.data) return false;
+    image_planes<T> planes{nb.height, nb.width, q.cols, buffer<T>(q.rows * q.cols)};
+    for (std::size_t c = 0; c < q.cols; ++c)
+        for (std::size_t i = 0; i < q.rows; ++i) planes.channel(c)[i] = q(i, c);
+    const std::vector<stencil_offset> offsets = nb.forward_offsets();
+    const std::vector<buffer<T>> weights =
+        kernel::edge_weights_by_channel<Arch, T>(planes, offsets, s, 0.0, kernel::edge_sum::one_direction);
+    std::vector<const T*> pointers;
+    for (const auto& w : weights) pointers.push_back(w.data());
+    const edge_weights<T> edges(nb.height, nb.width, offsets, pointers);
+    aggregate_stencil<Arch>(v, edges, nb, nm, out, threads);
+    if constexpr (std::is_same_v<typename S::kernel, exp_kernel> && Nm::kind != normalizer::none) {
+        buffer<T> sums(q.rows);
+        const kernel::stencil<Arch, T> engine(nb.height, nb.width, offsets, pointers);
+        engine.edge_sums([](auto w) { return w; }, [&](std::size_t i, auto sum) { kernel::lane_store(sums.data(), i, sum); });
+        for (std::size_t i = 0; i < q.rows; ++i)
+            if (sums[i] == T(0)) kernel::gather<Arch>(q, k, v, s, nb, nm, out, static_cast<T*>(nullptr), i, i + 1);
+    }
+    return true;
+}
+
 /// One [n, d] slice: projects the features and runs the kernel `kernel::selected_kernel`
 /// names (kernel/select.hpp) over the slice's query tiles, on `threads` threads.
 template <class Arch, class T, class S, class Nb, class Nm>
@@ -129,8 +161,10 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
     constexpr kernel_kind kind = kernel::selected_kernel<S, Nb, Nm>;
     if constexpr (kind == kernel_kind::tiled_groups) {
         return aggregate_groups<Arch>(q, k, v, s, nb, nm, out, lse, threads);
-    } else if constexpr (kind == kernel_kind::stencil) {
+    } else if constexpr (kind == kernel_kind::stencil && kernel::precomputed_edge_weights<S>) {
         if (!lse) return aggregate_stencil<Arch>(v, s, nb, nm, out, threads);
+    } else if constexpr (kind == kernel_kind::stencil) {
+        if (!lse && aggregate_stencil_channels<Arch>(q, k, v, s, nb, nm, out, threads)) return;
     } else if constexpr (kind == kernel_kind::patch_window) {
         require(s.height == nb.height && s.width == nb.width, "weighted_aggregate", [&] {
             return "patch_distance is for a " + std::to_string(s.height) + " x " + std::to_string(s.width) +

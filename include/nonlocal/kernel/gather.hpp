@@ -79,7 +79,8 @@ void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
             normalizer = total;
             if constexpr (detail::has_data_term<Nm>) {
                 const double alpha = nm.data_weight(i);
-                const double relative = shift ? alpha * std::exp(-static_cast<double>(row_max)) : alpha;
+                // alpha = 0 adds nothing, even where exp(-row_max) overflows (0 x inf would be NaN).
+                const double relative = shift && alpha > 0 ? alpha * std::exp(-static_cast<double>(row_max)) : alpha;
                 if (alpha > 0 && std::isinf(relative)) {   // the neighbours' weights vanish beside alpha
                     for (std::size_t c = 0; c < dv; ++c) acc[c] = static_cast<T>(nm.data_value(i, c));
                     continue;

@@ -56,7 +56,8 @@ void aggregate_slice(row_matrix<const double> q_in, row_matrix<const double> k_i
             for (std::size_t t = 0; t < neighbours.size(); ++t) numerator += weights[t] * v(neighbours[t], c);
             double denominator = normalizer;
             if constexpr (nonlocal::detail::has_data_term<Nm>) {
-                const double alpha = nm.data_weight(i) * std::exp(-shift);
+                const double weight = nm.data_weight(i);   // 0 adds nothing, even where exp(-shift) overflows
+                const double alpha = weight > 0 ? weight * std::exp(-shift) : 0.0;
                 if (std::isinf(alpha)) {
                     out(i, c) = nm.data_value(i, c);
                     continue;

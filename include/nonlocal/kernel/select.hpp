@@ -8,7 +8,7 @@
 /// | `tiled_window` | dot product (`is_dot_product`), or one with a position bias (`with_position_bias`) | a box on a grid (`windowed_neighborhood`: `window1d`, `window2d`) | `softmax`, `sum` with exp weights, or identity weights with `sum`, `count`, `none` |
 /// | `tiled_groups` (`tiled` on each group) | dot product | a partition into dense groups (`patch_group`) | as `tiled` |
 /// | `tiled` | dot product | tiles classified (`tiled_neighborhood`: `dense`, `causal`, `block_mask`) | as `tiled_window` |
-/// | `stencil` | `edge_weights` | `grid_stencil` (without log C_i; else `gather`) | `sum`, `sum_with_data`, `none` |
+/// | `stencil` | `edge_weights`, or a symmetric sum over channels (`channel_logit`: the distances) with q and k the same features (else `gather`) | `grid_stencil` (without log C_i; else `gather`) | `sum`, `sum_with_data`, `none` |
 /// | `gather` | any | any | any, with a data term (`sum_with_data`) |
 ///
 /// The first row that matches wins; `selected_kernel<S, Nb, Nm>` names it, and
@@ -69,15 +69,21 @@ inline constexpr bool tiled_applies =
 template <class S, class Nb, class Nm>
 inline constexpr bool tiled_groups_applies = detail::partitioning_neighborhood<Nb> && tiled_applies<S, dense, Nm>;
 
-/// Whether the stencil kernel computes a composition (row 5): precomputed edge weights over
-/// their grid_stencil, summed as they are (identity kernel) with or without a data term.
+/// Precomputed edge weights (`edge_weights`): planes per stencil direction.
+template <class S>
+concept precomputed_edge_weights = requires(const S& s) {
+    s.planes();
+    s.offsets();
+};
+
+/// Whether the stencil kernel computes a composition (row 5): precomputed edge weights, summed
+/// as they are (identity kernel), or a symmetric sum over channels whose weights it computes
+/// once, over a grid_stencil, with or without a data term.
 template <class S, class Nb, class Nm>
 inline constexpr bool stencil_applies =
-    requires(const S& s) {
-        s.planes();
-        s.offsets();
-    } && std::is_same_v<Nb, grid_stencil> && std::is_same_v<typename S::kernel, identity_kernel> &&
-    (Nm::kind == normalizer::sum || Nm::kind == normalizer::none) &&
+    ((precomputed_edge_weights<S> && std::is_same_v<typename S::kernel, identity_kernel>) ||
+     (detail::channel_sum_similarity<S> && detail::symmetric_similarity<S>)) &&
+    std::is_same_v<Nb, grid_stencil> && (Nm::kind == normalizer::sum || Nm::kind == normalizer::none) &&
     (!detail::has_data_term<Nm> || detail::batched_data_term<Nm> || requires(const Nm& nm) {
         nm.alpha[0];
         nm.target[0];

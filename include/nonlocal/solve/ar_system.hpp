@@ -37,6 +37,7 @@
 #include "nonlocal/execution.hpp"
 #include "nonlocal/image/pixels.hpp"
 #include "nonlocal/kernel/stencil.hpp"
+#include "nonlocal/kernel/stencil_weights.hpp"
 #include "nonlocal/neighborhood/grid_stencil.hpp"
 #include "nonlocal/similarity/edge_weights.hpp"
 #include "nonlocal/similarity/patch_distance.hpp"
@@ -128,8 +129,10 @@ public:
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
         build(stencil, min_weight, [&] {
-            if constexpr (detail::channel_sum_similarity<S>) weights_by_channel(detail::to_planes<double>(g), sim, min_weight);
-            else weights_by_pixel(g, sim, min_weight);
+            if constexpr (detail::channel_sum_similarity<S>)
+                weights = kernel::edge_weights_by_channel<default_arch, T>(detail::to_planes<double>(g), offsets, sim, min_weight);
+            else
+                weights = kernel::edge_weights_by_pixel<T>(g, offsets, sim, min_weight);
         });
     }
 
@@ -143,7 +146,9 @@ public:
     ar_system(const detail::image_planes<P>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
-        build(stencil, min_weight, [&] { weights_by_channel(g, sim, min_weight); });
+        build(stencil, min_weight, [&] {
+            weights = kernel::edge_weights_by_channel<default_arch, T>(g, offsets, sim, min_weight);
+        });
     }
 
     std::size_t size() const noexcept { return height * width; }
@@ -170,14 +175,6 @@ public:
             return std::string(name) + " has " + std::to_string(x.size()) + " entries for a system of " +
                    std::to_string(size());
         });
-    }
-
-    /// [c0, c1): the columns c of a row `width` wide whose neighbour c + dx lies inside it.
-    static std::pair<std::size_t, std::size_t> columns_inside(std::ptrdiff_t dx, std::size_t width) noexcept {
-        const auto w = std::ptrdiff_t(width);
-        const std::ptrdiff_t first = std::min(w, std::max<std::ptrdiff_t>(0, -dx));
-        const std::ptrdiff_t end = std::max<std::ptrdiff_t>(0, w - std::max<std::ptrdiff_t>(0, dx));
-        return {std::size_t(first), std::size_t(end)};
     }
 
     /// The largest |dy| or |dx| of the stencil.
@@ -439,93 +436,6 @@ private:
             return "the edge weights of pixel (" + std::to_string(i / width) + ", " + std::to_string(i % width) +
                    ") and its alpha add up to " + std::to_string(double(diagonal[i])) + ", which is not finite";
         });
-    }
-
-    /// The weights W_ij = max(kappa(logit(g_i, g_j)) + kappa(logit(g_j, g_i)), min_weight) of
-    /// `stencil`'s edges, once per edge, a row of edges at a time: their logits, then kappa
-    /// over the row in SIMD batches. A symmetric similarity's two terms are equal: one
-    /// logit per edge.
-    template <similarity S>
-    void weights_by_pixel(const detail::pixel_rows<double>& g, const S& sim, double min_weight) {
-        const nonlocal::detail::projected_features<S, double> f(sim, as_rows(g.pixels), true);
-        constexpr bool symmetric = nonlocal::detail::symmetric_similarity<S>;
-        const auto logit = [&](std::size_t i, std::size_t j) {
-            return nonlocal::detail::logit(sim, (*f).row(i), (*f).row(j), i, j);
-        };
-        const auto kernel = [](std::vector<double>& v, std::size_t begin, std::size_t end) {
-            if constexpr (std::is_same_v<typename S::kernel, exp_kernel>) simd::exp_in_place(v.data() + begin, end - begin);
-            else for (std::size_t c = begin; c < end; ++c) v[c] = S::kernel::apply(v[c]);
-        };
-        std::vector<double> to(width), from(symmetric ? 0 : width);
-        for_each_edge_row([&](std::size_t row, std::size_t shift, std::size_t c0, std::size_t c1, T* w) {
-            for (std::size_t c = c0; c < c1; ++c) {
-                to[c] = logit(row + c, row + c + shift);
-                if constexpr (!symmetric) from[c] = logit(row + c + shift, row + c);
-            }
-            kernel(to, c0, c1);
-            if constexpr (!symmetric) kernel(from, c0, c1);
-            for (std::size_t c = c0; c < c1; ++c) w[c] = T(std::max(symmetric ? 2 * to[c] : to[c] + from[c], min_weight));
-        });
-    }
-
-    /// The same weights for a similarity that is a sum over channels, across the pixels of a
-    /// row in batches of P: logit = sum_k channel_logit(g_k[i] - g_k[j]) over the planes, kappa
-    /// in SIMD (float's exp to about 2 ulp: `simd::exp_nonpositive`, valid up to logit 88).
-    template <class P, class S>
-    void weights_by_channel(const detail::image_planes<P>& g, const S& sim, double min_weight) {
-        using batch = xsimd::batch<P>;
-        constexpr bool symmetric = nonlocal::detail::symmetric_similarity<S>;
-        const auto kappa = [](auto logit) {
-            using V = decltype(logit);
-            if constexpr (!std::is_same_v<typename S::kernel, exp_kernel>) return logit;
-            else if constexpr (std::is_arithmetic_v<V>) return std::exp(logit);
-            // The logit second: x86's min returns its second operand when either is NaN, and
-            // exp_nonpositive keeps NaN, so a NaN logit gives a NaN weight for check_weights.
-            else if constexpr (std::is_same_v<P, float>) return simd::exp_nonpositive(xsimd::min(V(88.f), logit));
-            else return xsimd::exp(logit);
-        };
-        // W of the edges from pixel i (and the next ones, for a batch V) to i + shift.
-        const auto weight = [&](auto like, std::size_t i, std::size_t shift) {
-            using V = decltype(like);
-            V forward(P(0)), backward(P(0));
-            for (std::size_t k = 0; k < g.channels; ++k) {
-                const P* plane = g.channel(k);
-                const V difference = kernel::lane_load(plane, i, like) - kernel::lane_load(plane, i + shift, like);
-                forward += sim.channel_logit(difference);
-                if constexpr (!symmetric) backward += sim.channel_logit(V(-difference));
-            }
-            return symmetric ? V(V(P(2)) * kappa(forward)) : V(kappa(forward) + kappa(backward));
-        };
-        // The row's weights in P, then stored as T (in place when they are the same type).
-        std::vector<P> row_weights(std::is_same_v<P, T> ? 0 : width);
-        for_each_edge_row([&](std::size_t row, std::size_t shift, std::size_t c0, std::size_t c1, T* w) {
-            P* out = std::is_same_v<P, T> ? reinterpret_cast<P*>(w) : row_weights.data();
-            std::size_t c = c0;
-            // The weight second: x86's max returns its second operand when either is NaN, so a
-            // NaN weight stays NaN for check_weights (as std::max keeps it in the scalar tail).
-            for (; c + batch::size <= c1; c += batch::size)
-                xsimd::max(batch(P(min_weight)), weight(batch{}, row + c, shift)).store_unaligned(out + c);
-            for (; c < c1; ++c) out[c] = std::max(weight(P{}, row + c, shift), P(min_weight));
-            if constexpr (!std::is_same_v<P, T>)
-                for (c = c0; c < c1; ++c) w[c] = T(row_weights[c]);
-        });
-    }
-
-    /// f(row start, shift, c0, c1, weights of the row) for every direction and every row whose
-    /// pixels have a neighbour in it: columns [c0, c1), the weights allocated (0 elsewhere).
-    /// Every direction of a row before the next row, so that the guide's rows are read from
-    /// memory once, not once per direction.
-    template <class F>
-    void for_each_edge_row(F&& f) {
-        weights.clear();
-        for (std::size_t o = 0; o < offsets.size(); ++o) weights.emplace_back(size(), T(0));
-        for (std::size_t r = 0; r < height; ++r)
-            for (std::size_t o = 0; o < offsets.size(); ++o) {
-                const auto [dy, dx] = offsets[o];
-                const auto [c0, c1] = columns_inside(dx, width);
-                if (c0 < c1 && r + std::size_t(dy) < height)
-                    f(r * width, std::size_t(shift(o)), c0, c1, weights[o].data() + r * width);
-            }
     }
 
     /// alpha and b = alpha xhat of observations `xhat` with confidences `confidence`, both h x w.

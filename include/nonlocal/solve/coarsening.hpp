@@ -469,7 +469,7 @@ private:
         std::vector<buffer<T>> weights(dirs.size(), buffer<T>(n, T(0)));
         for (std::size_t o = 0; o < f.offsets.size(); ++o) {
             const auto [dy, dx] = f.offsets[o];
-            const auto [c0, c1] = ar_system<T>::columns_inside(dx, f.width);
+            const auto [c0, c1] = kernel::columns_inside(dx, f.width);
             for (std::size_t r = 0; r + std::size_t(dy) < f.height; ++r) {
                 const std::ptrdiff_t block_dy = std::ptrdiff_t((r + std::size_t(dy)) / 2 - r / 2);
                 const T* w = f.weights[o].data() + r * f.width;
