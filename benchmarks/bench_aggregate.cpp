@@ -145,6 +145,26 @@ void ar_jacobi_step(benchmark::State& state) {
 }
 BENCHMARK(ar_jacobi_step)->ArgNames({"connectivity"})->Arg(8)->Unit(benchmark::kMillisecond);
 
+// A Jacobi sweep written as users compose it, gaussian_distance on the guide's colours over the
+// stencil: with q = k the stencil kernel (weights computed in the call), with k a copy of q the
+// gather kernel (kernel:0), the same result.
+void distance_stencil(benchmark::State& state) {
+    const stencil_problem p(8);
+    xt::random::seed(7);
+    const xt::xtensor<float, 2> guide = xt::random::rand<float>({p.n, std::size_t(3)}) * 4.f, copy = guide;
+    const nonlocal::sum_with_data data(p.alpha, p.xhat);
+    xt::xtensor<float, 2> out = xt::empty<float>({p.n, std::size_t(1)});
+    const bool stencil_kernel = state.range(0) != 0;
+    for (auto _ : state) {
+        nonlocal::weighted_aggregate(guide, stencil_kernel ? guide : copy, p.x, nonlocal::gaussian_distance{1.0}, p.stencil,
+                                     data, out);
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    set_pixels(state, p.n);
+}
+BENCHMARK(distance_stencil)->ArgNames({"kernel"})->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
 void nlm_composition(benchmark::State& state) {
     const std::size_t side = state.range(0), patch = state.range(1), search = state.range(2), n = side * side;
     const auto image = randn(side, side, 4);
