@@ -138,8 +138,7 @@ bool aggregate_stencil_channels(row_matrix<const T> q, row_matrix<const T> k, ro
     const std::vector<stencil_offset> offsets = nb.forward_offsets();
     const std::vector<buffer<T>> weights =
         kernel::edge_weights_by_channel<Arch, T>(planes, offsets, s, 0.0, kernel::edge_sum::one_direction);
-    std::vector<const T*> pointers;
-    for (const auto& w : weights) pointers.push_back(w.data());
+    const std::vector<const T*> pointers = kernel::plane_pointers(weights);
     const edge_weights<T> edges(nb.height, nb.width, offsets, pointers);
     aggregate_stencil<Arch>(v, edges, nb, nm, out, threads);
     if constexpr (std::is_same_v<typename S::kernel, exp_kernel> && Nm::kind != normalizer::none) {

@@ -38,6 +38,14 @@ inline std::pair<std::size_t, std::size_t> columns_inside(std::ptrdiff_t dx, std
     return {std::size_t(first), std::size_t(end)};
 }
 
+/// The planes' data, as `kernel::stencil` and `edge_weights` take them.
+template <class T>
+std::vector<const T*> plane_pointers(const std::vector<buffer<T>>& planes) {
+    std::vector<const T*> pointers;
+    for (const auto& plane : planes) pointers.push_back(plane.data());
+    return pointers;
+}
+
 /// Planes of zeros, one per direction, and f(row start, shift, c0, c1, weights of the row)
 /// for every direction and every row whose pixels have a neighbour in it (columns [c0, c1)),
 /// every direction of a row before the next row.

@@ -155,19 +155,11 @@ public:
 
     /// The system's edge weights W as a similarity (a view of them): `weighted_aggregate` over
     /// the system's `grid_stencil` with `sum_with_data(alpha, xhat)` is `jacobi_step`.
-    edge_weights<T> edges() const {
-        std::vector<const T*> planes;
-        for (const auto& w : weights) planes.push_back(w.data());
-        return edge_weights<T>(height, width, offsets, std::move(planes));
-    }
+    edge_weights<T> edges() const { return edge_weights<T>(height, width, offsets, kernel::plane_pointers(weights)); }
 
     /// The stencil kernel over this system's weights (a view of them).
     using stencil_kernel = kernel::stencil<default_arch, T>;
-    stencil_kernel engine() const {
-        std::vector<const T*> planes;
-        for (const auto& w : weights) planes.push_back(w.data());
-        return stencil_kernel(height, width, offsets, std::move(planes));
-    }
+    stencil_kernel engine() const { return stencil_kernel(height, width, offsets, kernel::plane_pointers(weights)); }
 
     /// Throws `std::invalid_argument` (from `where`) unless `x` has an entry per pixel.
     void require_size(std::span<const T> x, std::string_view where, std::string_view name = "x") const {
@@ -369,9 +361,9 @@ public:
     }
 
     /// The largest flat shift of the stencil.
-    std::size_t reach_in_pixels() const noexcept { return engine().reach_in_pixels(); }
+    std::size_t reach_in_pixels() const { return engine().reach_in_pixels(); }
     /// The pixels the passes compute in whole batches (`kernel::stencil::vector_zone`).
-    std::pair<std::size_t, std::size_t> vector_zone() const noexcept { return engine().vector_zone(); }
+    std::pair<std::size_t, std::size_t> vector_zone() const { return engine().vector_zone(); }
 
 private:
     /// What the constructors from a guide share, around `compute_weights()` (which fills
