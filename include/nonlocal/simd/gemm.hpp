@@ -41,6 +41,20 @@ struct indirect_rows {
     indirect_rows from(std::size_t first) const noexcept { return {rows + first}; }
 };
 
+/// Keeps `x` in a register: without it GCC folds each use of a loaded B vector into its
+/// FMA as a memory operand, reloading it MR times, and the micro-kernel waits on loads
+/// (MR x NV + MR loads per MR x NV FMAs, instead of NV + MR).
+template <class Batch>
+inline void keep_in_register(Batch& x) noexcept {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    if constexpr (sizeof(Batch) >= 16) {
+        typename Batch::register_type r = x;
+        __asm__("" : "+v"(r));
+        x = r;
+    }
+#endif
+}
+
 template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, class A, class B>
 inline void micro_gemm(std::size_t depth, A a, std::size_t a_k, B b, std::size_t b_col, T* c, std::size_t ldc) noexcept {
     using batch = xsimd::batch<T, Arch>;
@@ -59,7 +73,10 @@ inline void micro_gemm(std::size_t depth, A a, std::size_t a_k, B b, std::size_t
         batch bv[NV];
         const T* bp = b[p] + b_col;
 #pragma GCC unroll 4
-        for (std::size_t v = 0; v < NV; ++v) bv[v] = batch::load_unaligned(bp + v * W);
+        for (std::size_t v = 0; v < NV; ++v) {
+            bv[v] = batch::load_unaligned(bp + v * W);
+            if constexpr (MR > 1) keep_in_register(bv[v]);
+        }
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
             const batch av(ar[r][p * a_k]);
