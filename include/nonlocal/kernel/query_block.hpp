@@ -18,9 +18,11 @@
 /// within L1 and L2. The per-tile softmax costs one exp per 2 (d + dv) flops.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <xsimd/xsimd.hpp>
@@ -66,20 +68,18 @@ public:
 
     query_block(std::size_t d, std::size_t dv)
         : d_(d), dv_(dv), dvp_((dv + W - 1) / W * W), qt_(d * Rows), st_(cols * Rows), o_(Rows * dvp_),
-          keys_(cols * d), values_(cols * dvp_, T(0)), row_max_(Rows), row_sum_(Rows), alpha_(Rows),
-          admitted_(Rows), key_rows_(cols), value_rows_(cols) {}
+          row_max_(Rows), row_sum_(Rows), alpha_(Rows), admitted_(Rows), key_rows_(cols), value_rows_(cols) {}
 
     std::size_t padded_dv() const noexcept { return dvp_; }
 
     /// Starts a block of `count` queries: `query(r)` is the r-th one's features, scaled by `scale`.
+    /// Lanes past `count` repeat query 0; their results are never written.
     template <class Query>
     void start(std::size_t count, T scale, Query&& query) {
         count_ = count;
-        std::fill(qt_.begin(), qt_.end(), T(0));
-        for (std::size_t r = 0; r < count; ++r) {
-            const T* x = query(r);
-            for (std::size_t p = 0; p < d_; ++p) qt_[p * Rows + r] = scale * x[p];
-        }
+        std::array<const T*, Rows> rows;
+        for (std::size_t r = 0; r < Rows; ++r) rows[r] = count == 0 ? nullptr : query(r < count ? r : 0);
+        if (count > 0) transpose_queries(rows, scale);
         std::fill(o_.begin(), o_.end(), T(0));
         std::fill(row_max_.begin(), row_max_.end(), -std::numeric_limits<T>::infinity());
         std::fill(row_sum_.begin(), row_sum_.end(), T(0));
@@ -89,8 +89,14 @@ public:
     /// Space for a tile's keys packed as `cols` rows of d (`keys()`) and its values as rows of
     /// `padded_dv()`, zero beyond dv (`values()`); tables of `cols` row pointers for tiles read
     /// where they lie (`key_rows()`, `value_rows()`).
-    T* keys() noexcept { return keys_.data(); }
-    T* values() noexcept { return values_.data(); }
+    T* keys() {
+        if (keys_.empty()) keys_.resize(cols * d_);
+        return keys_.data();
+    }
+    T* values() {
+        if (values_.empty()) values_.assign(cols * dvp_, T(0));
+        return values_.data();
+    }
     const T** key_rows() noexcept { return key_rows_.data(); }
     const T** value_rows() noexcept { return value_rows_.data(); }
 
@@ -167,13 +173,27 @@ public:
             if constexpr (Kind == normalizer::none) normalizer = T(1);
             T* y = out(r);
             if (normalizer == T(0)) std::fill(y, y + dv_, T(0));
-            else for (std::size_t c = 0; c < dv_; ++c) y[c] = o_[r * dvp_ + c] / normalizer;
+            else divide(o_.data() + r * dvp_, normalizer, y);
             if (T* l = lse(r))
                 *l = Shift ? (row_sum_[r] == T(0) ? minus_inf : row_max_[r] + std::log(row_sum_[r])) : std::log(normalizer);
         }
     }
 
 private:
+    /// y = o / normalizer for dv values, as a product with the reciprocal, a vector at a time.
+    void divide(const T* o, T normalizer, T* y) const noexcept {
+        const T reciprocal = T(1) / normalizer;
+        std::size_t c = 0;
+        for (; c + W <= dv_; c += W) (batch::load_unaligned(o + c) * batch(reciprocal)).store_unaligned(y + c);
+        for (; c < dv_; ++c) y[c] = o[c] * reciprocal;
+    }
+
+    /// Qt [d, Rows] = scale x Q^T for the queries at `rows`.
+    void transpose_queries(const std::array<const T*, Rows>& rows, T scale) {
+        for (std::size_t r = 0; r < Rows; ++r)
+            for (std::size_t p = 0; p < d_; ++p) qt_[p * Rows + r] = scale * rows[r][p];
+    }
+
     /// O [Rows, dvp] += P V: P read from S^T (a broadcast per query), V rows in place. The
     /// register block follows dv: 4 queries x 4 vectors when a row has 4 vectors or more,
     /// 8 x 2 for two, 16 x 1 for one (16 accumulators each with 32 registers; half with 16).

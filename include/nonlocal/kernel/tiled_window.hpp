@@ -102,6 +102,8 @@ public:
           scale_(static_cast<T>(detail::dot_product_scale(s, q.cols))) {
         const window_axis &R = grid_.rows, &C = grid_.cols;
         if (q.rows == 0) return;
+        for (std::size_t i = 0; i < R.length; ++i) row_windows_.push_back(R.group_window(i));
+        for (std::size_t i = 0; i < C.length; ++i) col_windows_.push_back(C.group_window(i));
         for (std::size_t gr = 0; gr < std::min(R.dilation, R.length); ++gr)
             for (std::size_t gc = 0; gc < std::min(C.dilation, C.length); ++gc) {
                 const std::size_t gh = R.group_length(gr), gw = C.group_length(gc);
@@ -133,22 +135,29 @@ private:
         const std::size_t a0 = job.block_row * job.rows, rows = std::min(job.rows, gh - a0);
         const std::size_t cols = std::min(job.cols, gw - first_col), count = rows * cols;
         const std::size_t d = q_.cols, dv = v_.cols, dvp = b.padded_dv();
-        const auto query = [&](std::size_t r) { return pixel(job.group_row, job.group_col, a0 + r / cols, first_col + r % cols); };
 
-        // Each query's window as a box of group positions; the block's rectangle is their union.
+        // Each query's pixel, and its window as a box of group positions; the block's
+        // rectangle is their union.
+        std::array<std::size_t, Br> pixels{};
         std::array<T, Br> row_lo, row_hi, col_lo, col_hi;
         row_lo.fill(T(1)), row_hi.fill(T(0)), col_lo.fill(T(1)), col_hi.fill(T(0));   // empty boxes past the block
         std::size_t r0 = gh, r1 = 0, c0 = gw, c1 = 0, inner_r0 = 0, inner_r1 = gh, inner_c0 = 0, inner_c1 = gw;
-        for (std::size_t r = 0; r < count; ++r) {
-            const std::size_t i = query(r);
-            const key_range wr = R.group_window(i / C.length), wc = C.group_window(i % C.length);
-            row_lo[r] = T(wr.first), row_hi[r] = T(wr.first + wr.count);
-            col_lo[r] = T(wc.first), col_hi[r] = T(wc.first + wc.count);
+        for (std::size_t a = 0, r = 0; a < rows; ++a) {
+            const std::size_t y = job.group_row + (a0 + a) * R.dilation;
+            const key_range wr = row_windows_[y];
+            for (std::size_t c = 0; c < cols; ++c, ++r) {
+                const std::size_t x = job.group_col + (first_col + c) * C.dilation;
+                const key_range wc = col_windows_[x];
+                pixels[r] = y * C.length + x;
+                row_lo[r] = T(wr.first), row_hi[r] = T(wr.first + wr.count);
+                col_lo[r] = T(wc.first), col_hi[r] = T(wc.first + wc.count);
+                c0 = std::min(c0, wc.first), c1 = std::max(c1, wc.first + wc.count);
+                inner_c0 = std::max(inner_c0, wc.first), inner_c1 = std::min(inner_c1, wc.first + wc.count);
+            }
             r0 = std::min(r0, wr.first), r1 = std::max(r1, wr.first + wr.count);
-            c0 = std::min(c0, wc.first), c1 = std::max(c1, wc.first + wc.count);
             inner_r0 = std::max(inner_r0, wr.first), inner_r1 = std::min(inner_r1, wr.first + wr.count);
-            inner_c0 = std::max(inner_c0, wc.first), inner_c1 = std::min(inner_c1, wc.first + wc.count);
         }
+        const auto query = [&](std::size_t r) { return pixels[r]; };
         b.start(count, scale_, [&](std::size_t r) { return q_.row(query(r)).data(); });
 
         // Tiles of whole rows of the rectangle when a row fits, else pieces of one row.
@@ -160,27 +169,37 @@ private:
                 const std::size_t tw = tc1 - tc, keys = (tr1 - tr) * tw;
                 const std::size_t first_key = pixel(job.group_row, job.group_col, tr, tc);
                 const std::size_t key_step = C.dilation;
-                // f(c, j) for the tile's keys j in order.
-                const auto for_each_key = [&](auto&& f) {
-                    std::size_t c = 0;
-                    for (std::size_t a = tr; a < tr1; ++a)
-                        for (std::size_t j = pixel(job.group_row, job.group_col, a, tc), end = j + tw * key_step; j < end;
-                             j += key_step)
-                            f(c++, j);
-                };
 
                 // 1. Scores: a run of keys with stride, any other tile through a table of its
                 // rows (rows past the tile point at its first key); values the same way unless
                 // their rows are not whole vectors, which are copied and padded.
-                T* st = nullptr;
                 const bool run_of_keys = tr1 - tr == 1 && first_key + (block::padded_keys(keys) - 1) * key_step < k_.rows;
+                const bool values_in_place = dv == dvp && run_of_keys;
+                const T** key_rows = b.key_rows();
+                const T** value_rows = b.value_rows();
+                if (!values_in_place) {
+                    T* padded = dv == dvp ? nullptr : b.values();
+                    for (std::size_t a = tr, c = 0; a < tr1; ++a) {
+                        const std::size_t first = pixel(job.group_row, job.group_col, a, tc);
+                        const T* key = k_.data + first * d;
+                        const T* value = v_.data + first * dv;
+                        for (std::size_t t = 0; t < tw; ++t, ++c, key += key_step * d, value += key_step * dv) {
+                            key_rows[c] = key;
+                            if (padded) {
+                                simd::copy<Arch>(value, padded + c * dvp, dv);
+                                value_rows[c] = padded + c * dvp;
+                            } else {
+                                value_rows[c] = value;
+                            }
+                        }
+                    }
+                }
+                T* st = nullptr;
                 if (run_of_keys) {
                     st = b.scores(k_.data + first_key * d, key_step * d, keys);
                 } else {
-                    const T** rows = b.key_rows();
-                    for_each_key([&](std::size_t c, std::size_t j) { rows[c] = k_.row(j).data(); });
-                    std::fill(rows + keys, rows + block::padded_keys(keys), rows[0]);
-                    st = b.scores(simd::indirect_rows<T>{rows}, keys);
+                    std::fill(key_rows + keys, key_rows + block::padded_keys(keys), key_rows[0]);
+                    st = b.scores(simd::indirect_rows<T>{key_rows}, keys);
                 }
                 // 2. The bias of each admitted pair, then the mask, unless every window holds the tile.
                 if constexpr (biased) add_bias(st, query, count, row_lo, row_hi, col_lo, col_hi, tr, tr1, tc, tc1);
@@ -188,20 +207,8 @@ private:
                 else mask(b, st, tr, tr1, tc, tc1, row_lo, row_hi, col_lo, col_hi);
 
                 // 3. Softmax and values.
-                if (dv == dvp && run_of_keys) {
-                    b.accumulate(v_.data + first_key * dv, key_step * dv, keys);
-                } else {
-                    const T** rows = b.value_rows();
-                    for_each_key([&](std::size_t c, std::size_t j) {
-                        if (dv == dvp) {
-                            rows[c] = v_.row(j).data();
-                        } else {
-                            simd::copy<Arch>(v_.row(j).data(), b.values() + c * dvp, dv);
-                            rows[c] = b.values() + c * dvp;
-                        }
-                    });
-                    b.accumulate(simd::indirect_rows<T>{rows}, keys);
-                }
+                if (values_in_place) b.accumulate(v_.data + first_key * dv, key_step * dv, keys);
+                else b.accumulate(simd::indirect_rows<T>{value_rows}, keys);
             }
         b.finish([&](std::size_t r) { return out_.row(query(r)).data(); },
                  [&](std::size_t r) { return lse_ ? lse_ + query(r) : nullptr; });
@@ -261,6 +268,7 @@ private:
     T* lse_;
     T scale_;
     std::vector<window_job> jobs_;
+    std::vector<key_range> row_windows_, col_windows_;   // each position's window in its group
 };
 
 }  // namespace kernel
