@@ -57,9 +57,9 @@ std::vector<double> literal_line_solution(const ar_system<T>& A, std::size_t d, 
             const std::size_t L = line.size();
             std::vector<double> M(L * L, 0.0), b(L);
             for (std::size_t k = 0; k < L; ++k)
-                M[k * L + k] = double(A.alpha[line[k]]), b[k] = double(A.alpha[line[k]]) * double(x[line[k]]);
+                M[k * L + k] = double(A.alpha()[line[k]]), b[k] = double(A.alpha()[line[k]]) * double(x[line[k]]);
             for (std::size_t k = 0; k + 1 < L; ++k) {   // the edge from line[k] to line[k + 1]
-                const double w = scale * double(A.weights[d][line[k]]);
+                const double w = scale * double(A.weights()[d][line[k]]);
                 M[k * L + k] += w, M[(k + 1) * L + k + 1] += w, M[k * L + k + 1] -= w, M[(k + 1) * L + k] -= w;
             }
             for (std::size_t k = 0; k < L; ++k)   // no pivoting: the matrix is diagonally dominant
@@ -174,10 +174,10 @@ BOOST_AUTO_TEST_CASE(constants_sums_and_signs) {
                 buffer<float> x(x0.begin(), x0.end());
                 x[5] = 0, x[6] = 0;
                 double before = 0, after = 0;
-                for (std::size_t i = 0; i < A.size(); ++i) before += double(A.alpha[i]) * x[i];
+                for (std::size_t i = 0; i < A.size(); ++i) before += double(A.alpha()[i]) * x[i];
                 line_solve(A, d, 3.0, std::span<float>(x));
                 for (std::size_t i = 0; i < A.size(); ++i) {
-                    after += double(A.alpha[i]) * x[i];
+                    after += double(A.alpha()[i]) * x[i];
                     BOOST_TEST(x[i] >= 0.f);
                 }
                 BOOST_TEST(std::abs(after - before) < 1e-5 * before);
@@ -262,14 +262,17 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { separable_smooth(A, std::span<float>(x), {2, std::numeric_limits<double>::infinity()}); },
                         "separable_smooth", "strength = inf");
     // A pixel without a data term leaves its line's system singular where it holds no other.
-    ar_system<float> unobserved = A;
-    unobserved.alpha[7] = 0;
+    buffer<float> alpha = A.alpha();
+    alpha[7] = 0;
+    const ar_system<float> unobserved(A.height, A.width, A.offsets, A.weights(), alpha, A.rhs);
     test::check_invalid([&] { line_solve(unobserved, 1, 1.0, std::span<float>(x)); }, "line_solve", "alpha > 0",
                         "got 0", "at pixel (1, 2)");
     test::check_invalid([&] { separable_smooth(unobserved, std::span<float>(x)); }, "separable_smooth", "alpha > 0");
     // Negative weights (as Galerkin coarse systems may hold) can make a pivot vanish.
     ar_system<float> negative = A;
-    negative.weights[2][3] = -0.5f;
+    negative.reweight([](std::size_t d, std::span<float> w) {
+        if (d == 2) w[3] = -0.5f;
+    });
     test::check_invalid([&] { line_solve(negative, 2, 1.0, std::span<float>(x)); }, "line_solve", "weights >= 0",
                         "-0.5", "direction 2 at pixel 3");
     line_solve(negative, 1, 1.0, std::span<float>(x));   // other directions are fine

@@ -111,8 +111,8 @@ BOOST_AUTO_TEST_CASE(interpolation_by_hand) {
                                            {1, 1, 0, 1, 1, 0, 0, 0, 0}};
     const ar_system<> A(3, 3, grid_stencil{3, 3, 8, 1}.forward_offsets(), weights, buffer<double>(9, 0.0),
                         buffer<double>(9, 0.0));
-    BOOST_TEST(A.diagonal[4] == 8.0);
-    BOOST_TEST(A.diagonal[1] == 5.0);
+    BOOST_TEST(A.diagonal()[4] == 8.0);
+    BOOST_TEST(A.diagonal()[1] == 5.0);
     const detail::operator_dependent_interpolation<double> P(A);
     BOOST_TEST(P.coarse_height == 2u);
     BOOST_TEST(P.coarse_width == 2u);
@@ -130,12 +130,13 @@ BOOST_AUTO_TEST_CASE(interpolation_by_hand) {
     // collapsed d - S = 2.5 + 2 eps. It keeps 2 / (2.5 + 2 eps) of the left value and eps-sized
     // weight of the right one: interpolation follows the cut.
     const double eps = 1e-3;
-    ar_system<> cut = A;
-    cut.weights[0] = {1, eps, 0, 1, eps, 0, 1, eps, 0};
-    cut.weights[1] = {0, 1, eps, 0, 1, eps, 0, 0, 0};
-    cut.weights[3] = {1, eps, 0, 1, eps, 0, 0, 0, 0};
-    cut.alpha[1] = 0.5;
-    cut.update_diagonal();
+    std::vector<buffer<double>> cut_weights = A.weights();
+    cut_weights[0] = {1, eps, 0, 1, eps, 0, 1, eps, 0};
+    cut_weights[1] = {0, 1, eps, 0, 1, eps, 0, 0, 0};
+    cut_weights[3] = {1, eps, 0, 1, eps, 0, 0, 0, 0};
+    buffer<double> alpha = A.alpha();
+    alpha[1] = 0.5;
+    const ar_system<> cut(A.height, A.width, A.offsets, cut_weights, alpha, A.rhs);
     const detail::operator_dependent_interpolation<double> Q(cut);
     BOOST_TEST(std::abs(Q.weight(0, 1, 0, 0) - 2 / (2.5 + 2 * eps)) < 1e-15);
     BOOST_TEST(std::abs(Q.weight(0, 1, 0, 1) - 2 * eps / (2.5 + 2 * eps)) < 1e-15);
@@ -222,7 +223,7 @@ BOOST_AUTO_TEST_CASE(smoothing_diagonal_by_hand) {
     // s_i = (a_ii + sum_j |a_ij|) / 2: on one row of three with weights 2 and -1 and
     // diagonals 5, 4, 3: s = (5 + 2, 4 + 2 + 1, 3 + 1) / 2.
     const ar_system<> A = ar_system<>::from_operator(1, 3, {{0, 1}}, {buffer<double>{2, -1, 0}}, buffer<double>{5, 4, 3});
-    BOOST_TEST(A.alpha == (buffer<double>{3, 3, 4}));   // the diagonal less the weights
+    BOOST_TEST(A.alpha() == (buffer<double>{3, 3, 4}));   // the diagonal less the weights
     const auto t = multigrid<>::inverse_smoothing_diagonal(A);
     BOOST_TEST(t == (buffer<double>{2 / 7.0, 2 / 7.0, 2 / 4.0}));
 }

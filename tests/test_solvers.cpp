@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(assembled_equals_matrix_free) {
         for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 7}, {6, 1}, {2, 3}, {5, 9}, {17, 12}}) {
             const problem p(H, W, unsigned(H * W + connectivity + radius));
             const ar_system A = p.system(connectivity, radius);
-            const csr_matrix m = A.assemble();
+            const csr_matrix m = assemble(A);
             const auto x = test::random_tensor<double, 1>({H * W}, 9);
             const std::vector<double> xv(x.begin(), x.end());
             const auto y = A.apply(xv);
@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(assembled_equals_matrix_free) {
                 for (std::size_t t = m.row_offsets[i]; t < m.row_offsets[i + 1]; ++t)
                     s += m.values[t] * xv[m.columns[t]], row_sum += m.values[t];
                 BOOST_TEST(std::abs(s - y[i]) < 1e-9);
-                BOOST_TEST(std::abs(row_sum - A.alpha[i]) < 1e-9);   // a Laplacian plus diag(alpha)
+                BOOST_TEST(std::abs(row_sum - A.alpha()[i]) < 1e-9);   // a Laplacian plus diag(alpha)
                 for (std::size_t t = m.row_offsets[i] + 1; t < m.row_offsets[i + 1]; ++t)
                     BOOST_TEST(m.columns[t - 1] < m.columns[t]);
             }
@@ -111,7 +111,7 @@ void check_edge_weights(const problem& p, int connectivity, std::size_t radius, 
                 const std::ptrdiff_t rr = std::ptrdiff_t(r) + A.offsets[o].dy, cc = std::ptrdiff_t(c) + A.offsets[o].dx;
                 const std::size_t i = r * p.W + c;
                 if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(p.H) || cc >= std::ptrdiff_t(p.W)) {
-                    BOOST_TEST(A.weights[o][i] == T(0));
+                    BOOST_TEST(A.weights()[o][i] == T(0));
                     continue;
                 }
                 const std::size_t j = std::size_t(rr) * p.W + std::size_t(cc);
@@ -120,7 +120,7 @@ void check_edge_weights(const problem& p, int connectivity, std::size_t radius, 
                     return nonlocal::detail::logit(sim, std::span<const double>(a), std::span<const double>(b), k, l);
                 };
                 const double both = S::kernel::apply(logit(gi, gj, i, j)) + S::kernel::apply(logit(gj, gi, j, i));
-                BOOST_TEST(std::abs(A.weights[o][i] - std::max(both, floor)) <= tolerance * std::max(both, floor));
+                BOOST_TEST(std::abs(A.weights()[o][i] - std::max(both, floor)) <= tolerance * std::max(both, floor));
             }
 }
 
@@ -260,10 +260,10 @@ BOOST_AUTO_TEST_CASE(zero_right_hand_sides_starts_that_meet_the_tolerance_and_br
     // An operator that is not positive definite (here -A): CG stops at once, reports that
     // it did not converge, and leaves x as it was instead of stepping by 0 / 0 or a
     // negative curvature.
-    std::vector<buffer<double>> negated = A.weights;
+    std::vector<buffer<double>> negated = A.weights();
     for (auto& w : negated)
         for (double& v : w) v = -v;
-    buffer<double> negated_diagonal = A.diagonal;
+    buffer<double> negated_diagonal = A.diagonal();
     for (double& d : negated_diagonal) d = -d;
     const ar_system<double> minus_A = ar_system<double>::from_operator(A.height, A.width, A.offsets, negated, negated_diagonal);
     std::vector<double> start(n, 1.0);
@@ -364,7 +364,7 @@ BOOST_AUTO_TEST_CASE(single_precision_systems) {
                                  p.xhat, p.alpha);
         for (std::size_t o = 0; o < A.offsets.size(); ++o)
             for (std::size_t i = 0; i < A.size(); ++i)
-                BOOST_TEST(std::abs(F.weights[o][i] - A.weights[o][i]) <= 1e-7 * A.weights[o][i]);
+                BOOST_TEST(std::abs(F.weights()[o][i] - A.weights()[o][i]) <= 1e-7 * A.weights()[o][i]);
         const auto exact = test::dense_solve(A);
         const solve_options options{1e-4, 20000};
         const auto check = [&](const solve_report& report, const std::vector<float>& x) {
@@ -446,7 +446,7 @@ BOOST_AUTO_TEST_CASE(batches_start_on_the_batch_grid) {
                 BOOST_TEST(first >= A.reach_in_pixels());
                 BOOST_TEST(stop + A.reach_in_pixels() <= A.size());
             }
-            BOOST_TEST(reinterpret_cast<std::uintptr_t>(A.diagonal.data()) % 64 == 0u);
+            BOOST_TEST(reinterpret_cast<std::uintptr_t>(A.diagonal().data()) % 64 == 0u);
         }
 }
 
@@ -650,10 +650,35 @@ BOOST_AUTO_TEST_CASE(data_term_given_directly_or_as_observations) {
     buffer<double> alpha(p.alpha.begin(), p.alpha.end()), b(alpha.size());
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = alpha[i] * p.xhat.data()[i];
     const ar_system direct(rows, stencil, laplacian_distance(20.0), alpha, b, 1e-3);
-    BOOST_TEST(direct.weights == from_observations.weights);
-    BOOST_TEST(direct.alpha == from_observations.alpha);
+    BOOST_TEST(direct.weights() == from_observations.weights());
+    BOOST_TEST(direct.alpha() == from_observations.alpha());
     BOOST_TEST(direct.rhs == from_observations.rhs);
-    BOOST_TEST(direct.diagonal == from_observations.diagonal);
+    BOOST_TEST(direct.diagonal() == from_observations.diagonal());
+}
+
+BOOST_AUTO_TEST_CASE(reweight_keeps_the_diagonal_in_step) {
+    // Weights changed through reweight give the system built from those weights, its diagonal
+    // alpha + the new weights' sums; on a 3 x 3 grid with 4 neighbours, by hand.
+    const std::vector<stencil_offset> right_and_down{{0, 1}, {1, 0}};
+    const buffer<double> alpha{1, 0, 0, 0, 2, 0, 0, 0, 1};
+    ar_system<double> A(3, 3, right_and_down, {buffer<double>(9, 1.0), buffer<double>(9, 1.0)}, alpha,
+                        buffer<double>(9, 0.0));
+    BOOST_TEST(A.diagonal()[8] == 1.0 + 1.0 + 1.0);    // (2, 2): left and up, none beyond the grid
+    A.reweight([](std::size_t d, std::span<double> w) {
+        for (std::size_t i = 0; i < w.size(); ++i) w[i] = d == 0 ? 0.5 : 2.0;
+    });
+    // Pixel (1, 1) has W = 0.5, 0.5 (left and right), 2, 2 (up and down), plus alpha 2; the
+    // weights of edges leaving the grid stay 0.
+    BOOST_TEST(A.diagonal()[4] == 7.0);
+    BOOST_TEST(A.diagonal()[0] == 1.0 + 0.5 + 2.0);    // right and down
+    BOOST_TEST(A.diagonal()[8] == 1.0 + 0.5 + 2.0);    // left and up
+    BOOST_TEST(A.diagonal()[2] == 0.5 + 2.0);          // left and down
+    BOOST_TEST(A.weights()[0][2] == 0.0);              // (0, 2) has no right neighbour
+    BOOST_TEST(A.weights()[1][7] == 0.0);              // (2, 1) has none below
+    const ar_system<double> built(3, 3, right_and_down, A.weights(), alpha, buffer<double>(9, 0.0));
+    BOOST_TEST(A.diagonal() == built.diagonal());
+    test::check_invalid([&] { A.reweight([](std::size_t, std::span<double> w) { w[0] = std::nan(""); }); }, "ar_system",
+                        "the edge from pixel (0, 0)", "nan");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -31,6 +31,7 @@
 #include "nonlocal/filter/median.hpp"
 #include "nonlocal/filter/depth.hpp"
 #include "nonlocal/solve/ar_system.hpp"
+#include "nonlocal/solve/csr.hpp"
 #include "nonlocal/solve/solvers.hpp"
 #include "nonlocal/solve/line_solves.hpp"
 #include "nonlocal/nn/linear.hpp"

@@ -301,7 +301,7 @@ inline box_interpolation observed_interpolation(const observed_depth& d) {
 }
 template <class T>
 buffer<double> normalised_interpolation(const ar_system<T>& A) {
-    return normalised_interpolation(A.height, A.width, A.alpha.data(), A.rhs.data());
+    return normalised_interpolation(A.height, A.width, A.alpha().data(), A.rhs.data());
 }
 
 /// Solves A x = b with the chosen solver from the given x, or, when `from_full` and the
@@ -340,12 +340,11 @@ ar_system<T> depth_system(const image_planes<T>& g, buffer<T> alpha, buffer<T> b
                                         std::move(b), o.min_weight);
     A.threads = o.threads;
     if (std::isfinite(o.sigma_s)) {
-        for (std::size_t d = 0; d < A.offsets.size(); ++d) {
+        A.reweight([&](std::size_t d, std::span<T> plane) {
             const double dy = double(A.offsets[d].dy), dx = double(A.offsets[d].dx);
             const double falloff = std::exp(-(dy * dy + dx * dx) / (2 * o.sigma_s * o.sigma_s));
-            for (T& w : A.weights[d]) w = w == 0 ? T(0) : T(std::max(double(w) * falloff, o.min_weight));
-        }
-        A.update_diagonal();
+            for (T& w : plane) w = w == 0 ? T(0) : T(std::max(double(w) * falloff, o.min_weight));
+        });
     }
     return A;
 }

@@ -46,13 +46,6 @@
 
 namespace nonlocal {
 
-/// A matrix in compressed sparse row form.
-struct csr_matrix {
-    std::vector<std::size_t> row_offsets;
-    std::vector<std::size_t> columns;
-    std::vector<double> values;
-};
-
 /// The AR system A x = b on a grid, its weights, data term and the vectors its
 /// passes read and write in precision T (double by default; float halves the
 /// memory traffic of the solvers, which are bound by it).
@@ -63,19 +56,19 @@ public:
 
     std::size_t height = 0, width = 0;
     std::vector<stencil_offset> offsets;      ///< forward stencil directions
-    std::vector<buffer<T>> weights;           ///< W for each direction, per pixel (0 where the neighbour is outside)
-    buffer<T> alpha;                          ///< confidence per pixel, 0 outside Omega
     buffer<T> rhs;                            ///< b = alpha * xhat
-    buffer<T> diagonal;                       ///< sum_j W_ij + alpha_i
     int threads = 1;                          ///< threads of each pass over the pixels (apply, relax, residual, Jacobi)
 
     ar_system() = default;
 
-    /// The system from edge weights already computed (used for coarse grids).
+    /// The system from edge weights already computed (used for coarse grids): a plane of
+    /// h x w weights per forward direction, whose entries for edges leaving the grid are
+    /// set to 0.
     ar_system(std::size_t h, std::size_t w, std::vector<stencil_offset> dirs, std::vector<buffer<T>> wts,
               buffer<T> a, buffer<T> b)
-        : height(h), width(w), offsets(std::move(dirs)), weights(std::move(wts)), alpha(std::move(a)),
+        : height(h), width(w), offsets(std::move(dirs)), weights_(std::move(wts)), alpha_(std::move(a)),
           rhs(std::move(b)) {
+        clear_edges_outside();
         update_diagonal();
     }
 
@@ -86,13 +79,13 @@ public:
     static ar_system from_operator(std::size_t h, std::size_t w, std::vector<stencil_offset> dirs,
                                    std::vector<buffer<T>> wts, buffer<T> diag) {
         ar_system A;
-        A.height = h, A.width = w, A.offsets = std::move(dirs), A.weights = std::move(wts);
-        A.diagonal = std::move(diag);
-        A.alpha.resize(A.size());
+        A.height = h, A.width = w, A.offsets = std::move(dirs), A.weights_ = std::move(wts);
+        A.diagonal_ = std::move(diag);
+        A.alpha_.resize(A.size());
         A.rhs.assign(A.size(), T(0));
         A.edge_sums([](auto w) { return w; },
                     [&](std::size_t i, auto sum) {
-                        kernel::lane_store(A.alpha.data(), i, kernel::lane_load(A.diagonal, i, sum) - sum);
+                        kernel::lane_store(A.alpha_.data(), i, kernel::lane_load(A.diagonal_, i, sum) - sum);
                     });
         return A;
     }
@@ -127,12 +120,12 @@ public:
     template <similarity S>
     ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
-        : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
+        : height(g.height), width(g.width), alpha_(std::move(confidence)), rhs(std::move(b)) {
         build(stencil, min_weight, [&] {
             if constexpr (detail::channel_sum_similarity<S>)
-                weights = kernel::edge_weights_by_channel<default_arch, T>(detail::to_planes<double>(g), offsets, sim, min_weight);
+                weights_ = kernel::edge_weights_by_channel<default_arch, T>(detail::to_planes<double>(g), offsets, sim, min_weight);
             else
-                weights = kernel::edge_weights_by_pixel<T>(g, offsets, sim, min_weight);
+                weights_ = kernel::edge_weights_by_pixel<T>(g, offsets, sim, min_weight);
         });
     }
 
@@ -145,21 +138,39 @@ public:
         requires detail::channel_sum_similarity<S>
     ar_system(const detail::image_planes<P>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
-        : height(g.height), width(g.width), alpha(std::move(confidence)), rhs(std::move(b)) {
+        : height(g.height), width(g.width), alpha_(std::move(confidence)), rhs(std::move(b)) {
         build(stencil, min_weight, [&] {
-            weights = kernel::edge_weights_by_channel<default_arch, T>(g, offsets, sim, min_weight);
+            weights_ = kernel::edge_weights_by_channel<default_arch, T>(g, offsets, sim, min_weight);
         });
     }
 
     std::size_t size() const noexcept { return height * width; }
 
+    /// W for each forward direction, per pixel (0 where the neighbour is outside).
+    const std::vector<buffer<T>>& weights() const noexcept { return weights_; }
+    /// The confidence per pixel, 0 where nothing is observed.
+    const buffer<T>& alpha() const noexcept { return alpha_; }
+    /// sum_j W_ij + alpha_i (for the operator of `from_operator`, as given).
+    const buffer<T>& diagonal() const noexcept { return diagonal_; }
+
+    /// Changes the weights, `change(d, plane)` for each direction d with its plane of
+    /// weights (per pixel, row-major), then the diagonal to match; entries for edges leaving
+    /// the grid stay 0. Throws `std::invalid_argument` if a weight becomes NaN or infinite.
+    template <class Change>
+    void reweight(Change&& change) {
+        for (std::size_t d = 0; d < weights_.size(); ++d) change(d, std::span<T>(weights_[d]));
+        clear_edges_outside();
+        update_diagonal();
+        check_weights();
+    }
+
     /// The system's edge weights W as a similarity (a view of them): `weighted_aggregate` over
     /// the system's `grid_stencil` with `sum_with_data(alpha, xhat)` is `jacobi_step`.
-    edge_weights<T> edges() const { return edge_weights<T>(height, width, offsets, kernel::plane_pointers(weights)); }
+    edge_weights<T> edges() const { return edge_weights<T>(height, width, offsets, kernel::plane_pointers(weights_)); }
 
     /// The stencil kernel over this system's weights (a view of them).
     using stencil_kernel = kernel::stencil<default_arch, T>;
-    stencil_kernel engine() const { return stencil_kernel(height, width, offsets, kernel::plane_pointers(weights)); }
+    stencil_kernel engine() const { return stencil_kernel(height, width, offsets, kernel::plane_pointers(weights_)); }
 
     /// Throws `std::invalid_argument` (from `where`) unless `x` has an entry per pixel.
     void require_size(std::span<const T> x, std::string_view where, std::string_view name = "x") const {
@@ -222,7 +233,7 @@ public:
     /// The same sweep on A x = b for another right-hand side b: y_i = (sum_j W_ij x_j + b_i) / (sum_j W_ij + alpha_i).
     void jacobi_step(const T* b, const T* x, T* y) const {
         const auto of = [](const T* a) { return [a](std::size_t i, auto like) { return kernel::lane_load(a, i, like); }; };
-        engine().template pass<true>(x, threads, kernel::data_term_finish(y, of(alpha.data()), of(b)));
+        engine().template pass<true>(x, threads, kernel::data_term_finish(y, of(alpha_.data()), of(b)));
     }
 
     /// z_out = z + omega D^-1 (r - A z): one damped Jacobi sweep on A z = r, in one pass.
@@ -230,29 +241,6 @@ public:
 
     /// out = r - A z, in one pass.
     void residual(const T* r, const T* z, T* out) const { stencil_pass(z, residual_of(r, out)); }
-
-    /// A in CSR form, columns sorted, for other solvers.
-    csr_matrix assemble() const {
-        const std::size_t n = size();
-        std::vector<std::vector<std::pair<std::size_t, double>>> rows(n);
-        for (std::size_t i = 0; i < n; ++i) rows[i].push_back({i, double(diagonal[i])});
-        for (std::size_t o = 0; o < offsets.size(); ++o) {
-            const std::size_t s = std::size_t(shift(o));
-            for (std::size_t i = 0; i + s < n; ++i)
-                if (weights[o][i] != 0) {
-                    rows[i].push_back({i + s, -double(weights[o][i])});
-                    rows[i + s].push_back({i, -double(weights[o][i])});
-                }
-        }
-        csr_matrix m;
-        m.row_offsets.push_back(0);
-        for (auto& row : rows) {
-            std::sort(row.begin(), row.end());
-            for (auto [c, v] : row) m.columns.push_back(c), m.values.push_back(v);
-            m.row_offsets.push_back(m.columns.size());
-        }
-        return m;
-    }
 
     /// Calls finish(i, x_i, sum_j W_ij x_j) for every pixel i, the last two as SIMD
     /// batches of the pixels i, i + 1, ... in the interior (where every neighbour
@@ -340,7 +328,7 @@ public:
     auto relaxation(const T* r, T* out, double omega, const T* inverse_smoothing = nullptr) const {
         return [this, r, out, omega, inverse_smoothing](std::size_t i, auto own, auto neighbours) {
             using V = decltype(own);
-            const V d = kernel::lane_load(diagonal, i, own);
+            const V d = kernel::lane_load(diagonal_, i, own);
             const V residual = kernel::lane_load(r, i, own) - (d * own - neighbours);
             const V step = inverse_smoothing ? residual * kernel::lane_load(inverse_smoothing, i, own) : residual / d;
             kernel::lane_store(out, i, kernel::lane_pick(d > V(T(0)), own + V(T(omega)) * step, own));
@@ -351,7 +339,7 @@ public:
 
     /// (A x)_i = d_i x_i - sum_j W_ij x_j, from a stencil pass's `own` and `neighbours`.
     template <class V>
-    V product(std::size_t i, V own, V neighbours) const { return own * kernel::lane_load(diagonal, i, own) - neighbours; }
+    V product(std::size_t i, V own, V neighbours) const { return own * kernel::lane_load(diagonal_, i, own) - neighbours; }
 
     /// The `finish` of the residual: out_i = r_i - (A z)_i.
     auto residual_of(const T* r, T* out) const {
@@ -364,6 +352,12 @@ public:
     std::size_t reach_in_pixels() const { return engine().reach_in_pixels(); }
     /// The pixels the passes compute in whole batches (`kernel::stencil::vector_zone`).
     std::pair<std::size_t, std::size_t> vector_zone() const { return engine().vector_zone(); }
+
+    /// finish(i, sum_j f(W_ij)) for every pixel i (`kernel::stencil::edge_sums`).
+    template <class F, class Finish>
+    void edge_sums(F&& f, Finish&& finish) const {
+        engine().edge_sums(f, finish);
+    }
 
 private:
     /// What the constructors from a guide share, around `compute_weights()` (which fills
@@ -385,17 +379,17 @@ private:
     /// finite, and something is observed.
     void check_data_term() const {
         const std::size_t n = height * width;
-        detail::require(alpha.size() == n && rhs.size() == n, "ar_system", [&] {
+        detail::require(alpha_.size() == n && rhs.size() == n, "ar_system", [&] {
             return "guide " + std::to_string(height) + " x " + std::to_string(width) + " has " + std::to_string(n) +
-                   " pixels, alpha " + std::to_string(alpha.size()) + " and b " + std::to_string(rhs.size());
+                   " pixels, alpha " + std::to_string(alpha_.size()) + " and b " + std::to_string(rhs.size());
         });
         bool observed = false;
         for (std::size_t i = 0; i < n; ++i) {
-            detail::require(std::isfinite(alpha[i]) && alpha[i] >= 0 && std::isfinite(rhs[i]), "ar_system", [&] {
-                return "alpha must be finite and >= 0 and b finite, got alpha = " + std::to_string(alpha[i]) +
+            detail::require(std::isfinite(alpha_[i]) && alpha_[i] >= 0 && std::isfinite(rhs[i]), "ar_system", [&] {
+                return "alpha must be finite and >= 0 and b finite, got alpha = " + std::to_string(alpha_[i]) +
                        ", b = " + std::to_string(rhs[i]) + " at pixel " + std::to_string(i);
             });
-            observed = observed || alpha[i] > 0;
+            observed = observed || alpha_[i] > 0;
         }
         detail::require(observed, "ar_system", [] {
             return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term");
@@ -409,10 +403,10 @@ private:
     /// large to add up), the weights only to report.
     void check_weights() const {
         int bad = 0;
-        for (const T d : diagonal) bad |= detail::not_finite(d);
+        for (const T d : diagonal_) bad |= detail::not_finite(d);
         if (!bad) return;
         for (std::size_t o = 0; o < offsets.size(); ++o) {
-            const buffer<T>& w = weights[o];
+            const buffer<T>& w = weights_[o];
             const std::size_t i = std::size_t(
                 std::find_if(w.begin(), w.end(), [](T v) { return detail::not_finite(v) || v < T(0); }) - w.begin());
             detail::require(i == w.size(), "ar_system", [&] {
@@ -423,10 +417,10 @@ private:
             });
         }
         const std::size_t i = std::size_t(
-            std::find_if(diagonal.begin(), diagonal.end(), [](T d) { return detail::not_finite(d) != 0; }) - diagonal.begin());
+            std::find_if(diagonal_.begin(), diagonal_.end(), [](T d) { return detail::not_finite(d) != 0; }) - diagonal_.begin());
         detail::require(false, "ar_system", [&] {
             return "the edge weights of pixel (" + std::to_string(i / width) + ", " + std::to_string(i % width) +
-                   ") and its alpha add up to " + std::to_string(double(diagonal[i])) + ", which is not finite";
+                   ") and its alpha add up to " + std::to_string(double(diagonal_[i])) + ", which is not finite";
         });
     }
 
@@ -463,20 +457,30 @@ private:
               double min_weight)
         : ar_system(g, stencil, sim, std::move(d.alpha), std::move(d.b), min_weight) {}
 
-public:
+    /// Sets to 0 the weight of every edge whose neighbour lies outside the grid.
+    void clear_edges_outside() {
+        for (std::size_t d = 0; d < offsets.size(); ++d) {
+            const auto [c0, c1] = kernel::columns_inside(offsets[d].dx, width);
+            T* w = weights_[d].data();
+            for (std::size_t r = 0; r < height; ++r) {
+                if (r + std::size_t(offsets[d].dy) >= height) std::fill(w + r * width, w + (r + 1) * width, T(0));
+                std::fill(w + r * width, w + r * width + c0, T(0));
+                std::fill(w + r * width + std::max(c0, c1), w + (r + 1) * width, T(0));
+            }
+        }
+    }
+
     /// diagonal = alpha + the weights of each pixel's edges.
     void update_diagonal() {
-        diagonal.resize(size());
+        diagonal_.resize(size());
         edge_sums([](auto w) { return w; }, [&](std::size_t i, auto sum) {
-            kernel::lane_store(diagonal.data(), i, kernel::lane_load(alpha, i, sum) + sum);
+            kernel::lane_store(diagonal_.data(), i, kernel::lane_load(alpha_, i, sum) + sum);
         });
     }
 
-    /// finish(i, sum_j f(W_ij)) for every pixel i (`kernel::stencil::edge_sums`).
-    template <class F, class Finish>
-    void edge_sums(F&& f, Finish&& finish) const {
-        engine().edge_sums(f, finish);
-    }
+    std::vector<buffer<T>> weights_;
+    buffer<T> alpha_;
+    buffer<T> diagonal_;
 };
 
 /// The colour Gaussian weight of the AR model, w_ij = exp(-|g_i - g_j|^2 / (2 sigma_r^2)

@@ -86,10 +86,10 @@ public:
                 if (W % 2) even[W / 2] = v[W - 1];
             }
         };
-        split(diagonal, A.diagonal.data());
+        split(diagonal, A.diagonal().data());
         for (std::size_t o = 0; o < A.offsets.size(); ++o) {
             const auto [dy, dx] = A.offsets[o];
-            split(dy == 0 ? east : dx < 0 ? south_west : dx == 0 ? south : south_east, A.weights[o].data());
+            split(dy == 0 ? east : dx < 0 ? south_west : dx == 0 ? south : south_east, A.weights()[o].data());
         }
     }
     /// Element 0 of row r (in [-2, height + 2)) of quantity q, parity p.
@@ -458,7 +458,7 @@ private:
         const std::size_t H = coarse_height, W = coarse_width, n = H * W;
         buffer<T> alpha(n, T(0));
         for (std::size_t r = 0; r < f.height; ++r)
-            for (std::size_t c = 0; c < f.width; ++c) alpha[(r / 2) * W + c / 2] += f.alpha[r * f.width + c];
+            for (std::size_t c = 0; c < f.width; ++c) alpha[(r / 2) * W + c / 2] += f.alpha()[r * f.width + c];
         const grid_stencil stencil{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
         const auto dirs = stencil.forward_offsets();
         // Direction index of a forward (dy, dx), dy in [0, R], dx in [-R, R].
@@ -472,7 +472,7 @@ private:
             const auto [c0, c1] = kernel::columns_inside(dx, f.width);
             for (std::size_t r = 0; r + std::size_t(dy) < f.height; ++r) {
                 const std::ptrdiff_t block_dy = std::ptrdiff_t((r + std::size_t(dy)) / 2 - r / 2);
-                const T* w = f.weights[o].data() + r * f.width;
+                const T* w = f.weights()[o].data() + r * f.width;
                 for (std::size_t parity = 0; parity < 2; ++parity) {
                     const std::ptrdiff_t block_dx = floor_half(dx + std::ptrdiff_t(parity));
                     if (block_dy == 0 && block_dx == 0) continue;   // inside one block

@@ -113,19 +113,19 @@ void require_line_system(const ar_system<T>& A, std::span<const std::size_t> dir
                          std::string_view where) {
     require(std::isfinite(scale) && scale >= 0, where,
             [&] { return "the scale must be finite and >= 0, got " + std::to_string(scale); });
-    const std::size_t i = first_failing(std::span<const T>(A.alpha), [](T a) { return a > T(0); });
+    const std::size_t i = first_failing(std::span<const T>(A.alpha()), [](T a) { return a > T(0); });
     require(i == A.size(), where, [&] {
         return "line solves need alpha > 0 on every pixel (each line's 1-D system its own data term), got " +
-               std::to_string(double(A.alpha[i])) + " at pixel (" + std::to_string(i / A.width) + ", " +
+               std::to_string(double(A.alpha()[i])) + " at pixel (" + std::to_string(i / A.width) + ", " +
                std::to_string(i % A.width) + ")";
     });
     for (const std::size_t d : directions) {
         require(d < A.offsets.size(), where, [&] {
             return "direction " + std::to_string(d) + " of a stencil of " + std::to_string(A.offsets.size());
         });
-        const std::size_t j = first_failing(std::span<const T>(A.weights[d]), [](T w) { return w >= T(0); });
+        const std::size_t j = first_failing(std::span<const T>(A.weights()[d]), [](T w) { return w >= T(0); });
         require(j == A.size(), where, [&] {
-            return "line solves need weights >= 0, got " + std::to_string(double(A.weights[d][j])) + " in direction " +
+            return "line solves need weights >= 0, got " + std::to_string(double(A.weights()[d][j])) + " in direction " +
                    std::to_string(d) + " at pixel " + std::to_string(j);
         });
     }
@@ -153,8 +153,8 @@ struct interleaved_strips {
     interleaved_strips(const ar_system<T>& A, std::size_t d)
         : height(A.height), width(A.width), alpha(strips() * strip_size(), T(1)), weights(alpha.size(), T(0)) {
         for (std::size_t strip = 0; strip < strips(); ++strip) {
-            interleave(A.alpha.data(), alpha.data() + strip * strip_size(), strip);
-            interleave(A.weights[d].data(), weights.data() + strip * strip_size(), strip);
+            interleave(A.alpha().data(), alpha.data() + strip * strip_size(), strip);
+            interleave(A.weights()[d].data(), weights.data() + strip * strip_size(), strip);
         }
     }
     std::size_t strips() const noexcept { return (height + lanes - 1) / lanes; }
@@ -197,7 +197,7 @@ void solve_lines(const ar_system<T>& A, std::size_t d, T scale, std::span<T* con
     if (dy > 0) {   // down: the lines lie across the lanes as they are
         buffer<T> gain(A.size());
         two_at_a_time(x, [&](const auto& v) {
-            thomas_lines(A.alpha.data(), A.weights[d].data(), v, gain.data(), A.size(), std::size_t(A.shift(d)), scale);
+            thomas_lines(A.alpha().data(), A.weights()[d].data(), v, gain.data(), A.size(), std::size_t(A.shift(d)), scale);
         });
         return;
     }

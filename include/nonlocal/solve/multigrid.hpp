@@ -129,7 +129,7 @@ public:
     static buffer<T> inverse_smoothing_diagonal(const ar_system<T>& A) {
         buffer<T> t(A.size());
         A.edge_sums([](auto w) { return xsimd::abs(w); }, [&](std::size_t i, auto sum) {
-            kernel::lane_store(t.data(), i, detail::inverse_or_zero((kernel::lane_load(A.diagonal, i, sum) + sum) / 2));
+            kernel::lane_store(t.data(), i, detail::inverse_or_zero((kernel::lane_load(A.diagonal(), i, sum) + sum) / 2));
         });
         return t;
     }

@@ -137,7 +137,7 @@ solve_report jacobi(const ar_system<T>& A, detail::vector_in<T> b, detail::vecto
                     const solve_options& options = {}) {
     return detail::iterate<T>("jacobi", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
         for (std::size_t i = 0; i < xk.size(); ++i)
-            if (A.diagonal[i] > 0) xk[i] += r[i] / A.diagonal[i];
+            if (A.diagonal()[i] > 0) xk[i] += r[i] / A.diagonal()[i];
     });
 }
 template <class T>
@@ -163,10 +163,10 @@ solve_report sor(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_o
                     double s = b[i];
                     for (std::size_t o = 0; o < A.offsets.size(); ++o) {
                         const std::ptrdiff_t sh = A.shift(o);
-                        if (i + sh < A.size() && A.weights[o][i] != 0) s += A.weights[o][i] * xk[i + sh];
-                        if (std::ptrdiff_t(i) - sh >= 0 && A.weights[o][i - sh] != 0) s += A.weights[o][i - sh] * xk[i - sh];
+                        if (i + sh < A.size() && A.weights()[o][i] != 0) s += A.weights()[o][i] * xk[i + sh];
+                        if (std::ptrdiff_t(i) - sh >= 0 && A.weights()[o][i - sh] != 0) s += A.weights()[o][i - sh] * xk[i - sh];
                     }
-                    if (A.diagonal[i] > 0) xk[i] += omega * (s / A.diagonal[i] - xk[i]);
+                    if (A.diagonal()[i] > 0) xk[i] += omega * (s / A.diagonal()[i] - xk[i]);
                 }
     });
 }
@@ -183,7 +183,7 @@ struct jacobi_preconditioner {
     void operator()(std::span<const T> r, std::span<T> z) const {
         A->require_size(r, "jacobi_preconditioner", "r");
         A->require_size(z, "jacobi_preconditioner", "z");
-        for (std::size_t i = 0; i < r.size(); ++i) z[i] = A->diagonal[i] > 0 ? r[i] / A->diagonal[i] : r[i];
+        for (std::size_t i = 0; i < r.size(); ++i) z[i] = A->diagonal()[i] > 0 ? r[i] / A->diagonal()[i] : r[i];
     }
     static constexpr const char* name = "jacobi";
 };
