@@ -1,0 +1,120 @@
+#pragma once
+/// @file depth/observations.hpp
+/// What a depth task observes: the valid pixels of a depth map on the guide's grid, and
+/// the guide's planes on the scale of the colour bandwidth.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include <xtensor/xtensor.hpp>
+
+#include "nonlocal/buffer.hpp"
+#include "nonlocal/depth/options.hpp"
+#include "nonlocal/detail/errors.hpp"
+#include "nonlocal/detail/tensor.hpp"
+#include "nonlocal/image/box_interpolation.hpp"
+#include "nonlocal/image/colour.hpp"
+#include "nonlocal/image/pixels.hpp"
+
+namespace nonlocal::detail {
+
+/// Both tests evaluated (`&`, not `&&`): no branch where missing pixels lie at random.
+inline bool valid_depth(double d) { return std::isfinite(d) & (d > 0); }
+
+/// The observed depth on the guide's grid: `depth[i]` where `observed[i]`, 0 elsewhere.
+/// Each pixel is observed at most once.
+struct observed_depth {
+    std::size_t height = 0, width = 0;
+    buffer<double> depth;
+    buffer<std::uint8_t> observed;
+    std::size_t count = 0;   ///< of observed pixels
+    double lowest = std::numeric_limits<double>::infinity(), highest = -lowest;   ///< of the observed depths
+
+    observed_depth(std::size_t h, std::size_t w) : height(h), width(w), depth(h * w, 0.0), observed(h * w, 0) {}
+    /// Pixel i's depth d, observed when valid. Branch-free, since missing pixels are often
+    /// scattered at random.
+    void observe(std::size_t i, double d) {
+        constexpr double infinity = std::numeric_limits<double>::infinity();
+        const bool valid = valid_depth(d);
+        count += valid, observed[i] = valid, depth[i] = valid ? d : 0.0;
+        lowest = std::min(lowest, valid ? d : infinity), highest = std::max(highest, valid ? d : -infinity);
+    }
+    /// Observes every pixel, `values` holding height x width depths.
+    template <class V>
+    void observe_all(const V* values) {
+        for (std::size_t i = 0; i < depth.size(); ++i) observe(i, double(values[i]));
+    }
+    double fraction() const { return double(count) / double(height * width); }
+    /// The largest observed depth less the smallest (0 when nothing is observed).
+    double range() const { return count > 0 ? highest - lowest : 0.0; }
+};
+
+/// The box interpolation of the observed depth: alpha the mask, alpha xhat the depth (0 where unobserved).
+inline box_interpolation observed_interpolation(const observed_depth& d) {
+    return box_interpolation(d.height, d.width, d.observed.data(), d.depth.data());
+}
+/// `o.sigma_d`, or when it is 0, 2 % of the observed depth's range (0 if the observed depth is constant).
+inline double depth_bandwidth(const observed_depth& d, const depth_options& o) {
+    return o.sigma_d > 0 ? o.sigma_d : 0.02 * d.range();
+}
+
+/// A depth map [H, W] as contiguous values; `std::invalid_argument` (from `where`) when it is empty.
+template <class D>
+struct depth_values : contiguous<value_type_of<D>, 2> {
+    static_assert(static_rank<D> == 2, "nonlocal: depth maps are [H, W]");
+    static_assert(std::is_arithmetic_v<value_type_of<D>>, "nonlocal: depth maps hold numbers");
+    depth_values(const xt::xexpression<D>& depth, std::string_view where) : contiguous<value_type_of<D>, 2>(depth) {
+        require(this->shape(0) * this->shape(1) > 0, where,
+                [&] { return "the depth map is empty: " + shape_string(this->shape()); });
+    }
+};
+
+/// The height and width of a guide [H, W] or [H, W, C].
+template <class G>
+std::pair<std::size_t, std::size_t> guide_size(const xt::xexpression<G>& guide) {
+    static_assert(static_rank<G> == 2 || static_rank<G> == 3, "nonlocal: images are [H, W] or [H, W, C]");
+    const auto& shape = guide.derived_cast().shape();
+    return {std::size_t(shape[0]), std::size_t(shape[1])};
+}
+
+/// The guide's planes in T on the 8-bit scale of `depth_options::sigma_r`: integer guides
+/// wider than 8 bits scaled by 255 / their type's largest value (uint16: 1 / 257), other
+/// guides as they are. `std::invalid_argument` (from `where`) as `to_planes` throws.
+template <class T, class G>
+image_planes<T> guide_planes(const xt::xexpression<G>& guide, std::string_view where) {
+    using Pixel = value_type_of<G>;
+    image_planes<T> planes = to_planes<T>(guide, where, "guide");
+    if constexpr (std::is_integral_v<Pixel> && (std::numeric_limits<Pixel>::max() > 255)) {
+        const T scale = T(255.0 / double(std::numeric_limits<Pixel>::max()));
+        for (T& v : planes.values) v *= scale;
+    }
+    return planes;
+}
+
+/// The planes to compare colours in (`colour_space`): a 3-channel guide as luma and
+/// chroma (`luma_chroma`) for colour_space::luma_chroma, else as it is.
+template <class T>
+image_planes<T> compared_channels(image_planes<T> g, const depth_options& o) {
+    return o.space == colour_space::luma_chroma ? luma_chroma(std::move(g), o.chroma_weight) : g;
+}
+
+/// The guide with `depth` x `scale` as one more channel: with scale = sigma_r / sigma_d,
+/// either colour kernel's weight becomes the colour weight times the same kernel of the
+/// depth difference with bandwidth sigma_d.
+template <class T>
+image_planes<T> with_depth_channel(const image_planes<T>& g, const xt::xtensor<float, 2>& depth, double scale) {
+    image_planes<T> joint{g.height, g.width, g.channels + 1, {}};
+    joint.values.resize(joint.pixels() * joint.channels);
+    std::copy(g.values.begin(), g.values.end(), joint.values.begin());
+    T* last = joint.channel(g.channels);
+    for (std::size_t i = 0; i < g.pixels(); ++i) last[i] = T(double(depth.data()[i]) * scale);
+    return joint;
+}
+
+}  // namespace nonlocal::detail

@@ -1,0 +1,151 @@
+#pragma once
+/// @file depth/options.hpp
+/// The parameters of the depth tasks, their checks, and what a task returns.
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <xtensor/xtensor.hpp>
+
+#include "nonlocal/detail/errors.hpp"
+#include "nonlocal/solve/multigrid.hpp"
+#include "nonlocal/solve/solvers.hpp"
+
+namespace nonlocal {
+
+/// Solvers for the depth tasks: CG preconditioned by a multigrid V-cycle, V-cycles alone,
+/// CG preconditioned by the diagonal, Jacobi or SOR. The two multigrid solvers start from
+/// full multigrid's approximation (`multigrid::full`, counted as one iteration), the others
+/// from a normalised box interpolation of the observations; the normalised model's second
+/// solve, K(m d), starts from that interpolation times K(m) for every solver.
+enum class depth_solver { pcg_multigrid, multigrid, pcg_jacobi, jacobi, sor };
+
+/// The estimator built on the AR system (see the file's comment).
+enum class depth_model { normalised, ar, separable };
+
+/// The colour weight of an edge: exp(-|g_i - g_j|_1 / sigma_r) (`laplacian_distance`)
+/// or exp(-|g_i - g_j|^2 / (2 sigma_r^2)) (`gaussian_distance` of bandwidth sigma_r sqrt 2),
+/// g the guide's pixels in `depth_options::space`.
+enum class colour_kernel { laplacian, gaussian };
+
+/// The channels colours are compared in: luma and chroma (a 3-channel guide, taken as
+/// RGB, becomes Y, c Cb, c Cr of ITU-R BT.601, c = `depth_options::chroma_weight`; guides
+/// of other channel counts are compared as they are), or the guide's own channels.
+/// Shading and highlights change a surface's luma more than its chroma, and two
+/// surfaces often differ in chroma where their luma is alike: on the Aloe protocols
+/// comparing in luma-chroma lowers the error of every task (x4 2.94 -> 2.82, hole
+/// filling 1.67 -> 1.56).
+enum class colour_space { luma_chroma, guide };
+
+/// Parameters of the depth tasks.
+struct depth_options {
+    depth_model model = depth_model::normalised;
+    int connectivity = 8;                                          ///< 4 (diamond) or 8 (square) neighbours
+    std::size_t radius = 1;                                        ///< of the stencil (1: 4 or 8 neighbours)
+    colour_kernel colour = colour_kernel::laplacian;
+    colour_space space = colour_space::luma_chroma;
+    double chroma_weight = 1.5;                                    ///< luma_chroma: of Cb and Cr against Y
+    /// Colour bandwidth, in the units of the compared channels on the 8-bit scale: luma
+    /// (0..255) in luma_chroma; for RGB compared as it is (colour_space::guide), about 3.
+    /// Integer guides wider than 8 bits are brought to that scale (uint16: values / 257),
+    /// so one setting suits 8- and 16-bit images of a scene; float guides are compared as
+    /// they are (scale sigma_r with them if they are not on 0..255).
+    double sigma_r = 1.5;
+    double sigma_s = std::numeric_limits<double>::infinity();      ///< spatial Gaussian (infinite: none)
+    double epsilon_scale = 0.5;                                    ///< normalised: eps = this x observed fraction
+    double lambda = 1.0;                                           ///< ar: alpha on observed pixels
+    double min_weight = 1e-3;                                      ///< floor of the edge weights
+    /// Edge sharpening: the result's median over a square window of radius
+    /// round(median_scale x the observations' spacing), at most `median_max_radius`;
+    /// the spacing is 1 / sqrt(observed fraction) pixels. 0 turns it off. Like any
+    /// median it also removes structures thinner than about the radius (which the
+    /// observations resolve poorly anyway) and rounds sharp corners.
+    double median_scale = 0.75;
+    std::size_t median_max_radius = 4;
+    /// Windows of the median whose depths span at most this fraction of the observed depth
+    /// range keep their value (their median lies within that span of it); the median is there
+    /// for depth steps, and skipping smooth windows saves most of its cost. 0: the exact median.
+    double median_flatness = 0.01;
+    /// Adaptive weights (after Yang et al. 2014): re-solves whose edge weights are the colour
+    /// weights times the colour kernel of the last result's depth difference, with bandwidth
+    /// sigma_d (sigma_r for the depth, in depth units). Each pass costs what the first solve does.
+    /// 0 here; `fill_options()` and `denoise_options()`, the defaults of hole filling and
+    /// denoising, run one.
+    std::size_t depth_passes = 0;
+    double sigma_d = 0;                                            ///< 0: 2 % of the observed depth's range
+    /// Upsampling by an even factor above this (at least 2) goes coarse to fine: by half the
+    /// factor onto the guide at half resolution, then by 2 (see `upsample_depth`).
+    std::size_t stage_factor = 8;
+    /// separable: passes of line solves along every stencil direction (`separable_smooth`).
+    std::size_t separable_passes = 2;
+    /// separable: FGS's lambda over eps, per pixel of the observations' spacing (1 / sqrt(observed
+    /// fraction)): the 1-D kernels reach less far than the 2-D one of the same eps, the more so
+    /// the sparser the observations. On the Aloe protocols the best constant strengths are about
+    /// 0.6 for hole filling (spacing 1.3), 2 at x4 and 4 to 5 at x8: half the spacing each.
+    double separable_strength = 0.5;
+    depth_solver solver = depth_solver::pcg_multigrid;   ///< of the normalised and AR models
+    int threads = 1;                                               ///< of the solver's passes over the pixels
+    bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
+    solve_options solve{1e-4, 500};
+    /// Of the multigrid solvers. Two sweeps on the coarser levels instead of four: on Aloe the
+    /// normalised model takes the same MG-PCG iterations either way (x4 / x8 / x16 / holes:
+    /// 10 / 15 / 18 / 5) for less work per cycle; the AR model takes 6 / 5 / 12 / 4 instead of
+    /// 4 / 4 / 8 / 4, about as fast at x4, x8 and in hole filling, about 25 % slower at x16.
+    multigrid_options multigrid{.coarse_smoothing_steps = 2};
+
+    /// The radius of the edge-sharpening median for observations covering
+    /// `observed_fraction` of the pixels: round(median_scale / sqrt(observed_fraction)),
+    /// at most median_max_radius (0: no median).
+    std::size_t median_radius(double observed_fraction) const {
+        const double radius = std::round(median_scale / std::sqrt(observed_fraction));
+        return radius < double(median_max_radius) ? std::size_t(radius) : median_max_radius;
+    }
+};
+
+/// A refined depth map and how its solve went; `seconds` counts everything
+/// (weights, starts, solver set-up, solve and median), the report the solves alone.
+struct depth_result {
+    xt::xtensor<float, 2> depth;
+    solve_report report;
+    double seconds = 0;
+};
+
+namespace detail {
+
+/// Two solves reported as one: iterations and seconds add up, the larger residual, converged when both did.
+inline solve_report one_report(std::string method, const solve_report& first, const solve_report& second) {
+    return {std::move(method), first.iterations + second.iterations,
+            std::max(first.relative_residual, second.relative_residual), first.converged && second.converged,
+            first.seconds + second.seconds};
+}
+
+/// Throws `std::invalid_argument` (from `where`) unless the options are valid.
+inline void check_options(const depth_options& o, std::string_view where) {
+    require(std::isfinite(o.epsilon_scale) && o.epsilon_scale > 0 && std::isfinite(o.lambda) && o.lambda > 0 &&
+                std::isfinite(o.median_scale) && o.median_scale >= 0 && std::isfinite(o.sigma_d) && o.sigma_d >= 0 &&
+                std::isfinite(o.chroma_weight) && o.chroma_weight >= 0 && std::isfinite(o.median_flatness) &&
+                o.median_flatness >= 0 && std::isfinite(o.min_weight) && o.min_weight >= 0 && o.stage_factor >= 2 &&
+                o.separable_passes >= 1 && std::isfinite(o.separable_strength) && o.separable_strength > 0 &&
+                o.solve.tolerance >= 0 && o.threads >= 1,
+            where, [&] {
+                return "needs finite epsilon_scale > 0, finite lambda > 0, finite median_scale >= 0, finite sigma_d >= 0, "
+                       "finite chroma_weight >= 0, finite median_flatness >= 0, finite min_weight >= 0, stage_factor >= 2, "
+                       "separable_passes >= 1, finite separable_strength > 0, solve.tolerance >= 0 and threads >= 1, "
+                       "got epsilon_scale = " +
+                       std::to_string(o.epsilon_scale) + ", lambda = " + std::to_string(o.lambda) +
+                       ", median_scale = " + std::to_string(o.median_scale) + ", sigma_d = " + std::to_string(o.sigma_d) +
+                       ", chroma_weight = " + std::to_string(o.chroma_weight) +
+                       ", median_flatness = " + std::to_string(o.median_flatness) +
+                       ", min_weight = " + std::to_string(o.min_weight) + ", stage_factor = " + std::to_string(o.stage_factor) +
+                       ", separable_passes = " + std::to_string(o.separable_passes) +
+                       ", separable_strength = " + std::to_string(o.separable_strength) +
+                       ", solve.tolerance = " + std::to_string(o.solve.tolerance) + ", threads = " + std::to_string(o.threads);
+            });
+}
+
+}  // namespace detail
+}  // namespace nonlocal
