@@ -10,7 +10,7 @@
 
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/linear.hpp"
+#include "nonlocal/simd/linear.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 
@@ -28,7 +28,7 @@ auto linear(Ex policy, const xt::xexpression<X>& x, const xt::xexpression<W>& we
         return "x " + detail::shape_string(xc.shape()) + " does not fit weight " +
                detail::shape_string(wc.shape()) + " ([out, in])";
     });
-    return detail::linear_rows<Arch>(xc.matrix(), wc.matrix(), static_cast<const T*>(nullptr),
+    return simd::linear_rows<Arch>(xc.matrix(), wc.matrix(), static_cast<const T*>(nullptr),
                                      detail::thread_count(policy));
 }
 
@@ -42,7 +42,7 @@ auto linear(Ex policy, const xt::xexpression<X>& x, const xt::xexpression<W>& we
         return "x " + detail::shape_string(xc.shape()) + ", weight " + detail::shape_string(wc.shape()) +
                " and bias " + detail::shape_string(bc.shape()) + " must be [n, in], [out, in] and [out]";
     });
-    return detail::linear_rows<Arch>(xc.matrix(), wc.matrix(), bc.data(), detail::thread_count(policy));
+    return simd::linear_rows<Arch>(xc.matrix(), wc.matrix(), bc.data(), detail::thread_count(policy));
 }
 
 /// `linear` on the calling thread.

@@ -21,7 +21,7 @@
 
 #include "nonlocal/attention.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/linear.hpp"
+#include "nonlocal/simd/linear.hpp"
 #include "nonlocal/detail/npy.hpp"
 #include "nonlocal/execution.hpp"
 
@@ -90,7 +90,7 @@ struct multi_head_attention {
         // Projections, then [B * L, E] -> [B, h, L, hd].
         const auto project = [&](const detail::contiguous<float, R>& x, std::size_t rows, std::size_t part) {
             const row_matrix<const float> w{in_proj_weight.data() + part * E * E, E, E};
-            const auto y = detail::linear_rows<Arch>(row_matrix<const float>{x.data(), B * rows, E}, w,
+            const auto y = simd::linear_rows<Arch>(row_matrix<const float>{x.data(), B * rows, E}, w,
                                                      in_proj_bias.data() + part * E, threads);
             xt::xtensor<float, 4> heads = xt::empty<float>({B, h, rows, hd});
             for (std::size_t b = 0; b < B; ++b)
@@ -104,7 +104,7 @@ struct multi_head_attention {
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t head = 0; head < h; ++head)
                 for (std::size_t t = 0; t < L; ++t) std::copy_n(&o(b, head, t, 0), hd, &merged(b * L + t, head * hd));
-        auto y = detail::linear_rows<Arch>(as_rows(merged), as_rows(out_proj_weight), out_proj_bias.data(), threads);
+        auto y = simd::linear_rows<Arch>(as_rows(merged), as_rows(out_proj_weight), out_proj_bias.data(), threads);
         xt::xtensor<float, R> result = xt::empty<float>(q.shape());
         std::copy(y.begin(), y.end(), result.begin());
         return result;

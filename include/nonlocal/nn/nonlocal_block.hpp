@@ -22,7 +22,7 @@
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/linear.hpp"
+#include "nonlocal/simd/linear.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
 #include "nonlocal/weighted_aggregate.hpp"
 
@@ -65,14 +65,14 @@ struct nonlocal_block {
         });
         const xt::xtensor<T, 2> wg = xt::cast<T>(g_weight), wz = xt::cast<T>(z_weight);
         const row_matrix<const T> flat{z.data(), tokens, channels};
-        xt::xtensor<T, 2> g_flat = detail::linear_rows<Arch>(flat, as_rows(wg));
+        xt::xtensor<T, 2> g_flat = simd::linear_rows<Arch>(flat, as_rows(wg));
         auto shape = z.shape();
         shape[R - 1] = wg.shape(0);
         xt::xtensor<T, R> g = xt::empty<T>(shape);
         std::copy(g_flat.begin(), g_flat.end(), g.begin());
         const xt::xtensor<T, R> y = weighted_aggregate<Arch>(z, z, g, similarity, dense{}, normalization);
         const xt::xtensor<T, 2> wy =
-            detail::linear_rows<Arch>(row_matrix<const T>{y.data(), tokens, wg.shape(0)}, as_rows(wz));
+            simd::linear_rows<Arch>(row_matrix<const T>{y.data(), tokens, wg.shape(0)}, as_rows(wz));
         for (std::size_t t = 0; t < z.size(); ++t) z.data()[t] += wy.data()[t];
         return z;
     }

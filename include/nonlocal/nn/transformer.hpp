@@ -37,7 +37,7 @@
 
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/linear.hpp"
+#include "nonlocal/simd/linear.hpp"
 #include "nonlocal/detail/npy.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
@@ -111,9 +111,9 @@ struct feed_forward {
     template <class Arch = default_arch>
     xt::xtensor<float, 2> operator()(row_matrix<const float> x, int threads = 1) const {
         xt::xtensor<float, 2> hidden_values =
-            detail::linear_rows<Arch>(x, as_rows(linear1_weight), linear1_bias.data(), threads);
+            simd::linear_rows<Arch>(x, as_rows(linear1_weight), linear1_bias.data(), threads);
         activate<Arch>(kind, hidden_values.data(), hidden_values.size());
-        return detail::linear_rows<Arch>(as_rows(std::as_const(hidden_values)), as_rows(linear2_weight),
+        return simd::linear_rows<Arch>(as_rows(std::as_const(hidden_values)), as_rows(linear2_weight),
                                          linear2_bias.data(), threads);
     }
 };

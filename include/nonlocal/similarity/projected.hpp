@@ -11,7 +11,7 @@
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/linear.hpp"
+#include "nonlocal/simd/linear.hpp"
 #include "nonlocal/similarity/dot_product.hpp"
 
 namespace nonlocal {
@@ -48,7 +48,7 @@ private:
                    " but the features have dimension " + std::to_string(x.cols);
         });
         const xt::xtensor<T, 2> wt = xt::cast<T>(w);
-        return detail::linear_rows(x, as_rows(wt));
+        return simd::linear_rows(x, as_rows(wt));
     }
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-/// @file detail/linear.hpp
+/// @file simd/linear.hpp
 /// y = x W^T (+ b) on row matrices, the projection behind `nn::linear` and the
 /// projected similarities, on the tiled kernels' micro-kernel: W^T is packed
 /// once, [in, out] padded to whole vectors, then each block of rows of x is
@@ -13,10 +13,11 @@
 
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/tensor.hpp"
+#include "nonlocal/row_matrix.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/simd/gemm.hpp"
 
-namespace nonlocal::detail {
+namespace nonlocal::simd {
 
 /// x [n, in] times weight^T, weight [out, in] (PyTorch's layout), plus bias [out] when given.
 ///
@@ -30,12 +31,6 @@ namespace nonlocal::detail {
 ///   (MC x KC values, 96 KiB with AVX2) stays in L2 while every panel passes over it.
 ///   Reading x's rows unpacked instead gives MR short strided streams per call
 ///   (MR rows of KC values, a few cache lines each), which the prefetchers miss.
-/// On one Zen 3 core with AVX2 (`bench_attention`, `linear` against `peer_blas_linear`,
-/// ViT's and a longer sequence's shapes) this takes 1.4 to 1.8 times less time than
-/// the unpacked product with 4 x 2 accumulators did: 0.6 to 0.75 of OpenBLAS's speed,
-/// from 0.45 to 0.5. The rest is mostly packing W^T again on every call: for
-/// [197, 768] x [768, 3072] it takes 2.2 of 17.7 ms, and the loops after it run at
-/// 64 GFLOP/s, OpenBLAS's rate on that machine.
 /// On `threads` threads the panels are shared out (each writes its own columns of y),
 /// so the result is the same, bit for bit, on any number of threads.
 template <class Arch = default_arch, class T>
@@ -59,7 +54,7 @@ xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight,
     // W^T in panels of P columns (the last one `outp - col` wide, padded with zeros to whole vectors).
     const std::size_t panel_count = (outp + P - 1) / P;
     buffer<T> panels(in * outp, T(0));
-    parallel_for(panel_count, threads, [&](std::size_t j) {
+    detail::parallel_for(panel_count, threads, [&](std::size_t j) {
         const std::size_t col = j * P, width = std::min(P, outp - col);
         T* panel = panels.data() + col * in;
         for (std::size_t c = 0; c < in; ++c)
@@ -83,7 +78,7 @@ xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight,
                         for (std::size_t p = 0; p < depth; ++p) to[p * MR] = T(0);
                     }
                 }
-            parallel_for(panel_count, threads, [&](std::size_t j) {
+            detail::parallel_for(panel_count, threads, [&](std::size_t j) {
                 const std::size_t col = j * P, width = std::min(P, outp - col);
                 const T* b = panels.data() + col * in + k0 * width;
                 for (std::size_t m = 0; m < rows / MR; ++m) {
@@ -105,4 +100,4 @@ xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight,
     return result;
 }
 
-}  // namespace nonlocal::detail
+}  // namespace nonlocal::simd
