@@ -49,7 +49,7 @@ namespace nonlocal {
 /// The AR system A x = b on a grid, its weights, data term and the vectors its
 /// passes read and write in precision T (double by default; float halves the
 /// memory traffic of the solvers, which are bound by it).
-template <class T = double>
+template <class T = double, class Arch = default_arch>
 class ar_system {
 public:
     using value_type = T;
@@ -123,7 +123,7 @@ public:
         : height(g.height), width(g.width), alpha_(std::move(confidence)), rhs(std::move(b)) {
         build(stencil, min_weight, [&] {
             if constexpr (detail::channel_sum_similarity<S>)
-                weights_ = kernel::edge_weights_by_channel<default_arch, T>(detail::to_planes<double>(g), offsets, sim, min_weight);
+                weights_ = kernel::edge_weights_by_channel<Arch, T>(detail::to_planes<double>(g), offsets, sim, min_weight);
             else
                 weights_ = kernel::edge_weights_by_pixel<T>(g, offsets, sim, min_weight);
         });
@@ -140,7 +140,7 @@ public:
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), alpha_(std::move(confidence)), rhs(std::move(b)) {
         build(stencil, min_weight, [&] {
-            weights_ = kernel::edge_weights_by_channel<default_arch, T>(g, offsets, sim, min_weight);
+            weights_ = kernel::edge_weights_by_channel<Arch, T>(g, offsets, sim, min_weight);
         });
     }
 
@@ -169,7 +169,7 @@ public:
     edge_weights<T> edges() const { return edge_weights<T>(height, width, offsets, kernel::plane_pointers(weights_)); }
 
     /// The stencil kernel over this system's weights (a view of them).
-    using stencil_kernel = kernel::stencil<default_arch, T>;
+    using stencil_kernel = kernel::stencil<Arch, T>;
     stencil_kernel engine() const { return stencil_kernel(height, width, offsets, kernel::plane_pointers(weights_)); }
 
     /// Throws `std::invalid_argument` (from `where`) unless `x` has an entry per pixel.

@@ -68,14 +68,14 @@ V inverse_or_zero(V d) {
 /// within two of the grid, or past its end, and their neighbours then load without a
 /// check, and fine pixels of one parity class lie next to each other, as the coarse
 /// points they belong to do.
-template <class T>
+template <class T, class Arch = default_arch>
 class parity_planes {
 public:
     enum quantity { diagonal, east, south_west, south, south_east };
     static constexpr int quantities = 5;
 
-    explicit parity_planes(const ar_system<T>& A)
-        : rows_(A.height + 4), stride_((A.width + 1) / 2 + 2 + xsimd::batch<T>::size),
+    explicit parity_planes(const ar_system<T, Arch>& A)
+        : rows_(A.height + 4), stride_((A.width + 1) / 2 + 2 + xsimd::batch<T, Arch>::size),
           data_(std::size_t(quantities) * 2 * rows_ * stride_, T(0)) {
         const std::size_t W = A.width;
         const auto split = [&](int q, const T* values) {
@@ -126,32 +126,32 @@ private:
 /// a batch right): a fine pixel (2I + a, 2K + b), a and b in {0, 1}, at element (I, K)
 /// (`at`). Every batch of coarse points, the last one of a row reaching past its end,
 /// loads the weights around it without a check; results are stored for the points there are.
-template <class T>
+template <class T, class Arch = default_arch>
 class operator_dependent_interpolation {
 public:
     std::size_t height = 0, width = 0;                 ///< of the fine grid
     std::size_t coarse_height = 0, coarse_width = 0;   ///< (height + 1) / 2, (width + 1) / 2
     buffer<T> west, east, north, south, north_west, north_east, south_west, south_east;
-    ar_system<T> coarse;                               ///< P^T A P (see `galerkin`)
+    ar_system<T, Arch> coarse;                               ///< P^T A P (see `galerkin`)
 
     /// P of a system whose stencil reaches one pixel, and its Galerkin coarse system.
-    explicit operator_dependent_interpolation(const ar_system<T>& A)
+    explicit operator_dependent_interpolation(const ar_system<T, Arch>& A)
         : height(A.height), width(A.width), coarse_height((A.height + 1) / 2), coarse_width((A.width + 1) / 2) {
-        const parity_planes<T> planes(A);
+        const parity_planes<T, Arch> planes(A);
         interpolate(planes);
         coarse = galerkin(planes);
         coarse.threads = A.threads;
     }
 
     /// The row stride of the class arrays.
-    std::size_t stride() const noexcept { return coarse_width + 3 + xsimd::batch<T>::size; }
+    std::size_t stride() const noexcept { return coarse_width + 3 + xsimd::batch<T, Arch>::size; }
     /// Element (I, K) of a class array, I in [-1, coarse_height], K in [-2, coarse_width]
     /// (unsigned arithmetic: -1 wraps and comes back).
     T& at(buffer<T>& b, std::size_t I, std::size_t K) const { return b[(I + 1) * stride() + K + 2]; }
     const T& at(const buffer<T>& b, std::size_t I, std::size_t K) const { return b[(I + 1) * stride() + K + 2]; }
 
 private:
-    void interpolate(const parity_planes<T>& planes) {
+    void interpolate(const parity_planes<T, Arch>& planes) {
         for (buffer<T>* b : {&west, &east, &north, &south, &north_west, &north_east, &south_west, &south_east})
             b->assign((coarse_height + 2) * stride(), T(0));
         const std::size_t odd_rows = height / 2, odd_columns = width / 2;
@@ -275,7 +275,7 @@ private:
     /// 3 x 3 footprint on the fine grid), from A phi_J on the 5 x 5 fine pixels around J,
     /// vectorised across the coarse points of a row. The data term of the result is what
     /// its diagonal holds beyond its weights; its right-hand side is 0.
-    ar_system<T> galerkin(const parity_planes<T>& planes) const {
+    ar_system<T, Arch> galerkin(const parity_planes<T, Arch>& planes) const {
         const std::size_t Hc = coarse_height, Wc = coarse_width, n = Hc * Wc;
         const auto dirs = grid_stencil{Hc, Wc, 8, 1}.forward_offsets();
         std::vector<buffer<T>> weights(dirs.size(), buffer<T>(n, T(0)));
@@ -295,10 +295,10 @@ private:
             store_lanes(&out[2][J], V(-products.template entry<1, 0>()), count);   // south
             store_lanes(&out[3][J], V(-products.template entry<1, 1>()), count);   // south-east
         });
-        return ar_system<T>::from_operator(Hc, Wc, dirs, std::move(weights), std::move(diagonal));
+        return ar_system<T, Arch>::from_operator(Hc, Wc, dirs, std::move(weights), std::move(diagonal));
     }
 
-    using V = xsimd::batch<T>;
+    using V = xsimd::batch<T, Arch>;
 
     /// Calls f(I, k, count) for the points (I, k), ..., (I, k + count - 1) of a rows x columns
     /// class in batches of V: count is the batch's width but for the last of a row, which
@@ -319,10 +319,10 @@ private:
     /// (I, k + 1), ...: W towards (dy, dx) and the diagonal.
     template <int a, int b>
     struct stencil_at {
-        const parity_planes<T>& planes;
+        const parity_planes<T, Arch>& planes;
         std::ptrdiff_t r;
         std::size_t k;
-        stencil_at(const parity_planes<T>& p, std::size_t I, std::size_t k0) : planes(p), r(2 * std::ptrdiff_t(I) + a), k(k0) {}
+        stencil_at(const parity_planes<T, Arch>& p, std::size_t I, std::size_t k0) : planes(p), r(2 * std::ptrdiff_t(I) + a), k(k0) {}
         /// Quantity q of the pixel at (dy, dx) from this one.
         V get(int q, int dy, int dx) const {
             const int column = b + dx, parity = ((column % 2) + 2) % 2, half = (column - parity) / 2;
@@ -330,13 +330,13 @@ private:
         }
         /// W towards (dy, dx): a forward weight of this pixel or a backward one's, of the neighbour.
         V weight(int dy, int dx) const {
-            using P = parity_planes<T>;
+            using P = parity_planes<T, Arch>;
             if (dy == 0) return dx > 0 ? get(P::east, 0, 0) : get(P::east, 0, -1);
             if (dy > 0) return get(dx < 0 ? P::south_west : dx == 0 ? P::south : P::south_east, 0, 0);
             return get(dx > 0 ? P::south_west : dx == 0 ? P::south : P::south_east, -1, dx);
         }
         V positive(int dy, int dx) const { return xsimd::max(weight(dy, dx), V(T(0))); }
-        V diagonal() const { return get(parity_planes<T>::diagonal, 0, 0); }
+        V diagonal() const { return get(parity_planes<T, Arch>::diagonal, 0, 0); }
         V lumped_diagonal() const {
             V d = diagonal();
             for (int dy = -1; dy <= 1; ++dy)
@@ -364,7 +364,7 @@ private:
         std::size_t I, K;
         std::array<V, 9> phi_J;   // phi_J at offsets (-1..1, -1..1)
         std::array<V, 25> a_phi;  // A phi_J at offsets (-2..2, -2..2)
-        coarse_products(const operator_dependent_interpolation& p, const parity_planes<T>& planes, std::size_t i,
+        coarse_products(const operator_dependent_interpolation& p, const parity_planes<T, Arch>& planes, std::size_t i,
                         std::size_t k)
             : P(p), I(i), K(k) {
             for (int a = -1; a <= 1; ++a)
@@ -404,16 +404,16 @@ private:
 /// alone when the size is odd); P is piecewise constant, times `scale` (over-correction)
 /// when prolonging; the coarse system is P^T A P: the weights of the fine edges that
 /// cross between two blocks add up into their coarse edge, the alphas of a block add up.
-template <class T>
+template <class T, class Arch = default_arch>
 class aggregation {
 public:
     std::size_t height = 0, width = 0;                 ///< of the fine grid
     std::size_t coarse_height = 0, coarse_width = 0;   ///< (height + 1) / 2, (width + 1) / 2
     T scale = T(1);                                    ///< of the prolonged correction
 
-    ar_system<T> coarse;                               ///< P^T A P (see `galerkin`)
+    ar_system<T, Arch> coarse;                               ///< P^T A P (see `galerkin`)
 
-    aggregation(const ar_system<T>& A, double correction_scale)
+    aggregation(const ar_system<T, Arch>& A, double correction_scale)
         : height(A.height), width(A.width), coarse_height((A.height + 1) / 2), coarse_width((A.width + 1) / 2),
           scale(T(correction_scale)), coarse(galerkin(A)) {}
 
@@ -454,7 +454,7 @@ private:
     /// from an even column joins blocks (dy', floor(dx / 2)) apart, from an odd column
     /// (dy', floor((dx + 1) / 2)), dy' fixed by the row: each row of fine weights adds
     /// into two coarse directions, without divisions.
-    ar_system<T> galerkin(const ar_system<T>& f) const {
+    ar_system<T, Arch> galerkin(const ar_system<T, Arch>& f) const {
         const std::size_t H = coarse_height, W = coarse_width, n = H * W;
         buffer<T> alpha(n, T(0));
         for (std::size_t r = 0; r < f.height; ++r)
@@ -486,7 +486,7 @@ private:
                 }
             }
         }
-        ar_system<T> coarse(H, W, dirs, std::move(weights), std::move(alpha), buffer<T>(n, T(0)));
+        ar_system<T, Arch> coarse(H, W, dirs, std::move(weights), std::move(alpha), buffer<T>(n, T(0)));
         coarse.threads = f.threads;
         return coarse;
     }

@@ -20,8 +20,8 @@ struct csr_matrix {
 
 /// The matrix A of `system` (the Laplacian of its weights plus diag(alpha), or the
 /// operator it was given), columns sorted within each row.
-template <class T>
-csr_matrix assemble(const ar_system<T>& system) {
+template <class T, class Arch>
+csr_matrix assemble(const ar_system<T, Arch>& system) {
     const std::size_t n = system.size();
     std::vector<std::vector<std::pair<std::size_t, double>>> rows(n);
     for (std::size_t i = 0; i < n; ++i) rows[i].push_back({i, double(system.diagonal()[i])});

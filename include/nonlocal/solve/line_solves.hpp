@@ -46,10 +46,10 @@ namespace detail {
 ///   x_i <- (alpha_i x_i + scale wp x_p) / m_i;
 /// backward, x_i <- x_i + g_i x_{i + s}. With alpha > 0 and weights >= 0, 0 <= g < 1 and
 /// m_i >= alpha_i, so no pivot vanishes, and non-negative x stay non-negative.
-template <class T, std::size_t K>
+template <class Arch, class T, std::size_t K>
 void thomas_lines(const T* alpha, const T* w, const std::array<T*, K>& x, T* gain, std::size_t n, std::size_t s,
                   T scale) {
-    using batch = xsimd::batch<T>;
+    using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t lanes = batch::size;
     const bool vectorised = s >= lanes;
     const std::size_t head = std::min(s, n);
@@ -108,8 +108,8 @@ std::size_t first_failing(std::span<const T> values, Ok&& ok) {
 /// Throws `std::invalid_argument` (from `where`) unless `scale` is finite and >= 0, every
 /// alpha is > 0 and every weight of the directions `directions` is >= 0 (the conditions
 /// under which the line solves are stable).
-template <class T>
-void require_line_system(const ar_system<T>& A, std::span<const std::size_t> directions, double scale,
+template <class T, class Arch>
+void require_line_system(const ar_system<T, Arch>& A, std::span<const std::size_t> directions, double scale,
                          std::string_view where) {
     require(std::isfinite(scale) && scale >= 0, where,
             [&] { return "the scale must be finite and >= 0, got " + std::to_string(scale); });
@@ -144,13 +144,13 @@ void two_at_a_time(std::span<T* const> x, Solve&& solve) {
 /// A's data term and the weights of a horizontal direction in strips of `lanes` rows, each
 /// interleaved (entry (row k, column c) of a strip at c lanes + k, so that the predecessor
 /// (k, c - dx) lies dx lanes before) and the last padded with lines of alpha 1 and weight 0.
-template <class T>
+template <class T, class Arch>
 struct interleaved_strips {
-    static constexpr std::size_t lanes = xsimd::batch<T>::size;
+    static constexpr std::size_t lanes = xsimd::batch<T, Arch>::size;
     std::size_t height = 0, width = 0;
     buffer<T> alpha, weights;
 
-    interleaved_strips(const ar_system<T>& A, std::size_t d)
+    interleaved_strips(const ar_system<T, Arch>& A, std::size_t d)
         : height(A.height), width(A.width), alpha(strips() * strip_size(), T(1)), weights(alpha.size(), T(0)) {
         for (std::size_t strip = 0; strip < strips(); ++strip) {
             interleave(A.alpha().data(), alpha.data() + strip * strip_size(), strip);
@@ -190,19 +190,19 @@ private:
 
 /// One direction's line solves on vectors already checked, on `threads` threads for a
 /// horizontal direction (its strips are independent; `strips`: that direction's layout).
-template <class T>
-void solve_lines(const ar_system<T>& A, std::size_t d, T scale, std::span<T* const> x, int threads,
-                 const interleaved_strips<T>* strips = nullptr) {
+template <class T, class Arch>
+void solve_lines(const ar_system<T, Arch>& A, std::size_t d, T scale, std::span<T* const> x, int threads,
+                 const interleaved_strips<T, Arch>* strips = nullptr) {
     const auto [dy, dx] = A.offsets[d];
     if (dy > 0) {   // down: the lines lie across the lanes as they are
         buffer<T> gain(A.size());
         two_at_a_time(x, [&](const auto& v) {
-            thomas_lines(A.alpha().data(), A.weights()[d].data(), v, gain.data(), A.size(), std::size_t(A.shift(d)), scale);
+            thomas_lines<Arch>(A.alpha().data(), A.weights()[d].data(), v, gain.data(), A.size(), std::size_t(A.shift(d)), scale);
         });
         return;
     }
     if (!strips) {
-        const interleaved_strips<T> layout(A, d);
+        const interleaved_strips<T, Arch> layout(A, d);
         return solve_lines(A, d, scale, x, threads, &layout);
     }
     // Each thread takes a contiguous share of the strips (they cost alike) and its scratch
@@ -217,7 +217,7 @@ void solve_lines(const ar_system<T>& A, std::size_t d, T scale, std::span<T* con
         for (std::size_t strip = count * share / shares; strip < count * (share + 1) / shares; ++strip) {
             for (std::size_t k = 0; k < x.size(); ++k) strips->interleave(x[k], strip_x[k], strip);
             two_at_a_time(std::span<T* const>(strip_x), [&](const auto& v) {
-                thomas_lines(strips->alpha.data() + strip * m, strips->weights.data() + strip * m, v, gain.data(), m,
+                thomas_lines<Arch>(strips->alpha.data() + strip * m, strips->weights.data() + strip * m, v, gain.data(), m,
                              std::size_t(dx) * strips->lanes, scale);
             });
             for (std::size_t k = 0; k < x.size(); ++k) strips->scatter(strip_x[k], x[k], strip);
@@ -226,8 +226,8 @@ void solve_lines(const ar_system<T>& A, std::size_t d, T scale, std::span<T* con
 }
 
 /// The vectors' data pointers; `std::invalid_argument` (from `where`) unless each has an entry per pixel.
-template <class T>
-std::vector<T*> vector_pointers(const ar_system<T>& A, std::span<const std::span<T>> xs, std::string_view where) {
+template <class T, class Arch>
+std::vector<T*> vector_pointers(const ar_system<T, Arch>& A, std::span<const std::span<T>> xs, std::string_view where) {
     std::vector<T*> pointers;
     for (const auto& x : xs) A.require_size(x, where), pointers.push_back(x.data());
     return pointers;
@@ -242,16 +242,16 @@ std::vector<T*> vector_pointers(const ar_system<T>& A, std::span<const std::span
 /// strips of rows run on `A.threads` threads (results do not depend on it), the others on one. Throws
 /// `std::invalid_argument` unless `direction` is one of A's, `scale` is finite and >= 0,
 /// alpha > 0 on every pixel, d's weights are >= 0 and every vector has an entry per pixel.
-template <class T>
-void line_solve(const ar_system<T>& A, std::size_t direction, double scale, std::span<const std::span<T>> xs) {
+template <class T, class Arch>
+void line_solve(const ar_system<T, Arch>& A, std::size_t direction, double scale, std::span<const std::span<T>> xs) {
     const std::array<std::size_t, 1> d{direction};
     detail::require_line_system(A, std::span<const std::size_t>(d), scale, "line_solve");
     const std::vector<T*> x = detail::vector_pointers(A, xs, "line_solve");
     detail::solve_lines(A, direction, T(scale), std::span<T* const>(x), A.threads);
 }
 /// The same for one vector.
-template <class T>
-void line_solve(const ar_system<T>& A, std::size_t direction, double scale, std::span<T> x) {
+template <class T, class Arch>
+void line_solve(const ar_system<T, Arch>& A, std::size_t direction, double scale, std::span<T> x) {
     const std::array<std::span<T>, 1> xs{x};
     line_solve(A, direction, scale, std::span<const std::span<T>>(xs));
 }
@@ -277,8 +277,8 @@ inline double separable_scale(const separable_options& o, std::size_t t) {
 /// of separable filters along strong edges. Throws `std::invalid_argument` unless
 /// o.passes >= 1, o.strength is finite and > 0, alpha > 0 on every pixel, every weight is
 /// >= 0 and every vector has an entry per pixel.
-template <class T>
-void separable_smooth(const ar_system<T>& A, std::span<const std::span<T>> xs, const separable_options& o = {}) {
+template <class T, class Arch>
+void separable_smooth(const ar_system<T, Arch>& A, std::span<const std::span<T>> xs, const separable_options& o = {}) {
     detail::require(o.passes >= 1 && std::isfinite(o.strength) && o.strength > 0, "separable_smooth", [&] {
         return "needs passes >= 1 and a finite strength > 0, got passes = " + std::to_string(o.passes) +
                ", strength = " + std::to_string(o.strength);
@@ -287,16 +287,16 @@ void separable_smooth(const ar_system<T>& A, std::span<const std::span<T>> xs, c
     for (std::size_t d = 0; d < directions.size(); ++d) directions[d] = d;
     detail::require_line_system(A, std::span<const std::size_t>(directions), o.strength, "separable_smooth");
     const std::vector<T*> x = detail::vector_pointers(A, xs, "separable_smooth");
-    std::vector<std::unique_ptr<detail::interleaved_strips<T>>> strips(directions.size());   // interleaved once
+    std::vector<std::unique_ptr<detail::interleaved_strips<T, Arch>>> strips(directions.size());   // interleaved once
     for (const std::size_t d : directions)
-        if (A.offsets[d].dy == 0) strips[d] = std::make_unique<detail::interleaved_strips<T>>(A, d);
+        if (A.offsets[d].dy == 0) strips[d] = std::make_unique<detail::interleaved_strips<T, Arch>>(A, d);
     for (std::size_t t = 0; t < o.passes; ++t)
         for (const std::size_t d : directions)
             detail::solve_lines(A, d, T(separable_scale(o, t)), std::span<T* const>(x), A.threads, strips[d].get());
 }
 /// The same for one vector.
-template <class T>
-void separable_smooth(const ar_system<T>& A, std::span<T> x, const separable_options& o = {}) {
+template <class T, class Arch>
+void separable_smooth(const ar_system<T, Arch>& A, std::span<T> x, const separable_options& o = {}) {
     const std::array<std::span<T>, 1> xs{x};
     separable_smooth(A, std::span<const std::span<T>>(xs), o);
 }

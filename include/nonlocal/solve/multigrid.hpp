@@ -62,28 +62,28 @@ struct multigrid_options {
 /// The V-cycle smooths with damped Jacobi sweeps, the same before and after (they
 /// are polynomials in S^-1 A, which commute, and restriction is the transpose of
 /// interpolation), so the cycle is symmetric and can precondition CG.
-template <class T = double>
+template <class T = double, class Arch = default_arch>
 class multigrid {
 public:
     /// Throws `std::invalid_argument` unless smoothing_steps >= 1, coarse_smoothing_steps >= 1,
     /// 0 < lower < upper (finite), 0 < damping <= 2, correction_scale is finite and positive
     /// and full_cycles >= 1.
-    explicit multigrid(const ar_system<T>& A, multigrid_options options = {})
+    explicit multigrid(const ar_system<T, Arch>& A, multigrid_options options = {})
         : options_(options), finest_(sweep_damping(options)),
           coarser_(sweep_damping(options, options.coarse_smoothing_steps)) {
         levels_.push_back(&A);
         while (levels_.back()->size() > 256) {
-            const ar_system<T>& fine = *levels_.back();
+            const ar_system<T, Arch>& fine = *levels_.back();
             if (options.transfer == coarsening::operator_dependent && fine.reach() == 1)
-                transfers_.emplace_back(std::in_place_type<detail::operator_dependent_interpolation<T>>, fine);
+                transfers_.emplace_back(std::in_place_type<detail::operator_dependent_interpolation<T, Arch>>, fine);
             else
-                transfers_.emplace_back(std::in_place_type<detail::aggregation<T>>, fine, options.correction_scale);
-            owned_.push_back(std::make_unique<ar_system<T>>(
+                transfers_.emplace_back(std::in_place_type<detail::aggregation<T, Arch>>, fine, options.correction_scale);
+            owned_.push_back(std::make_unique<ar_system<T, Arch>>(
                 std::visit([](auto& transfer) { return std::move(transfer.coarse); }, transfers_.back())));
             levels_.push_back(owned_.back().get());
         }
         factor_coarsest();
-        for (const ar_system<T>* level : levels_) {   // level 0's right-hand side and solution are the caller's
+        for (const ar_system<T, Arch>* level : levels_) {   // level 0's right-hand side and solution are the caller's
             work_.emplace_back(level->size());
             rhs_.emplace_back(level == levels_.front() ? 0 : level->size());
             solution_.emplace_back(level == levels_.front() ? 0 : level->size());
@@ -93,7 +93,7 @@ public:
 
     std::size_t levels() const noexcept { return levels_.size(); }
     /// The system at level `l` (0: the one the hierarchy was built for).
-    const ar_system<T>& level(std::size_t l) const { return *levels_.at(l); }
+    const ar_system<T, Arch>& level(std::size_t l) const { return *levels_.at(l); }
     static constexpr const char* name = "multigrid";
 
     /// The damping of each of `steps` smoothing sweeps, in the order they run (before and after).
@@ -126,7 +126,7 @@ public:
     static std::vector<double> sweep_damping(const multigrid_options& o) { return sweep_damping(o, o.smoothing_steps); }
 
     /// S^-1 of a level, S the smoothing diagonal: s_i = (a_ii + sum_j |a_ij|) / 2 (0 where s_i is 0).
-    static buffer<T> inverse_smoothing_diagonal(const ar_system<T>& A) {
+    static buffer<T> inverse_smoothing_diagonal(const ar_system<T, Arch>& A) {
         buffer<T> t(A.size());
         A.edge_sums([](auto w) { return xsimd::abs(w); }, [&](std::size_t i, auto sum) {
             kernel::lane_store(t.data(), i, detail::inverse_or_zero((kernel::lane_load(A.diagonal(), i, sum) + sum) / 2));
@@ -167,7 +167,7 @@ private:
     /// Dense Cholesky factor of the coarsest A (positive definite once any alpha > 0;
     /// a tiny ridge keeps a level without data solvable).
     void factor_coarsest() {
-        const ar_system<T>& c = *levels_.back();
+        const ar_system<T, Arch>& c = *levels_.back();
         const std::size_t n = c.size();
         chol_.assign(n * n, 0.0);
         std::vector<T> e(n, 0.0), col(n);
@@ -225,7 +225,7 @@ private:
     /// reads neither x nor the weights. Either way the residual lands in work for even m, in x
     /// for odd m, the smoothed x in the other buffer, and post-smoothing's m stages from it end in x.
     void cycle(std::size_t level, const T* b, T* x, bool from_zero) const {
-        const ar_system<T>& A = *levels_[level];
+        const ar_system<T, Arch>& A = *levels_[level];
         if (level + 1 == levels_.size()) return solve_coarsest(b, x);
         T* work = work_[level].data();
         const T* s = inverse_smoothing_[level].data();
@@ -241,7 +241,7 @@ private:
     /// memory: before the coarse correction the m sweeps and the residual, the first sweep from
     /// zero or from the given x; after it, the m sweeps.
     struct smoothing {
-        std::vector<typename ar_system<T>::sweep_stage> from_zero, from_x, post;
+        std::vector<typename ar_system<T, Arch>::sweep_stage> from_zero, from_x, post;
         explicit smoothing(const std::vector<double>& omega) {
             for (double w : omega) post.push_back({w});
             from_x = post;
@@ -253,9 +253,9 @@ private:
 
     multigrid_options options_;
     smoothing finest_, coarser_;   // of level 0, of the levels below it
-    std::vector<const ar_system<T>*> levels_;
-    std::vector<std::unique_ptr<ar_system<T>>> owned_;
-    std::vector<std::variant<detail::operator_dependent_interpolation<T>, detail::aggregation<T>>> transfers_;
+    std::vector<const ar_system<T, Arch>*> levels_;
+    std::vector<std::unique_ptr<ar_system<T, Arch>>> owned_;
+    std::vector<std::variant<detail::operator_dependent_interpolation<T, Arch>, detail::aggregation<T, Arch>>> transfers_;
     std::vector<buffer<T>> inverse_smoothing_;   // S^-1 of each level
     std::vector<double> chol_;           // the coarsest level in double, whatever T
     // Per-level buffers of a cycle, allocated once: a multigrid object runs one cycle at a time.

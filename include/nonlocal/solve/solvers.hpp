@@ -65,8 +65,8 @@ template <class T>
 double norm(std::span<const T> a) { return std::sqrt(dot(a.data(), a.data(), a.size())); }
 
 /// r = b - A x; returns |r|.
-template <class T>
-double residual(const ar_system<T>& A, std::span<const T> b, std::span<const T> x, buffer<T>& r) {
+template <class T, class Arch>
+double residual(const ar_system<T, Arch>& A, std::span<const T> b, std::span<const T> x, buffer<T>& r) {
     A.residual(b.data(), x.data(), r.data());
     return norm<T>(r);
 }
@@ -79,8 +79,8 @@ template <class T>
 using vector_out = std::type_identity_t<std::span<T>>;
 
 /// Throws (from `where`) unless b and x have an entry per pixel and the tolerance is >= 0.
-template <class T>
-void require_inputs(const ar_system<T>& A, std::span<const T> b, std::span<const T> x, const solve_options& options,
+template <class T, class Arch>
+void require_inputs(const ar_system<T, Arch>& A, std::span<const T> b, std::span<const T> x, const solve_options& options,
                     std::string_view where) {
     A.require_size(x, where);
     A.require_size(b, where, "b");
@@ -107,8 +107,8 @@ private:
 
 /// The checks and the loop every iterative solver shares: |b - A x| / |b| before each
 /// iteration, `step(x, r)` (r = b - A x) until the tolerance or the budget is reached.
-template <class T, class Step>
-solve_report iterate(const char* method, const ar_system<T>& A, std::span<const T> b, std::span<T> x,
+template <class T, class Arch, class Step>
+solve_report iterate(const char* method, const ar_system<T, Arch>& A, std::span<const T> b, std::span<T> x,
                      const solve_options& options, Step&& step) {
     require_inputs<T>(A, b, x, options, method);
     const stopwatch clock;
@@ -132,16 +132,16 @@ solve_report iterate(const char* method, const ar_system<T>& A, std::span<const 
 /// plus the data term (`ar_system::jacobi_step` when b is the system's own),
 /// computed in place from the residual the loop has already: x + D^-1 (b - A x)
 /// = D^-1 (b + sum_j W_ij x_j).
-template <class T>
-solve_report jacobi(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+template <class T, class Arch>
+solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
                     const solve_options& options = {}) {
     return detail::iterate<T>("jacobi", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
         for (std::size_t i = 0; i < xk.size(); ++i)
             if (A.diagonal()[i] > 0) xk[i] += r[i] / A.diagonal()[i];
     });
 }
-template <class T>
-solve_report jacobi(const ar_system<T>& A, detail::vector_out<T> x, const solve_options& options = {}) {
+template <class T, class Arch>
+solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_out<T> x, const solve_options& options = {}) {
     return jacobi(A, A.rhs, x, options);
 }
 
@@ -150,8 +150,8 @@ solve_report jacobi(const ar_system<T>& A, detail::vector_out<T> x, const solve_
 /// one colour are never neighbours, so each colour updates in place
 /// independently (red-black ordering generalised to wider stencils). omega = 1
 /// is Gauss-Seidel.
-template <class T>
-solve_report sor(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x, double omega = 1.6,
+template <class T, class Arch>
+solve_report sor(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x, double omega = 1.6,
                  const solve_options& options = {}) {
     detail::require(omega > 0 && omega < 2, "sor", [&] { return "omega must be in (0, 2), got " + std::to_string(omega); });
     const std::size_t H = A.height, W = A.width, period = A.reach() + 1;
@@ -170,16 +170,16 @@ solve_report sor(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_o
                 }
     });
 }
-template <class T>
-solve_report sor(const ar_system<T>& A, detail::vector_out<T> x, double omega = 1.6, const solve_options& options = {}) {
+template <class T, class Arch>
+solve_report sor(const ar_system<T, Arch>& A, detail::vector_out<T> x, double omega = 1.6, const solve_options& options = {}) {
     return sor(A, A.rhs, x, omega, options);
 }
 
 /// The diagonal (Jacobi) preconditioner: z = D^-1 r.
-template <class T = double>
+template <class T = double, class Arch = default_arch>
 struct jacobi_preconditioner {
-    const ar_system<T>* A;
-    explicit jacobi_preconditioner(const ar_system<T>& system) : A(&system) {}
+    const ar_system<T, Arch>* A;
+    explicit jacobi_preconditioner(const ar_system<T, Arch>& system) : A(&system) {}
     void operator()(std::span<const T> r, std::span<T> z) const {
         A->require_size(r, "jacobi_preconditioner", "r");
         A->require_size(z, "jacobi_preconditioner", "z");
@@ -191,8 +191,8 @@ struct jacobi_preconditioner {
 /// Preconditioned conjugate gradients on A x = b from the given x (a warm start).
 /// Solving for several right-hand sides of one system shares its preconditioner.
 /// `M(r, z)` sets z = M^-1 r for spans of T (`multigrid`, `jacobi_preconditioner`).
-template <class T, class Preconditioner>
-solve_report pcg(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x, const Preconditioner& M,
+template <class T, class Arch, class Preconditioner>
+solve_report pcg(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x, const Preconditioner& M,
                  const solve_options& options = {}) {
     detail::require_inputs<T>(A, b, x, options, "pcg");
     const detail::stopwatch clock;
@@ -239,16 +239,16 @@ solve_report pcg(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_o
 }
 
 /// Preconditioned conjugate gradients on the system's own A x = b.
-template <class T, class Preconditioner>
-solve_report pcg(const ar_system<T>& A, detail::vector_out<T> x, const Preconditioner& M,
+template <class T, class Arch, class Preconditioner>
+solve_report pcg(const ar_system<T, Arch>& A, detail::vector_out<T> x, const Preconditioner& M,
                  const solve_options& options = {}) {
     return pcg(A, A.rhs, x, M, options);
 }
 
 /// V-cycles of `M` (a multigrid of A) alone on A x = b, from the given x.
-template <class T>
-solve_report multigrid_solve(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x,
-                             const multigrid<T>& M, const solve_options& options = {}) {
+template <class T, class Arch>
+solve_report multigrid_solve(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                             const multigrid<T, Arch>& M, const solve_options& options = {}) {
     buffer<T> z(A.size());
     return detail::iterate<T>("multigrid", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
         M(std::span<const T>(r), std::span<T>(z));
@@ -258,9 +258,9 @@ solve_report multigrid_solve(const ar_system<T>& A, detail::vector_in<T> b, deta
 /// Full multigrid, then conjugate gradients preconditioned by the same hierarchy until
 /// the tolerance: x (its input ignored) = `M.full(b)`, which counts as the first
 /// iteration, and while |b - A x| > tolerance |b|, PCG iterations from there.
-template <class T>
-solve_report full_multigrid(const ar_system<T>& A, detail::vector_in<T> b, detail::vector_out<T> x,
-                            const multigrid<T>& M, const solve_options& options = {}) {
+template <class T, class Arch>
+solve_report full_multigrid(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                            const multigrid<T, Arch>& M, const solve_options& options = {}) {
     detail::require_inputs<T>(A, b, x, options, "full_multigrid");
     const detail::stopwatch clock;
     M.full(b, x);
@@ -273,8 +273,8 @@ solve_report full_multigrid(const ar_system<T>& A, detail::vector_in<T> b, detai
 }
 
 /// V-cycles alone on the system's own A x = b, from the given x.
-template <class T>
-solve_report multigrid_solve(const ar_system<T>& A, detail::vector_out<T> x, const solve_options& options = {}) {
+template <class T, class Arch>
+solve_report multigrid_solve(const ar_system<T, Arch>& A, detail::vector_out<T> x, const solve_options& options = {}) {
     A.require_size(x, "multigrid_solve");
     return multigrid_solve(A, A.rhs, x, multigrid(A), options);
 }
