@@ -96,8 +96,7 @@ struct ar_estimator {
     static buffer<double> estimate(const image_planes<T>& g, const observed_depth& d, const depth_options& o,
                                    solve_report& report) {
         const std::size_t n = g.pixels();
-        buffer<T> alpha(n), b(n);
-        for (std::size_t i = 0; i < n; ++i) alpha[i] = T(o.lambda * d.observed[i]), b[i] = T(o.lambda * d.observed[i] * d.depth[i]);
+        auto [alpha, b] = d.scaled<T>(o.lambda);
         const ar_system<T> A = depth_system<T>(g, std::move(alpha), std::move(b), o);
         const auto M = hierarchy(A, o);
         buffer<T> solution(n, T(0));
@@ -119,8 +118,7 @@ struct normalised_estimator {
         const std::size_t n = g.pixels();
         const double fraction = d.fraction(), eps = normalised_epsilon(d, o);
         // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
-        buffer<T> b_mask(n), b_depth(n);
-        for (std::size_t i = 0; i < n; ++i) b_mask[i] = T(eps * d.observed[i]), b_depth[i] = T(eps * d.observed[i] * d.depth[i]);
+        auto [b_mask, b_depth] = d.scaled<T>(eps);
         // x0 = the normalised box interpolation of m d (eps cancels).
         const buffer<double> x0 = normalised_interpolation(g.height, g.width, b_mask.data(), b_depth.data());
         const ar_system<T> A = depth_system<T>(g, buffer<T>(n, T(eps)), std::move(b_depth), o);
@@ -152,8 +150,7 @@ struct separable_estimator {
                                    solve_report& report) {
         const std::size_t n = g.pixels();
         // K_s(m) and K_s(m d) of the system with alpha = eps everywhere, side by side.
-        buffer<T> km(n), kd(n);
-        for (std::size_t i = 0; i < n; ++i) km[i] = T(d.observed[i]), kd[i] = T(d.observed[i] * d.depth[i]);
+        auto [km, kd] = d.scaled<T>(1.0);
         const ar_system<T> A = depth_system<T>(g, buffer<T>(n, T(normalised_epsilon(d, o))), buffer<T>(n, T(0)), o);   // b unused
         const stopwatch solve_clock;
         const std::array<std::span<T>, 2> smoothed{std::span<T>(km), std::span<T>(kd)};

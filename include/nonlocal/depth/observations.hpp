@@ -51,6 +51,14 @@ struct observed_depth {
         for (std::size_t i = 0; i < depth.size(); ++i) observe(i, double(values[i]));
     }
     double fraction() const { return double(count) / double(height * width); }
+    /// s m and s m d per pixel in T, m the mask of observed pixels and d their depth: the
+    /// data terms of the estimators.
+    template <class T>
+    std::pair<buffer<T>, buffer<T>> scaled(double s) const {
+        buffer<T> mask(depth.size()), masked_depth(depth.size());
+        for (std::size_t i = 0; i < depth.size(); ++i) mask[i] = T(s * observed[i]), masked_depth[i] = T(s * observed[i] * depth[i]);
+        return {std::move(mask), std::move(masked_depth)};
+    }
     /// The largest observed depth less the smallest (0 when nothing is observed).
     double range() const { return count > 0 ? highest - lowest : 0.0; }
 };
