@@ -66,6 +66,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(updates_match_double_loops, T, value_types) {
                     auto z = y;
                     simd::scale<Arch>(T(-2), z.data() + offset, n);
                     for (std::size_t i = offset; i < n + offset; ++i) BOOST_TEST(z[i] == T(-2) * y[i]);
+                    std::vector<T> scaled(n + offset, T(7));
+                    simd::scale<Arch>(T(0.5), y.data() + offset, scaled.data() + offset, n);   // y = alpha x
+                    for (std::size_t i = 0; i < offset; ++i) BOOST_TEST(scaled[i] == T(7));   // untouched
+                    for (std::size_t i = offset; i < n + offset; ++i) BOOST_TEST(scaled[i] == T(0.5) * y[i]);
 
                     auto e = x;
                     const T shift = T(0.5);

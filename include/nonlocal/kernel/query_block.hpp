@@ -77,9 +77,11 @@ public:
     template <class Query>
     void start(std::size_t count, T scale, Query&& query) {
         count_ = count;
-        std::array<const T*, Rows> rows;
-        for (std::size_t r = 0; r < Rows; ++r) rows[r] = count == 0 ? nullptr : query(r < count ? r : 0);
-        if (count > 0) transpose_queries(rows, scale);
+        if (count > 0) {
+            std::array<const T*, Rows> rows;
+            for (std::size_t r = 0; r < Rows; ++r) rows[r] = query(r < count ? r : 0);
+            transpose_queries(rows, scale);
+        }
         std::fill(o_.begin(), o_.end(), T(0));
         std::fill(row_max_.begin(), row_max_.end(), -std::numeric_limits<T>::infinity());
         std::fill(row_sum_.begin(), row_sum_.end(), T(0));
@@ -173,21 +175,13 @@ public:
             if constexpr (Kind == normalizer::none) normalizer = T(1);
             T* y = out(r);
             if (normalizer == T(0)) std::fill(y, y + dv_, T(0));
-            else divide(o_.data() + r * dvp_, normalizer, y);
+            else simd::scale<Arch>(T(1) / normalizer, o_.data() + r * dvp_, y, dv_);
             if (T* l = lse(r))
                 *l = Shift ? (row_sum_[r] == T(0) ? minus_inf : row_max_[r] + std::log(row_sum_[r])) : std::log(normalizer);
         }
     }
 
 private:
-    /// y = o / normalizer for dv values, as a product with the reciprocal, a vector at a time.
-    void divide(const T* o, T normalizer, T* y) const noexcept {
-        const T reciprocal = T(1) / normalizer;
-        std::size_t c = 0;
-        for (; c + W <= dv_; c += W) (batch::load_unaligned(o + c) * batch(reciprocal)).store_unaligned(y + c);
-        for (; c < dv_; ++c) y[c] = o[c] * reciprocal;
-    }
-
     /// Qt [d, Rows] = scale x Q^T for the queries at `rows`.
     void transpose_queries(const std::array<const T*, Rows>& rows, T scale) {
         for (std::size_t r = 0; r < Rows; ++r)

@@ -85,15 +85,21 @@ void multiply_add(const T* a, const T* b, T* y, std::size_t n) noexcept {
     for (; i < n; ++i) y[i] += Sign > 0 ? a[i] * b[i] : -(a[i] * b[i]);
 }
 
-/// `y[0, n) *= alpha`.
+/// `y[0, n) = alpha * x[0, n)` (x may be y).
 template <class Arch = default_arch, class T>
-void scale(T alpha, T* y, std::size_t n) noexcept {
+void scale(T alpha, const T* x, T* y, std::size_t n) noexcept {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
     const batch a(alpha);
     std::size_t i = 0;
-    for (; i + W <= n; i += W) (a * batch::load_unaligned(y + i)).store_unaligned(y + i);
-    for (; i < n; ++i) y[i] *= alpha;
+    for (; i + W <= n; i += W) (a * batch::load_unaligned(x + i)).store_unaligned(y + i);
+    for (; i < n; ++i) y[i] = alpha * x[i];
+}
+
+/// `y[0, n) *= alpha`.
+template <class Arch = default_arch, class T>
+void scale(T alpha, T* y, std::size_t n) noexcept {
+    scale<Arch>(alpha, static_cast<const T*>(y), y, n);
 }
 
 /// `y[0, n) = x[0, n)`, inline: the tiled window kernel packs rows of a few vectors, for
