@@ -1,4 +1,4 @@
-// solve/coarsening.hpp and solve/multigrid.hpp: the grid transfers against their
+// solve/coarsening/ and solve/multigrid.hpp: the grid transfers against their
 // definitions (by hand, and as dense matrices: restriction is the transpose of
 // interpolation, coarse systems are P^T A P), the V-cycle's symmetry, full
 // multigrid, and hierarchies of thin grids.

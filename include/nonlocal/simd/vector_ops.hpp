@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -100,6 +101,13 @@ void scale(T alpha, const T* x, T* y, std::size_t n) noexcept {
 template <class Arch = default_arch, class T>
 void scale(T alpha, T* y, std::size_t n) noexcept {
     scale<Arch>(alpha, static_cast<const T*>(y), y, n);
+}
+
+/// 1 / d where d > 0, else 0: for a scalar, or lane by lane for a batch.
+template <class V>
+V inverse_or_zero(V d) noexcept {
+    if constexpr (std::is_arithmetic_v<V>) return d > V(0) ? V(1) / d : V(0);
+    else return xsimd::select(d > V(0), V(1) / d, V(0));
 }
 
 /// `y[0, n) = x[0, n)`, inline: the tiled window kernel packs rows of a few vectors, for

@@ -1,7 +1,7 @@
 #pragma once
 /// @file solve/multigrid.hpp
 /// Multigrid for the AR system: a hierarchy of ever coarser systems
-/// (`solve/coarsening.hpp`), the V-cycle that preconditions conjugate gradients
+/// (`solve/coarsening/`), the V-cycle that preconditions conjugate gradients
 /// or solves by itself, and full multigrid, which solves from the coarsest level
 /// up and gives a good approximation for the cost of about one and a half V-cycles.
 
@@ -11,20 +11,22 @@
 #include <numbers>
 #include <span>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/solve/ar_system.hpp"
-#include "nonlocal/solve/coarsening.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
+#include "nonlocal/solve/coarsening/aggregation.hpp"
+#include "nonlocal/solve/coarsening/grid_transfer.hpp"
+#include "nonlocal/solve/coarsening/operator_dependent.hpp"
 
 namespace nonlocal {
 
 /// How the V-cycle damps its Jacobi sweeps (`multigrid_options`).
 enum class smoother { chebyshev, jacobi };
 
-/// How a level makes the next one (`solve/coarsening.hpp`).
+/// How a level makes the next one (`solve/coarsening/`).
 enum class coarsening {
     /// Black-box multigrid's interpolation, which follows the weights, and Galerkin
     /// coarse systems; levels whose stencil reaches further than one pixel aggregate
@@ -75,12 +77,10 @@ public:
         while (levels_.back()->size() > 256) {
             const ar_system<T, Arch>& fine = *levels_.back();
             if (options.transfer == coarsening::operator_dependent && fine.reach() == 1)
-                transfers_.emplace_back(std::in_place_type<detail::operator_dependent_interpolation<T, Arch>>, fine);
+                transfers_.push_back(std::make_unique<detail::operator_dependent_interpolation<T, Arch>>(fine));
             else
-                transfers_.emplace_back(std::in_place_type<detail::aggregation<T, Arch>>, fine, options.correction_scale);
-            owned_.push_back(std::make_unique<ar_system<T, Arch>>(
-                std::visit([](auto& transfer) { return std::move(transfer.coarse); }, transfers_.back())));
-            levels_.push_back(owned_.back().get());
+                transfers_.push_back(std::make_unique<detail::aggregation<T, Arch>>(fine, options.correction_scale));
+            levels_.push_back(&transfers_.back()->coarse);
         }
         factor_coarsest();
         for (const ar_system<T, Arch>* level : levels_) {   // level 0's right-hand side and solution are the caller's
@@ -129,7 +129,7 @@ public:
     static buffer<T> inverse_smoothing_diagonal(const ar_system<T, Arch>& A) {
         buffer<T> t(A.size());
         A.edge_sums([](auto w) { return xsimd::abs(w); }, [&](std::size_t i, auto sum) {
-            kernel::lane_store(t.data(), i, detail::inverse_or_zero((kernel::lane_load(A.diagonal(), i, sum) + sum) / 2));
+            kernel::lane_store(t.data(), i, simd::inverse_or_zero((kernel::lane_load(A.diagonal(), i, sum) + sum) / 2));
         });
         return t;
     }
@@ -154,11 +154,10 @@ public:
         const std::size_t L = levels_.size();
         const auto rhs = [&](std::size_t l) { return l == 0 ? b.data() : rhs_[l].data(); };
         const auto solution = [&](std::size_t l) { return l == 0 ? x.data() : solution_[l].data(); };
-        for (std::size_t l = 0; l + 1 < L; ++l)
-            std::visit([&](const auto& transfer) { transfer.restrict_to(rhs(l), rhs_[l + 1].data()); }, transfers_[l]);
+        for (std::size_t l = 0; l + 1 < L; ++l) transfers_[l]->restrict_to(rhs(l), rhs_[l + 1].data());
         solve_coarsest(rhs(L - 1), solution(L - 1));
         for (std::size_t l = L - 1; l-- > 0;) {
-            std::visit([&](const auto& transfer) { transfer.prolong(solution(l + 1), solution(l), false); }, transfers_[l]);
+            transfers_[l]->prolong(solution(l + 1), solution(l), false);
             for (std::size_t k = 0; k < options_.full_cycles; ++k) cycle(l, rhs(l), solution(l), false);
         }
     }
@@ -210,13 +209,9 @@ private:
     /// level from 0, and its interpolation added to `correction`.
     void coarse_correction(std::size_t level, const T* residual, T* correction) const {
         T *rc = rhs_[level + 1].data(), *zc = solution_[level + 1].data();
-        std::visit(
-            [&](const auto& transfer) {
-                transfer.restrict_to(residual, rc);
-                cycle(level + 1, rc, zc, true);
-                transfer.prolong(zc, correction, true);
-            },
-            transfers_[level]);
+        transfers_[level]->restrict_to(residual, rc);
+        cycle(level + 1, rc, zc, true);
+        transfers_[level]->prolong(zc, correction, true);
     }
 
     /// One V-cycle on A x = b at `level`, from x = 0 (`from_zero`) or from the given x, in the
@@ -253,9 +248,8 @@ private:
 
     multigrid_options options_;
     smoothing finest_, coarser_;   // of level 0, of the levels below it
-    std::vector<const ar_system<T, Arch>*> levels_;
-    std::vector<std::unique_ptr<ar_system<T, Arch>>> owned_;
-    std::vector<std::variant<detail::operator_dependent_interpolation<T, Arch>, detail::aggregation<T, Arch>>> transfers_;
+    std::vector<const ar_system<T, Arch>*> levels_;   // the caller's, then each transfer's coarse system
+    std::vector<std::unique_ptr<const detail::grid_transfer<T, Arch>>> transfers_;   // level l to level l + 1
     std::vector<buffer<T>> inverse_smoothing_;   // S^-1 of each level
     std::vector<double> chol_;           // the coarsest level in double, whatever T
     // Per-level buffers of a cycle, allocated once: a multigrid object runs one cycle at a time.

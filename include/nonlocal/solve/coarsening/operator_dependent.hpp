@@ -1,20 +1,14 @@
 #pragma once
-/// @file solve/coarsening.hpp
-/// The grid transfers of `multigrid`: how a level of AR system makes the next,
-/// coarser one, and how vectors move between them.
-///
-/// - Operator-dependent interpolation (black-box multigrid, Dendy 1982), for
-///   stencils that reach one pixel (4 or 8 neighbours): the coarse points are the
-///   fine pixels of even row and column; a fine pixel between two coarse points
-///   takes their values in proportion to its edge weights towards each side, a
-///   pixel between four takes its neighbours' interpolated values through its own
-///   edges. Interpolation therefore follows the colour edges of the guide: a pixel
-///   strongly tied to its left neighbour and cut from its right one copies the
-///   left value. The coarse system is the Galerkin product P^T A P, again a
-///   9-point stencil, and restriction is P^T.
-/// - Aggregation, for wider stencils: each coarse pixel is a 2 x 2 block,
-///   interpolation is piecewise constant, and the coarse system sums the weights
-///   of the fine edges between two blocks.
+/// @file solve/coarsening/operator_dependent.hpp
+/// Operator-dependent interpolation (black-box multigrid, Dendy 1982), the grid
+/// transfer for stencils that reach one pixel (4 or 8 neighbours): the coarse
+/// points are the fine pixels of even row and column; a fine pixel between two
+/// coarse points takes their values in proportion to its edge weights towards
+/// each side, a pixel between four takes its neighbours' interpolated values
+/// through its own edges. Interpolation therefore follows the colour edges of the
+/// guide: a pixel strongly tied to its left neighbour and cut from its right one
+/// copies the left value. The coarse system is the Galerkin product P^T A P,
+/// again a 9-point stencil, and restriction is P^T.
 
 #include <algorithm>
 #include <array>
@@ -28,7 +22,9 @@
 
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/neighborhood/grid_stencil.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
 #include "nonlocal/solve/ar_system.hpp"
+#include "nonlocal/solve/coarsening/grid_transfer.hpp"
 
 namespace nonlocal::detail {
 
@@ -54,13 +50,6 @@ void store_lanes(T* p, V v, std::size_t count) {
     v.store_aligned(lanes);
     std::copy(lanes, lanes + count, p);
 }
-/// 1 / d where d > 0, else 0, lane by lane for batches.
-template <class V>
-V inverse_or_zero(V d) {
-    if constexpr (std::is_arithmetic_v<V>) return d > V(0) ? V(1) / d : V(0);
-    else return xsimd::select(d > V(0), V(1) / d, V(0));
-}
-
 /// The diagonal and forward weights (east, south-west, south, south-east) of a system
 /// whose stencil reaches one pixel, split by column parity, with two zero rows above and
 /// below, a zero column on the left and a batch and a column of zeros on the right: pixel
@@ -127,16 +116,15 @@ private:
 /// (`at`). Every batch of coarse points, the last one of a row reaching past its end,
 /// loads the weights around it without a check; results are stored for the points there are.
 template <class T, class Arch = default_arch>
-class operator_dependent_interpolation {
-public:
-    std::size_t height = 0, width = 0;                 ///< of the fine grid
-    std::size_t coarse_height = 0, coarse_width = 0;   ///< (height + 1) / 2, (width + 1) / 2
-    buffer<T> west, east, north, south, north_west, north_east, south_west, south_east;
-    ar_system<T, Arch> coarse;                               ///< P^T A P (see `galerkin`)
+class operator_dependent_interpolation final : public grid_transfer<T, Arch> {
+    using base = grid_transfer<T, Arch>;
 
-    /// P of a system whose stencil reaches one pixel, and its Galerkin coarse system.
-    explicit operator_dependent_interpolation(const ar_system<T, Arch>& A)
-        : height(A.height), width(A.width), coarse_height((A.height + 1) / 2), coarse_width((A.width + 1) / 2) {
+public:
+    using base::coarse, base::coarse_height, base::coarse_width, base::height, base::width;
+    buffer<T> west, east, north, south, north_west, north_east, south_west, south_east;
+
+    /// P of a system whose stencil reaches one pixel, and its Galerkin coarse system (see `galerkin`).
+    explicit operator_dependent_interpolation(const ar_system<T, Arch>& A) : base(A) {
         const parity_planes<T, Arch> planes(A);
         interpolate(planes);
         coarse = galerkin(planes);
@@ -180,7 +168,7 @@ private:
             const V ne = w.positive(-1, 1) + w.positive(-1, 0) * get(east, I, k) + w.positive(0, 1) * get(north, I, k + 1);
             const V sw = w.positive(1, -1) + w.positive(1, 0) * get(west, I + 1, k) + w.positive(0, -1) * get(south, I, k);
             const V se = w.positive(1, 1) + w.positive(1, 0) * get(east, I + 1, k) + w.positive(0, 1) * get(south, I, k + 1);
-            const V scale = inverse_or_zero(xsimd::max(w.lumped_diagonal(), nw + ne + sw + se));
+            const V scale = simd::inverse_or_zero(xsimd::max(w.lumped_diagonal(), nw + ne + sw + se));
             store_lanes(&at(north_west, I, k), nw * scale, count), store_lanes(&at(north_east, I, k), ne * scale, count);
             store_lanes(&at(south_west, I, k), sw * scale, count), store_lanes(&at(south_east, I, k), se * scale, count);
         });
@@ -203,7 +191,7 @@ public:
     /// z = P zc, or z += P zc when `add`, a fine row at a time. The weights towards coarse
     /// points off the grid are 0: the last row of an even height reads its own coarse row
     /// again in their place, the last column of an even width is done on its own.
-    void prolong(const T* zc, T* z, bool add) const {
+    void prolong(const T* zc, T* z, bool add) const override {
         const std::size_t W = width, Wc = coarse_width, pairs = (W - 1) / 2;   // odd columns with both neighbours
         for (std::size_t r = 0; r < height; ++r) {
             T* out = z + r * W;
@@ -239,7 +227,7 @@ public:
 
     /// rc = P^T r: each coarse point gathers the residuals of the fine pixels around it,
     /// weighted by their interpolation weights towards it, a coarse row at a time.
-    void restrict_to(const T* r, T* rc) const {
+    void restrict_to(const T* r, T* rc) const override {
         const std::size_t W = width, Wc = coarse_width, right_inside = std::min(Wc, width / 2);
         for (std::size_t I = 0; I < coarse_height; ++I) {
             T* out = rc + I * Wc;
@@ -311,7 +299,7 @@ private:
 
     /// A pixel's interpolation weights a / den and b / den, at most 1 together.
     static void split(V a, V b, V den, T* wa, T* wb, std::size_t count) {
-        const V scale = inverse_or_zero(xsimd::max(den, a + b));
+        const V scale = simd::inverse_or_zero(xsimd::max(den, a + b));
         store_lanes(wa, a * scale, count), store_lanes(wb, b * scale, count);
     }
 
@@ -397,99 +385,6 @@ private:
             return sum;
         }
     };
-
-};
-
-/// Aggregation: each coarse pixel is a 2 x 2 block of fine ones (the last row or column
-/// alone when the size is odd); P is piecewise constant, times `scale` (over-correction)
-/// when prolonging; the coarse system is P^T A P: the weights of the fine edges that
-/// cross between two blocks add up into their coarse edge, the alphas of a block add up.
-template <class T, class Arch = default_arch>
-class aggregation {
-public:
-    std::size_t height = 0, width = 0;                 ///< of the fine grid
-    std::size_t coarse_height = 0, coarse_width = 0;   ///< (height + 1) / 2, (width + 1) / 2
-    T scale = T(1);                                    ///< of the prolonged correction
-
-    ar_system<T, Arch> coarse;                               ///< P^T A P (see `galerkin`)
-
-    aggregation(const ar_system<T, Arch>& A, double correction_scale)
-        : height(A.height), width(A.width), coarse_height((A.height + 1) / 2), coarse_width((A.width + 1) / 2),
-          scale(T(correction_scale)), coarse(galerkin(A)) {}
-
-    /// z = scale P zc, or z += scale P zc when `add`: constant over each block.
-    void prolong(const T* zc, T* z, bool add) const {
-        for (std::size_t row = 0; row < height; ++row) {
-            T* zr = &z[row * width];
-            const T* cr = &zc[(row / 2) * coarse_width];
-            const std::size_t pairs = width / 2;
-            for (std::size_t col = 0; col < pairs; ++col) {
-                const T v = scale * cr[col];
-                zr[2 * col] = add ? zr[2 * col] + v : v;
-                zr[2 * col + 1] = add ? zr[2 * col + 1] + v : v;
-            }
-            if (width % 2) zr[width - 1] = add ? zr[width - 1] + scale * cr[pairs] : scale * cr[pairs];
-        }
-    }
-
-    /// rc = P^T r: the residual summed over each block.
-    void restrict_to(const T* r, T* rc) const {
-        for (std::size_t row = 0; row < height; row += 2) {
-            const T* top = &r[row * width];
-            const T* bottom = row + 1 < height ? top + width : nullptr;
-            T* cr = &rc[(row / 2) * coarse_width];
-            const std::size_t pairs = width / 2;   // blocks two columns wide; an odd last column alone
-            if (bottom)
-                for (std::size_t col = 0; col < pairs; ++col)
-                    cr[col] = (top[2 * col] + top[2 * col + 1]) + (bottom[2 * col] + bottom[2 * col + 1]);
-            else
-                for (std::size_t col = 0; col < pairs; ++col) cr[col] = top[2 * col] + top[2 * col + 1];
-            if (width % 2) cr[pairs] = top[width - 1] + (bottom ? bottom[width - 1] : T(0));
-        }
-    }
-
-private:
-    /// The aggregated system: a fine edge of reach R joins blocks at most ceil(R / 2)
-    /// apart, so the coarse stencil is the square of that radius. A fine edge (dy, dx)
-    /// from an even column joins blocks (dy', floor(dx / 2)) apart, from an odd column
-    /// (dy', floor((dx + 1) / 2)), dy' fixed by the row: each row of fine weights adds
-    /// into two coarse directions, without divisions.
-    ar_system<T, Arch> galerkin(const ar_system<T, Arch>& f) const {
-        const std::size_t H = coarse_height, W = coarse_width, n = H * W;
-        buffer<T> alpha(n, T(0));
-        for (std::size_t r = 0; r < f.height; ++r)
-            for (std::size_t c = 0; c < f.width; ++c) alpha[(r / 2) * W + c / 2] += f.alpha()[r * f.width + c];
-        const grid_stencil stencil{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
-        const auto dirs = stencil.forward_offsets();
-        // Direction index of a forward (dy, dx), dy in [0, R], dx in [-R, R].
-        const auto R = std::ptrdiff_t(stencil.radius);
-        std::vector<std::size_t> index(std::size_t((R + 1) * (2 * R + 1)), dirs.size());
-        for (std::size_t d = 0; d < dirs.size(); ++d) index[std::size_t(dirs[d].dy * (2 * R + 1) + dirs[d].dx + R)] = d;
-        const auto floor_half = [](std::ptrdiff_t v) { return v >= 0 ? v / 2 : -((1 - v) / 2); };
-        std::vector<buffer<T>> weights(dirs.size(), buffer<T>(n, T(0)));
-        for (std::size_t o = 0; o < f.offsets.size(); ++o) {
-            const auto [dy, dx] = f.offsets[o];
-            const auto [c0, c1] = kernel::columns_inside(dx, f.width);
-            for (std::size_t r = 0; r + std::size_t(dy) < f.height; ++r) {
-                const std::ptrdiff_t block_dy = std::ptrdiff_t((r + std::size_t(dy)) / 2 - r / 2);
-                const T* w = f.weights()[o].data() + r * f.width;
-                for (std::size_t parity = 0; parity < 2; ++parity) {
-                    const std::ptrdiff_t block_dx = floor_half(dx + std::ptrdiff_t(parity));
-                    if (block_dy == 0 && block_dx == 0) continue;   // inside one block
-                    // A backward pair of blocks (same row, dx < 0) is stored from the left block.
-                    const bool backward = block_dy == 0 && block_dx < 0;
-                    const std::ptrdiff_t from = backward ? block_dx : 0;
-                    const std::size_t d = index[std::size_t(block_dy * (2 * R + 1) + (backward ? -block_dx : block_dx) + R)];
-                    if (d == dirs.size()) continue;   // no such coarse direction: no fine edge of this parity either
-                    T* to = weights[d].data() + (r / 2) * W;
-                    for (std::size_t c = c0 + (c0 % 2 != parity); c < c1; c += 2) to[std::ptrdiff_t(c / 2) + from] += w[c];
-                }
-            }
-        }
-        ar_system<T, Arch> coarse(H, W, dirs, std::move(weights), std::move(alpha), buffer<T>(n, T(0)));
-        coarse.threads = f.threads;
-        return coarse;
-    }
 };
 
 }  // namespace nonlocal::detail
