@@ -66,8 +66,8 @@ public:
     /// set to 0.
     ar_system(std::size_t h, std::size_t w, std::vector<stencil_offset> dirs, std::vector<buffer<T>> wts,
               buffer<T> a, buffer<T> b)
-        : height(h), width(w), offsets(std::move(dirs)), weights_(std::move(wts)), alpha_(std::move(a)),
-          rhs(std::move(b)) {
+        : height(h), width(w), offsets(std::move(dirs)), rhs(std::move(b)), weights_(std::move(wts)),
+          alpha_(std::move(a)) {
         clear_edges_outside();
         update_diagonal();
     }
@@ -120,7 +120,7 @@ public:
     template <similarity S>
     ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
-        : height(g.height), width(g.width), alpha_(std::move(confidence)), rhs(std::move(b)) {
+        : height(g.height), width(g.width), rhs(std::move(b)), alpha_(std::move(confidence)) {
         build(stencil, min_weight, [&] {
             if constexpr (detail::channel_sum_similarity<S>)
                 weights_ = kernel::edge_weights_by_channel<Arch, T>(detail::to_planes<double>(g), offsets, sim, min_weight);
@@ -138,7 +138,7 @@ public:
         requires detail::channel_sum_similarity<S>
     ar_system(const detail::image_planes<P>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
-        : height(g.height), width(g.width), alpha_(std::move(confidence)), rhs(std::move(b)) {
+        : height(g.height), width(g.width), rhs(std::move(b)), alpha_(std::move(confidence)) {
         build(stencil, min_weight, [&] {
             weights_ = kernel::edge_weights_by_channel<Arch, T>(g, offsets, sim, min_weight);
         });
