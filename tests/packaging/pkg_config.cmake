@@ -1,16 +1,25 @@
-# Builds and runs the quick start with the flags `pkg-config --cflags nonlocal` gives.
+# Builds and runs the quick start with the flags `pkg-config --cflags --libs nonlocal`
+# gives, and the OpenMP check when the library was configured with OpenMP.
 set(ENV{PKG_CONFIG_PATH} "${PREFIX}/share/pkgconfig")
-execute_process(COMMAND ${PKG_CONFIG} --cflags nonlocal
-  OUTPUT_VARIABLE _cflags RESULT_VARIABLE _rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs nonlocal
+  OUTPUT_VARIABLE _flags RESULT_VARIABLE _rc OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "pkg-config does not find nonlocal in ${PREFIX}/share/pkgconfig")
 endif()
-separate_arguments(_cflags UNIX_COMMAND "${_cflags}")
-execute_process(COMMAND ${COMPILER} ${_cflags} -O1 ${SOURCE} -o ${BINARY} RESULT_VARIABLE _rc)
-if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "the quick start does not compile with pkg-config's flags: ${_cflags}")
+separate_arguments(_flags UNIX_COMMAND "${_flags}")
+file(MAKE_DIRECTORY "${BINARY_DIR}")
+set(_programs quick_start)
+if(EXPECT_OPENMP)
+  list(APPEND _programs openmp_check)
 endif()
-execute_process(COMMAND ${BINARY} RESULT_VARIABLE _rc)
-if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "the quick start built with pkg-config's flags failed")
-endif()
+foreach(_program IN LISTS _programs)
+  execute_process(COMMAND ${COMPILER} -O1 ${CONSUMER}/${_program}.cpp ${_flags} -o ${BINARY_DIR}/${_program}
+    RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "${_program}.cpp does not compile with pkg-config's flags: ${_flags}")
+  endif()
+  execute_process(COMMAND ${BINARY_DIR}/${_program} RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "${_program} built with pkg-config's flags (${_flags}) failed")
+  endif()
+endforeach()
