@@ -21,6 +21,7 @@
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/slices.hpp"
 #include "nonlocal/kernel/tiled_window.hpp"
+#include "nonlocal/neighborhood/dense.hpp"
 #include "nonlocal/neighborhood/grid_stencil.hpp"
 #include "nonlocal/neighborhood/window.hpp"
 

@@ -186,7 +186,11 @@ private:
     /// the loop over directions with their weight arrays and shifts in registers, instead of
     /// reloading them for every batch.
     template <std::size_t count, bool Sums, class Finish>
-    void batches(const T* x, std::size_t begin, std::size_t end, Finish& finish) const {
+    void batches(const T* x, std::size_t begin, std::size_t end, const Finish& caller_finish) const {
+        // A copy of the finish that no pointer reaches: the caller's may sit behind an address
+        // handed to the threads, and every store of a batch (xsimd's, which may alias
+        // anything) would make the compiler load each of its pointers again.
+        auto finish = caller_finish;
         // The edges ahead (W_d[i] x[i + s_d]) and behind (W_d[i - s_d] x[i - s_d]) of the batch
         // at i summed in two accumulators: two chains of dependent FMAs, each half as long (with
         // 8 neighbours 4 FMAs of 4 cycles' latency instead of 8), so consecutive batches overlap.

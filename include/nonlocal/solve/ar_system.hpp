@@ -192,7 +192,9 @@ public:
 
     /// y = A x.
     void apply(const T* x, T* y) const {
-        stencil_pass(x, [&](std::size_t i, auto own, auto neighbours) { kernel::lane_store(y, i, product(i, own, neighbours)); });
+        stencil_pass(x, [y, product = product_of()](std::size_t i, auto own, auto neighbours) {
+            kernel::lane_store(y, i, product(i, own, neighbours));
+        });
     }
     buffer<T> apply(std::span<const T> x) const {
         require_size(x, "ar_system::apply");
@@ -208,9 +210,10 @@ public:
         const std::size_t chunks = std::max<std::size_t>(1, size() / 65536);
         std::vector<double> partial(chunks, 0.0);
         const stencil_kernel e = engine();
+        const auto product = product_of();
         detail::parallel_for(chunks, threads, [&](std::size_t t) {
             double sum = 0;
-            e.range(x, e.band_edge(t, chunks), e.band_edge(t + 1, chunks), [&](std::size_t i, auto own, auto neighbours) {
+            e.range(x, e.band_edge(t, chunks), e.band_edge(t + 1, chunks), [y, product, &sum](std::size_t i, auto own, auto neighbours) {
                 const auto ax = product(i, own, neighbours);
                 kernel::lane_store(y, i, ax);
                 if constexpr (std::is_arithmetic_v<decltype(ax)>) sum += double(own) * double(ax);
@@ -326,9 +329,9 @@ public:
     /// z_i + omega (r_i - (A z)_i) t_i with t = `inverse_smoothing` when given (pixels whose
     /// d is 0 keep z_i).
     auto relaxation(const T* r, T* out, double omega, const T* inverse_smoothing = nullptr) const {
-        return [this, r, out, omega, inverse_smoothing](std::size_t i, auto own, auto neighbours) {
+        return [diagonal = diagonal_.data(), r, out, omega, inverse_smoothing](std::size_t i, auto own, auto neighbours) {
             using V = decltype(own);
-            const V d = kernel::lane_load(diagonal_, i, own);
+            const V d = kernel::lane_load(diagonal, i, own);
             const V residual = kernel::lane_load(r, i, own) - (d * own - neighbours);
             const V step = inverse_smoothing ? residual * kernel::lane_load(inverse_smoothing, i, own) : residual / d;
             kernel::lane_store(out, i, kernel::lane_pick(d > V(T(0)), own + V(T(omega)) * step, own));
@@ -337,13 +340,18 @@ public:
 
     static constexpr std::size_t lanes = stencil_kernel::lanes;
 
-    /// (A x)_i = d_i x_i - sum_j W_ij x_j, from a stencil pass's `own` and `neighbours`.
-    template <class V>
-    V product(std::size_t i, V own, V neighbours) const { return own * kernel::lane_load(diagonal_, i, own) - neighbours; }
+    /// (A x)_i = d_i x_i - sum_j W_ij x_j, from a stencil pass's `own` and `neighbours`. The
+    /// finishes hold what they read by value, not through `this`: a pass's stores (xsimd's,
+    /// which may alias anything) would otherwise reload every pointer behind it per batch.
+    auto product_of() const {
+        return [diagonal = diagonal_.data()](std::size_t i, auto own, auto neighbours) {
+            return own * kernel::lane_load(diagonal, i, own) - neighbours;
+        };
+    }
 
     /// The `finish` of the residual: out_i = r_i - (A z)_i.
     auto residual_of(const T* r, T* out) const {
-        return [this, r, out](std::size_t i, auto own, auto neighbours) {
+        return [product = product_of(), r, out](std::size_t i, auto own, auto neighbours) {
             kernel::lane_store(out, i, kernel::lane_load(r, i, own) - product(i, own, neighbours));
         };
     }

@@ -66,6 +66,13 @@ public:
     }
 
 private:
+    /// to[c / 2 + from] += w[c] for c = first, first + 2, ... below last. Its own function:
+    /// inlined into the hierarchy's construction, GCC kept the loop's index on the stack.
+    [[gnu::noinline]] static void add_columns_of_parity(const T* w, T* to, std::ptrdiff_t from, std::size_t first,
+                                                        std::size_t last) {
+        for (std::size_t c = first; c < last; c += 2) to[std::ptrdiff_t(c / 2) + from] += w[c];
+    }
+
     /// The aggregated system: a fine edge of reach R joins blocks at most ceil(R / 2)
     /// apart, so the coarse stencil is the square of that radius. A fine edge (dy, dx)
     /// from an even column joins blocks (dy', floor(dx / 2)) apart, from an odd column
@@ -98,8 +105,7 @@ private:
                     const std::ptrdiff_t from = backward ? block_dx : 0;
                     const std::size_t d = index[std::size_t(block_dy * (2 * R + 1) + (backward ? -block_dx : block_dx) + R)];
                     if (d == dirs.size()) continue;   // no such coarse direction: no fine edge of this parity either
-                    T* to = weights[d].data() + (r / 2) * W;
-                    for (std::size_t c = c0 + (c0 % 2 != parity); c < c1; c += 2) to[std::ptrdiff_t(c / 2) + from] += w[c];
+                    add_columns_of_parity(w, weights[d].data() + (r / 2) * W, from, c0 + (c0 % 2 != parity), c1);
                 }
             }
         }
