@@ -2,11 +2,16 @@
 // Reading and writing images for the command-line tools: PNG (8 or 16 bit) and
 // JPEG in through stb_image, PNG out through libpng (8 or 16 bit), float32
 // .npy through xtensor.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +22,9 @@
 #include <xtensor/xtensor.hpp>
 
 #include <nonlocal/detail/npy.hpp>
+
+#include "cli.hpp"
+#include "colour_map.hpp"
 
 namespace nonlocal::tools {
 
@@ -143,6 +151,46 @@ inline void write_png(const std::string& path, const xt::xtensor<float, 3>& pixe
         }
     }
     write_png_rows({path, png_uint_32(W), png_uint_32(H), bit_depth == 16 ? 16 : 8, color, W * C * bytes, rows});
+}
+
+/// Writes `path` whole or not at all: `write(partial)` writes a file beside it, renamed to
+/// `path` when complete and removed when writing fails, so that an interrupted run leaves no
+/// half-written file for a later one to take as finished.
+template <class Write>
+void write_whole(const std::string& path, Write&& write) {
+    const std::string partial = path + ".partial";
+    try {
+        write(partial);
+        std::filesystem::rename(partial, path);
+    } catch (...) {
+        std::error_code ignored;
+        std::filesystem::remove(partial, ignored);
+        throw;
+    }
+}
+
+/// The finite range [lo, hi] of `values` where `shown(v)` (lo = hi = 0 when there is none).
+template <class Shown>
+std::pair<float, float> finite_range(const xt::xtensor<float, 2>& values, Shown&& shown) {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (float v : values)
+        if (std::isfinite(v) && shown(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    return lo <= hi ? std::pair{lo, hi} : std::pair{0.f, 0.f};
+}
+
+/// values [H, W] as 8-bit RGB through the turbo colour map, lo blue and hi red; pixels that are
+/// not finite or not `shown` are black.
+template <class Shown>
+xt::xtensor<float, 3> colour_mapped(const xt::xtensor<float, 2>& values, float lo, float hi, Shown&& shown) {
+    xt::xtensor<float, 3> rgb = xt::zeros<float>({values.shape(0), values.shape(1), std::size_t(3)});
+    const double span = hi > lo ? double(hi) - lo : 1.0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const float v = values.data()[i];
+        if (!std::isfinite(v) || !shown(v)) continue;
+        const auto colour = turbo((double(v) - lo) / span);
+        for (std::size_t c = 0; c < 3; ++c) rgb.data()[3 * i + c] = colour[c];
+    }
+    return rgb;
 }
 
 }  // namespace nonlocal::tools

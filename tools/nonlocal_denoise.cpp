@@ -4,7 +4,8 @@
 //                    [--threads N] [--bit-depth 8|16]
 //
 // OUTPUT has the input's channels and, unless --bit-depth says otherwise, its bit depth; an
-// alpha channel (grey + alpha, RGBA) is copied, not denoised.
+// alpha channel (grey + alpha, RGBA) is copied, not denoised. Every option:
+// docs/tools/nonlocal-denoise.md. Exit status: 0 done, 1 bad input.
 #define STB_IMAGE_IMPLEMENTATION
 #include "image_io.hpp"
 
@@ -26,13 +27,22 @@ int main(int argc, char** argv) {
     app.add_option("output", output, "PNG file to write")->required()
         ->check(nonlocal::tools::path_ending_in({".png"}));
     app.add_option("--sigma", options.sigma, "noise standard deviation, in the image's units")->required()
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--h", options.h, "filtering strength (default: 0.65 sigma)")->check(CLI::PositiveNumber);
-    app.add_option("--patch-radius", options.patch_radius, "patches of (2R+1)^2 pixels")->capture_default_str();
-    app.add_option("--search-radius", options.search_radius, "search windows of (2R+1)^2 pixels")->capture_default_str();
+        ->check(nonlocal::tools::at_least(0));
+    app.add_option("--h", options.h, "filtering strength (default: 0.65 sigma)")->check(nonlocal::tools::above_zero());
+    app.add_option("--patch-radius", options.patch_radius, "patches of (2R+1)^2 pixels")
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
+    app.add_option("--search-radius", options.search_radius, "search windows of (2R+1)^2 pixels")
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--bit-depth", bit_depth, "8 or 16 (default: the input's)")->check(CLI::IsMember({8, 16}));
-    app.add_option("--threads", threads, "threads (row stripes)")->check(CLI::PositiveNumber)->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
+    app.add_option("--threads", threads, "threads (row stripes)")->check(nonlocal::tools::at_least(1))->capture_default_str();
+    bool quiet = false;
+    app.add_flag("--quiet", quiet, "print nothing but errors");
+    nonlocal::tools::add_version(app, "nonlocal-denoise");
+    app.footer("Examples:\n"
+               "  nonlocal-denoise noisy.png clean.png --sigma 20\n"
+               "  nonlocal-denoise scan16.png clean16.png --sigma 300 --patch-radius 2 --threads 2\n"
+               "Exit status: 0 done, 1 bad input.\n");
+    if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
 
     try {
         const auto img = nonlocal::tools::read_image(input);
@@ -47,8 +57,9 @@ int main(int argc, char** argv) {
             out = xt::concatenate(xt::xtuple(out, xt::view(img.pixels, xt::all(), xt::all(), xt::range(out.shape(2), img.pixels.shape(2)))), 2);
         if (bit_depth == 0) bit_depth = img.bit_depth == 16 ? 16 : 8;
         // Pixel values keep their units: 8-bit input written as 16 bit keeps 0..255.
-        nonlocal::tools::write_png(output, out, bit_depth);
-        std::cout << input << ": " << img.pixels.shape(1) << "x" << img.pixels.shape(0) << "x" << img.pixels.shape(2)
+        nonlocal::tools::write_whole(output, [&](const std::string& partial) { nonlocal::tools::write_png(partial, out, bit_depth); });
+        if (!quiet)
+            std::cout << input << ": " << img.pixels.shape(1) << "x" << img.pixels.shape(0) << "x" << img.pixels.shape(2)
                   << ", " << img.bit_depth << " bit, denoised in " << seconds << " s -> " << output << '\n';
         return 0;
     } catch (const std::exception& e) {

@@ -1,10 +1,14 @@
 // nonlocal-pairwise: the dissimilarity (or similarity) matrix of the rows of a CSV file.
 //
 //   nonlocal-pairwise data.csv [--metric squared_euclidean|euclidean|cosine|dot] [--columns 4]
-//                    [--skip-lines 1] [--output matrix.csv]
+//                    [--skip-lines 1] [--output matrix.csv] [--png heat_map.png] [--cell N]
 //
 // Each line holds one sample; the first `--columns` numeric fields are its
-// features (all of them by default). Writes the n x n matrix as CSV.
+// features (all of them by default). Writes the n x n matrix as CSV, and as a heat map
+// with --png. Every option: docs/tools/nonlocal-pairwise.md. Exit status: 0 done, 1 bad input.
+#define STB_IMAGE_IMPLEMENTATION
+#include "image_io.hpp"
+
 #include <nonlocal/nonlocal.hpp>
 
 #include <CLI/CLI.hpp>
@@ -80,10 +84,21 @@ int main(int argc, char** argv) {
     app.add_option("input", input, "CSV file, one sample per line")->required();
     app.add_option("--metric", metric, "squared_euclidean, euclidean, cosine or dot")
         ->check(CLI::IsMember({"squared_euclidean", "euclidean", "cosine", "dot"}));
-    app.add_option("--columns", columns, "features per line (default: all fields)");
-    app.add_option("--skip-lines", skip, "header lines to skip");
+    app.add_option("--columns", columns, "features per line (default: all fields)")->check(nonlocal::tools::at_least(0));
+    app.add_option("--skip-lines", skip, "header lines to skip")->check(nonlocal::tools::at_least(0));
     app.add_option("--output,-o", output, "output CSV (default: standard output)");
-    CLI11_PARSE(app, argc, argv);
+    std::string png;
+    std::size_t cell = 0;
+    app.add_option("--png", png, "also write the matrix as a heat map (turbo: smallest blue, largest red), row i at the top")
+        ->check(nonlocal::tools::path_ending_in({".png"}));
+    app.add_option("--cell", cell, "--png: pixels per matrix entry (default: enough for about 600 pixels)")
+        ->check(nonlocal::tools::at_least(1));
+    nonlocal::tools::add_version(app, "nonlocal-pairwise");
+    app.footer("Examples:\n"
+               "  nonlocal-pairwise points.csv --skip-lines 1\n"
+               "  nonlocal-pairwise iris.csv --skip-lines 1 --columns 4 --metric euclidean -o d.csv --png d.png\n"
+               "Exit status: 0 done, 1 bad input.\n");
+    if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
 
     try {
         const auto x = read_csv(input, skip, columns);
@@ -101,6 +116,19 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < m.shape(0); ++i)
             for (std::size_t j = 0; j < m.shape(1); ++j) os << m(i, j) << (j + 1 < m.shape(1) ? ',' : '\n');
         if (!os.flush()) throw std::runtime_error("cannot write " + (output.empty() ? "the output" : output));
+        if (!png.empty()) {
+            const std::size_t n = m.shape(0), k = cell ? cell : std::max<std::size_t>(1, 600 / std::max<std::size_t>(n, 1));
+            xt::xtensor<float, 2> pixels = xt::empty<float>({n * k, n * k});
+            for (std::size_t r = 0; r < n * k; ++r)
+                for (std::size_t c = 0; c < n * k; ++c) pixels(r, c) = float(m(r / k, c / k));
+            const auto all = [](float) { return true; };
+            const auto [lo, hi] = nonlocal::tools::finite_range(pixels, all);
+            nonlocal::tools::write_whole(png, [&](const std::string& partial) {
+                nonlocal::tools::write_png(partial, nonlocal::tools::colour_mapped(pixels, lo, hi, all), 8);
+            });
+            std::cerr << "heat map: " << lo << " (blue) to " << hi << " (red), " << k << " pixels per entry -> " << png
+                      << '\n';
+        }
         return 0;
     } catch (const std::exception& e) {
         std::cerr << "nonlocal-pairwise: " << e.what() << '\n';

@@ -1,22 +1,14 @@
 // nonlocal-refine: colour-guided depth refinement with the linear AR model.
 //
-//   nonlocal-refine --guide RGB --depth DEPTH --out OUT [options]
+//   nonlocal-refine --guide RGB --depth DEPTH --out OUT [--preview PNG] [options]
 //   nonlocal-refine --batch LIST [--jobs N] [--skip-existing] [options]
-//
-//   options: [--mode fill|denoise|upsample] [--factor F]
-//            [--model normalised|ar|separable] [--separable-passes P] [--separable-strength S]
-//            [--colour laplacian|gaussian] [--colour-space luma-chroma|guide]
-//            [--chroma-weight C] [--sigma-r S] [--radius R] [--epsilon-scale E] [--lambda L]
-//            [--median-scale M] [--median-max-radius R] [--median-flatness F] [--depth-passes P]
-//            [--sigma-d S] [--solver pcg|multigrid|pcg-jacobi|jacobi|sor]
-//            [--coarsening operator-dependent|aggregation] [--tol T] [--max-iterations N]
-//            [--threads N] [--double]
 //
 // RGB is a PNG (8 or 16 bit; an alpha channel is ignored) or a JPEG, grey or colour.
 // DEPTH is an 8- or 16-bit PNG or a .npy of float32, float64 or integers; 0 (or non-finite) is missing.
 // OUT is written by extension: .png as 16 bit in the input's units, .npy as float32.
 // LIST holds one pair per line, "GUIDE DEPTH OUT" (see batch.hpp); its pairs are refined
-// one per job, N jobs at a time, with the same options.
+// one per job, N jobs at a time, with the same options. Every option: docs/tools/nonlocal-refine.md.
+// Exit status: 0 done, 1 bad input or a pair failed, 2 a solve did not converge.
 #define STB_IMAGE_IMPLEMENTATION
 #include "batch.hpp"
 #include "image_io.hpp"
@@ -26,12 +18,18 @@
 #include <CLI/CLI.hpp>
 #include <xtensor/xview.hpp>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -60,10 +58,9 @@ nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, cons
     nonlocal::depth_result result = guide.bit_depth == 16
                                         ? refine(xt::xtensor<std::uint16_t, 3>(xt::cast<std::uint16_t>(guide.pixels)))
                                         : refine(guide.pixels);
-    // Written under a temporary name, then renamed: an interrupted run leaves no partial output
-    // that --skip-existing would take for a finished one.
-    const std::string partial = pair.out + ".partial";
-    try {
+    // Written whole or not at all: an interrupted run leaves no partial output that
+    // --skip-existing would take for a finished one.
+    nonlocal::tools::write_whole(pair.out, [&](const std::string& partial) {
         if (nonlocal::tools::ends_with(pair.out, ".npy")) {
             xt::dump_npy(partial, result.depth);
         } else {
@@ -71,12 +68,7 @@ nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, cons
             std::copy(result.depth.begin(), result.depth.end(), out.begin());
             nonlocal::tools::write_png(partial, out, 16);
         }
-        std::filesystem::rename(partial, pair.out);
-    } catch (...) {
-        std::error_code ignored;
-        std::filesystem::remove(partial, ignored);
-        throw;
-    }
+    });
     return result;
 }
 
@@ -90,38 +82,103 @@ std::string describe(const nonlocal::depth_result& result, const std::string& ou
     return s.str();
 }
 
+/// `text` as a JSON string, quoted and escaped.
+std::string json_quoted(const std::string& text) {
+    std::ostringstream out;
+    out << '"';
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\') out << '\\' << ch;
+        else if (c == '\n') out << "\\n";
+        else if (c == '\t') out << "\\t";
+        else if (c < 0x20) out << "\\u" << std::hex << std::setw(4) << std::setfill('0') << int(c) << std::dec;
+        else out << ch;
+    }
+    out << '"';
+    return out.str();
+}
+
+/// One line of `--report` (JSON): the pair, its status (refined, not converged, skipped,
+/// failed), the solve's method, iterations and relative residual, the seconds, or the error.
+std::string report_line(const nonlocal::tools::depth_pair& pair, const std::string& status,
+                        const nonlocal::depth_result* result, const std::string& error) {
+    std::ostringstream out;
+    out << "{\"line\": " << pair.line << ", \"guide\": " << json_quoted(pair.guide) << ", \"depth\": "
+        << json_quoted(pair.depth) << ", \"out\": " << json_quoted(pair.out) << ", \"status\": " << json_quoted(status);
+    if (result)
+        out << ", \"method\": " << json_quoted(result->report.method) << ", \"iterations\": " << result->report.iterations
+            << ", \"relative_residual\": " << result->report.relative_residual << ", \"seconds\": " << result->seconds;
+    if (!error.empty()) out << ", \"error\": " << json_quoted(error);
+    out << "}\n";
+    return out.str();
+}
+
+/// How a run speaks: `quiet` says nothing but errors; on a terminal a batch shows one
+/// progress line, elsewhere one line per pair; `report` collects the JSON lines of --report.
+struct voice {
+    bool quiet = false;
+    bool terminal = false;
+    std::string report;
+};
+
+/// "[12/100] 3.1 pairs/s, 0:29 left, 1 failed"
+std::string progress(std::size_t done, std::size_t total, double seconds, std::size_t failed) {
+    std::ostringstream out;
+    const double rate = seconds > 0 ? double(done) / seconds : 0.0;
+    out << '[' << done << '/' << total << "] " << std::fixed << std::setprecision(2) << rate << " pairs/s";
+    if (rate > 0 && done < total) {
+        const auto left = std::size_t(double(total - done) / rate + 0.5);
+        out << ", " << left / 3600 << ':' << std::setw(2) << std::setfill('0') << left / 60 % 60 << ':' << std::setw(2)
+            << left % 60 << " left";
+    }
+    if (failed) out << ", " << failed << " failed";
+    return out.str();
+}
+
 /// Refines every pair of the list, `jobs` pairs at a time, each on its own thread (the
 /// library's solves are reentrant, and each thread reuses its own work arrays). A pair that
 /// fails is reported and the others go on. Exit status: 1 if a pair failed, else 2 if a solve
 /// did not converge, else 0.
-int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_existing, const refinement& how) {
+int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_existing, const refinement& how,
+                 voice& speech) {
     const std::vector<nonlocal::tools::depth_pair> pairs = nonlocal::tools::read_pair_list(list_path);
     std::mutex output;
     std::atomic<std::size_t> next{0}, failed{0}, unconverged{0}, skipped{0};
     std::size_t done = 0;
     const auto start = std::chrono::steady_clock::now();
+    const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     const auto work = [&] {
         for (std::size_t k; (k = next.fetch_add(1)) < pairs.size();) {
             const auto& pair = pairs[k];
-            std::string line;
-            bool ok = false, converged = false;
+            std::string line, status, error;
+            std::optional<nonlocal::depth_result> result;
             try {
                 if (skip_existing && std::filesystem::exists(pair.out)) {
-                    line = "skipped, " + pair.out + " exists";
-                    ok = converged = true;
+                    line = "skipped, " + pair.out + " exists", status = "skipped";
                     ++skipped;
                 } else {
-                    const auto result = refine_pair(pair, how);
-                    line = describe(result, pair.out);
-                    ok = true, converged = result.report.converged;
+                    result = refine_pair(pair, how);
+                    line = describe(*result, pair.out);
+                    status = result->report.converged ? "refined" : "not converged";
+                    unconverged += !result->report.converged;
                 }
             } catch (const std::exception& e) {
-                line = e.what();
+                line = error = e.what(), status = "failed";
+                ++failed;
             }
-            failed += !ok, unconverged += ok && !converged;
             const std::lock_guard lock(output);
-            (ok ? std::cout : std::cerr) << '[' << ++done << '/' << pairs.size() << "] " << list_path << ':'
-                                         << pair.line << (ok ? ": " : ": failed: ") << line << std::endl;
+            ++done;
+            speech.report += report_line(pair, status, result ? &*result : nullptr, error);
+            const std::string where = '[' + std::to_string(done) + '/' + std::to_string(pairs.size()) + "] " + list_path +
+                                      ':' + std::to_string(pair.line);
+            if (status == "failed") {
+                if (speech.terminal && !speech.quiet) std::cout << "\r\x1b[K" << std::flush;
+                std::cerr << where << ": failed: " << line << std::endl;
+            } else if (!speech.quiet && !speech.terminal) {
+                std::cout << where << ": " << line << std::endl;
+            }
+            if (speech.terminal && !speech.quiet)
+                std::cout << "\r\x1b[K" << progress(done, pairs.size(), elapsed(), failed) << std::flush;
         }
     };
     {
@@ -129,12 +186,14 @@ int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_exist
         for (std::size_t t = 1; t < std::min(jobs, pairs.size()); ++t) workers.emplace_back(work);
         work();
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = elapsed();
     const std::size_t refined = pairs.size() - failed - skipped;
-    std::cout << "refined " << refined << " of " << pairs.size() << " pairs in " << seconds << " s ("
-              << (seconds > 0 ? double(refined) / seconds : 0.0) << " pairs/s, " << std::min(jobs, pairs.size())
-              << " jobs); " << skipped << " skipped, " << failed << " failed, " << unconverged << " not converged"
-              << std::endl;
+    if (speech.terminal && !speech.quiet) std::cout << "\r\x1b[K";
+    if (!speech.quiet)
+        std::cout << "refined " << refined << " of " << pairs.size() << " pairs in " << seconds << " s ("
+                  << (seconds > 0 ? double(refined) / seconds : 0.0) << " pairs/s, " << std::min(jobs, pairs.size())
+                  << " jobs); " << skipped << " skipped, " << failed << " failed, " << unconverged << " not converged"
+                  << std::endl;
     return failed ? 1 : unconverged ? 2 : 0;
 }
 
@@ -156,7 +215,7 @@ int main(int argc, char** argv) {
                                         "a list of pairs, one \"GUIDE DEPTH OUT\" per line (paths may be quoted; # "
                                         "starts a comment), refined with the same options")
                              ->check(CLI::ExistingFile)->excludes(guide_option, depth_option, out_option);
-    app.add_option("--jobs", jobs, "--batch: pairs refined at a time, one thread each")->check(CLI::PositiveNumber)
+    app.add_option("--jobs", jobs, "--batch: pairs refined at a time, one thread each")->check(nonlocal::tools::at_least(1))
         ->needs(batch_option)->capture_default_str();
     bool skip_existing = false;
     app.add_flag("--skip-existing", skip_existing,
@@ -165,7 +224,7 @@ int main(int argc, char** argv) {
     app.add_option("--mode", how.mode, "fill, denoise or upsample")
         ->check(CLI::IsMember({"fill", "denoise", "upsample"}))->capture_default_str();
     auto* factor_option =
-        app.add_option("--factor", how.factor, "upsampling factor (mode upsample)")->check(CLI::PositiveNumber);
+        app.add_option("--factor", how.factor, "upsampling factor (mode upsample)")->check(nonlocal::tools::at_least(1));
     app.add_option("--model", model,
                    "normalised (K(m d) / K(m)), ar (the AR model's minimiser) or separable (K(m d) / K(m) with K "
                    "approximated by line solves, as the fast global smoother does: several times faster)")
@@ -176,49 +235,70 @@ int main(int argc, char** argv) {
                    "compare colours in luma-chroma (an RGB guide as Y, c Cb, c Cr) or in the guide's own channels")
         ->check(CLI::IsMember({"luma-chroma", "guide"}))->capture_default_str();
     app.add_option("--chroma-weight", options.chroma_weight, "luma-chroma: the weight c of chroma against luma")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--sigma-r", options.sigma_r,
                    "colour bandwidth s, in the compared channels' units on the 8-bit scale (16-bit guides are brought "
                    "to it): luma; about 3 for RGB in the guide's space")
-        ->check(CLI::PositiveNumber)->capture_default_str();
-    app.add_option("--radius", options.radius, "stencil radius (1: the 8 neighbours)")->check(CLI::PositiveNumber)
+        ->check(nonlocal::tools::above_zero())->capture_default_str();
+    app.add_option("--radius", options.radius, "stencil radius (1: the 8 neighbours)")->check(nonlocal::tools::at_least(1))
         ->capture_default_str();
     auto* epsilon = app.add_option("--epsilon-scale", options.epsilon_scale,
                                    "normalised model: eps = this x observed fraction (mode denoise: 0.25 unless given)")
-                        ->check(CLI::PositiveNumber)->capture_default_str();
+                        ->check(nonlocal::tools::above_zero())->capture_default_str();
     app.add_option("--separable-passes", options.separable_passes,
                    "model separable: passes of line solves along every stencil direction")
-        ->check(CLI::PositiveNumber)->capture_default_str();
+        ->check(nonlocal::tools::at_least(1))->capture_default_str();
     app.add_option("--separable-strength", options.separable_strength,
                    "model separable: the fast global smoother's lambda over eps, per pixel of the observations' spacing")
-        ->check(CLI::PositiveNumber)->capture_default_str();
+        ->check(nonlocal::tools::above_zero())->capture_default_str();
     app.add_option("--median-scale", options.median_scale,
                    "edge-sharpening median of radius this x the observations' spacing (0: none)")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--median-max-radius", options.median_max_radius, "largest radius of that median")
-        ->capture_default_str();
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--median-flatness", options.median_flatness,
                    "windows spanning at most this fraction of the observed depth range keep their value (0: exact median)")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
     auto* passes = app.add_option("--depth-passes", options.depth_passes,
                                   "re-solves whose weights also follow the last result's depth (adaptive weights; "
-                                  "default: 1 in modes fill and denoise, 0 in mode upsample)");
+                                  "default: 1 in modes fill and denoise, 0 in mode upsample)")
+                      ->check(nonlocal::tools::at_least(0));
     app.add_option("--sigma-d", options.sigma_d, "depth bandwidth of those weights, in depth units (0: 2 % of the range)")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
-    app.add_option("--threads", options.threads, "threads of each pair's solver passes")->check(CLI::PositiveNumber)
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
+    app.add_option("--threads", options.threads, "threads of each pair's solver passes")->check(nonlocal::tools::at_least(1))
         ->capture_default_str();
     bool double_precision = false;
     app.add_flag("--double", double_precision, "solve in double precision (default: float)");
-    auto* lambda = app.add_option("--lambda", options.lambda, "model ar: confidence of the observations")->check(CLI::PositiveNumber);
+    auto* lambda = app.add_option("--lambda", options.lambda, "model ar: confidence of the observations")->check(nonlocal::tools::above_zero());
     app.add_option("--solver", solver, "pcg (multigrid-preconditioned), multigrid, pcg-jacobi, jacobi or sor")
         ->check(CLI::IsMember({"pcg", "multigrid", "pcg-jacobi", "jacobi", "sor"}))->capture_default_str();
     app.add_option("--coarsening", coarsening,
                    "multigrid levels: operator-dependent interpolation with Galerkin coarse systems, or 2 x 2 aggregation")
         ->check(CLI::IsMember({"operator-dependent", "aggregation"}))->capture_default_str();
-    app.add_option("--tol", options.solve.tolerance, "relative residual to reach")->check(CLI::PositiveNumber)
+    app.add_option("--tol", options.solve.tolerance, "relative residual to reach")->check(nonlocal::tools::above_zero())
         ->capture_default_str();
-    app.add_option("--max-iterations", options.solve.max_iterations, "iteration budget")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
+    app.add_option("--max-iterations", options.solve.max_iterations, "iteration budget")
+        ->check(nonlocal::tools::at_least(1))->capture_default_str();
+    std::string preview_path, report_path;
+    auto* preview_option =
+        app.add_option("--preview", preview_path,
+                       "also write the result as a colour-mapped PNG (turbo: nearest blue, farthest red, missing black)")
+            ->check(nonlocal::tools::path_ending_in({".png"}))->excludes(batch_option);
+    app.add_option("--report", report_path,
+                   "write one JSON line per pair: line, guide, depth, out, status, method, iterations, "
+                   "relative_residual, seconds, error")
+        ->check(nonlocal::tools::path_ending_in({".jsonl", ".json"}));
+    voice speech;
+    app.add_flag("--quiet", speech.quiet, "print nothing but errors");
+    nonlocal::tools::add_version(app, "nonlocal-refine");
+    app.footer("Examples:\n"
+               "  nonlocal-refine --guide rgb.png --depth holes.png --out filled.png --preview filled_view.png\n"
+               "  nonlocal-refine --mode denoise --guide rgb.png --depth noisy.png --out clean.npy\n"
+               "  nonlocal-refine --mode upsample --factor 8 --guide rgb.png --depth low.png --out up.png\n"
+               "  nonlocal-refine --batch pairs.txt --jobs 2 --skip-existing --report run.jsonl\n"
+               "Exit status: 0 done, 1 bad input or a pair failed, 2 a solve did not converge.\n");
+    if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
+    speech.terminal = isatty(STDOUT_FILENO) == 1;
     if (factor_option->count() > 0 && how.mode != "upsample") {   // an upsampling meant, a fill run instead
         std::cerr << "nonlocal-refine: --factor applies to --mode upsample only, not to --mode " << how.mode << '\n';
         return 1;
@@ -248,13 +328,44 @@ int main(int argc, char** argv) {
         if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
         if (!passes->count()) options.depth_passes = defaults.depth_passes;
     }
+    const auto write_report = [&] {
+        if (!report_path.empty())
+            nonlocal::tools::write_whole(report_path, [&](const std::string& partial) {
+                std::ofstream file(partial);
+                file << speech.report;
+                if (!file.flush()) throw std::runtime_error("cannot write " + report_path);
+            });
+    };
+    const nonlocal::tools::depth_pair single{guide_path, depth_path, out_path, 0};
     try {
-        if (batch_option->count()) return refine_batch(list_path, jobs, skip_existing, how);
-        const auto result = refine_pair({guide_path, depth_path, out_path, 0}, how);
-        std::cout << describe(result, out_path) << '\n';
+        if (batch_option->count()) {
+            const int status = refine_batch(list_path, jobs, skip_existing, how, speech);
+            write_report();
+            return status;
+        }
+        const auto result = refine_pair(single, how);
+        if (!speech.quiet) std::cout << describe(result, out_path) << '\n';
+        if (preview_option->count()) {
+            const auto observed = [](float v) { return v > 0; };
+            const auto [lo, hi] = nonlocal::tools::finite_range(result.depth, observed);
+            nonlocal::tools::write_whole(preview_path, [&](const std::string& partial) {
+                nonlocal::tools::write_png(partial, nonlocal::tools::colour_mapped(result.depth, lo, hi, observed), 8);
+            });
+            if (!speech.quiet)
+                std::cout << "preview: depth " << lo << " (blue) to " << hi << " (red) -> " << preview_path << '\n';
+        }
+        speech.report = report_line(single, result.report.converged ? "refined" : "not converged", &result, "");
+        write_report();
         return result.report.converged ? 0 : 2;
     } catch (const std::exception& e) {
         std::cerr << "nonlocal-refine: " << e.what() << '\n';
+        if (!batch_option->count()) {
+            speech.report = report_line(single, "failed", nullptr, e.what());
+            try {
+                write_report();
+            } catch (const std::exception&) {   // the report's own failure: the error above is what matters
+            }
+        }
         return 1;
     }
 }

@@ -1,0 +1,69 @@
+#pragma once
+// What the command-line tools share: checks whose failures say in words what was wrong
+// ("--threads: must be at least 1, got -1") and `--version`.
+#include <cmath>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include <nonlocal/config.hpp>
+
+namespace nonlocal::tools {
+
+/// `text` as a number, or false when it is not one as a whole.
+inline bool as_number(const std::string& text, double& value) {
+    std::istringstream in(text);
+    in >> value;
+    return !in.fail() && (in >> std::ws).eof();
+}
+
+/// A number, written as the user would: 1, 0.5, 1e-06.
+inline std::string number_text(double value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+/// A check that the value is at least `minimum`.
+inline CLI::Validator at_least(double minimum) {
+    return CLI::Validator(
+        [minimum](std::string& text) -> std::string {
+            double value = 0;
+            if (!as_number(text, value)) return "must be a number, got " + text;
+            if (!(value >= minimum)) return "must be at least " + number_text(minimum) + ", got " + text;
+            return {};
+        },
+        ">= " + number_text(minimum));
+}
+
+/// A check that the value is a number above 0.
+inline CLI::Validator above_zero() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            double value = 0;
+            if (!as_number(text, value)) return "must be a number, got " + text;
+            if (!(value > 0) || !std::isfinite(value)) return "must be a finite number above 0, got " + text;
+            return {};
+        },
+        "> 0");
+}
+
+/// Parses the command line. Returns the exit status when the run ends here: 0 after --help
+/// or --version, 1 for a bad option or value (its message printed first); nothing otherwise.
+inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+    try {
+        app.parse(argc, argv);
+        return std::nullopt;
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 1;
+    }
+}
+
+/// `--version`: "TOOL VERSION", the library's version.
+inline void add_version(CLI::App& app, const std::string& tool) {
+    app.set_version_flag("--version", tool + " " + NONLOCAL_VERSION_STRING);
+}
+
+}  // namespace nonlocal::tools
