@@ -253,9 +253,9 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
         for (std::size_t c = 0; c < stride; ++c) dst[c] = src[std::min(c > radius ? c - radius : 0, W - 1)];
     }
     // Radius 1 to 3 with compile-time networks, in groups of 3, 1 and 1 batches: 27 and 25
-    // slots fit the 32 vector registers, 49 spill some. On Zen 4 at 1.4 Mpix the run-time
-    // network takes 3.2 / 7.9 / 19 ms and these 1.5 / 3.7 / 9.4 ms; unrolled, radius 4 and
-    // 5 are no faster (36 / 72 ms against 40 / 66).
+    // slots fit the 32 vector registers, 49 spill some. Unrolled, these take half the time
+    // of the run-time network; at radius 4 and 5 the spills cost what unrolling saves
+    // (docs/performance.md).
     const auto fixed = [&]<std::size_t R, std::size_t group>() {
         using net = fixed_median_network<R>;
         median_rows<Arch, group>(
@@ -270,8 +270,7 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
         default: break;
     }
     // Wider windows: 4 batches of 16 floats x 121 slots (r = 5) take 31 KB, inside a
-    // 32 KB L1; on Zen 4 at r = 5, groups of 2 / 4 / 8 batches filter 1.4 Mpix in
-    // 75 / 67 / 94 ms.
+    // 32 KB L1 (groups of 2 or 8 batches were slower: docs/performance.md).
     const selection_network net = median_network(side * side);
     median_rows<Arch, max_group>(
         padded.data(), stride, H, W, side, net.output, flat, out, threads,

@@ -174,8 +174,7 @@ private:
     /// f(pixel, entry) for each pixel of the strip's rows (its index in row order) and its
     /// entry in the interleaved layout, in tiles of 64 columns: a tile's entries span 4 KiB
     /// of floats, where a whole row at a time strode through the strip's lanes x width
-    /// entries once per row (two vectors of Aloe's 1.4 Mpix on one AVX-512 core: 2.7 -> 1.4 ms
-    /// to interleave, 1.6 -> 1.0 ms to scatter, a horizontal line solve 5.7 -> 3.7 ms).
+    /// entries once per row (docs/performance.md has what the tiles saved).
     template <class F>
     void for_each_entry(std::size_t strip, F&& f) const {
         constexpr std::size_t tile = 64;
