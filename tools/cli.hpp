@@ -2,6 +2,7 @@
 // What the command-line tools share: checks whose failures say in words what was wrong
 // ("--threads: must be at least 1, got -1") and `--version`.
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -61,9 +62,15 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     }
 }
 
-/// `--version`: "TOOL VERSION", the library's version.
-inline void add_version(CLI::App& app, const std::string& tool) {
+/// What every tool says of itself: `--version` ("TOOL VERSION", the library's version) and,
+/// after --help's options, `examples` (each a command line after the tool's name) and the
+/// meaning of its exit statuses.
+inline void describe_tool(CLI::App& app, const std::string& tool, std::initializer_list<const char*> examples,
+                          const std::string& exit_statuses) {
     app.set_version_flag("--version", tool + " " + NONLOCAL_VERSION_STRING);
+    std::string footer = "Examples:\n";
+    for (const char* example : examples) footer += "  " + tool + " " + example + "\n";
+    app.footer(footer + "Exit status: " + exit_statuses + "\n");
 }
 
 }  // namespace nonlocal::tools

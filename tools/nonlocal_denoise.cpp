@@ -37,11 +37,10 @@ int main(int argc, char** argv) {
     app.add_option("--threads", threads, "threads (row stripes)")->check(nonlocal::tools::at_least(1))->capture_default_str();
     bool quiet = false;
     app.add_flag("--quiet", quiet, "print nothing but errors");
-    nonlocal::tools::add_version(app, "nonlocal-denoise");
-    app.footer("Examples:\n"
-               "  nonlocal-denoise noisy.png clean.png --sigma 20\n"
-               "  nonlocal-denoise scan16.png clean16.png --sigma 300 --patch-radius 2 --threads 2\n"
-               "Exit status: 0 done, 1 bad input.\n");
+    nonlocal::tools::describe_tool(app, "nonlocal-denoise",
+                                   {"noisy.png clean.png --sigma 20",
+                                    "scan16.png clean16.png --sigma 300 --patch-radius 2 --threads 2"},
+                                   "0 done, 1 bad input.");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
 
     try {

@@ -93,11 +93,10 @@ int main(int argc, char** argv) {
         ->check(nonlocal::tools::path_ending_in({".png"}));
     app.add_option("--cell", cell, "--png: pixels per matrix entry (default: enough for about 600 pixels)")
         ->check(nonlocal::tools::at_least(1));
-    nonlocal::tools::add_version(app, "nonlocal-pairwise");
-    app.footer("Examples:\n"
-               "  nonlocal-pairwise points.csv --skip-lines 1\n"
-               "  nonlocal-pairwise iris.csv --skip-lines 1 --columns 4 --metric euclidean -o d.csv --png d.png\n"
-               "Exit status: 0 done, 1 bad input.\n");
+    nonlocal::tools::describe_tool(app, "nonlocal-pairwise",
+                                   {"points.csv --skip-lines 1",
+                                    "iris.csv --skip-lines 1 --columns 4 --metric euclidean -o d.csv --png d.png"},
+                                   "0 done, 1 bad input.");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
 
     try {

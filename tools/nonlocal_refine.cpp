@@ -290,13 +290,12 @@ int main(int argc, char** argv) {
         ->check(nonlocal::tools::path_ending_in({".jsonl", ".json"}));
     voice speech;
     app.add_flag("--quiet", speech.quiet, "print nothing but errors");
-    nonlocal::tools::add_version(app, "nonlocal-refine");
-    app.footer("Examples:\n"
-               "  nonlocal-refine --guide rgb.png --depth holes.png --out filled.png --preview filled_view.png\n"
-               "  nonlocal-refine --mode denoise --guide rgb.png --depth noisy.png --out clean.npy\n"
-               "  nonlocal-refine --mode upsample --factor 8 --guide rgb.png --depth low.png --out up.png\n"
-               "  nonlocal-refine --batch pairs.txt --jobs 2 --skip-existing --report run.jsonl\n"
-               "Exit status: 0 done, 1 bad input or a pair failed, 2 a solve did not converge.\n");
+    nonlocal::tools::describe_tool(app, "nonlocal-refine",
+                                   {"--guide rgb.png --depth holes.png --out filled.png --preview filled_view.png",
+                                    "--mode denoise --guide rgb.png --depth noisy.png --out clean.npy",
+                                    "--mode upsample --factor 8 --guide rgb.png --depth low.png --out up.png",
+                                    "--batch pairs.txt --jobs 2 --skip-existing --report run.jsonl"},
+                                   "0 done, 1 bad input or a pair failed, 2 a solve did not converge.");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
     speech.terminal = isatty(STDOUT_FILENO) == 1;
     if (factor_option->count() > 0 && how.mode != "upsample") {   // an upsampling meant, a fill run instead
