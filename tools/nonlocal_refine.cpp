@@ -1,7 +1,7 @@
 // nonlocal-refine: colour-guided depth refinement with the linear AR model.
 //
 //   nonlocal-refine --guide RGB --depth DEPTH --out OUT [--preview PNG] [options]
-//   nonlocal-refine --batch LIST [--jobs N] [--skip-existing] [options]
+//   nonlocal-refine --batch LIST [--jobs N] [--skip-existing] [--shard I/N|auto] [options]
 //
 // RGB is a PNG (8 or 16 bit; an alpha channel is ignored) or a JPEG, grey or colour.
 // DEPTH is an 8- or 16-bit PNG or a .npy of float32, float64 or integers; 0 (or non-finite) is missing.
@@ -12,12 +12,14 @@
 #define STB_IMAGE_IMPLEMENTATION
 #include "batch.hpp"
 #include "image_io.hpp"
+#include "shard.hpp"
 
 #include <nonlocal/nonlocal.hpp>
 
 #include <CLI/CLI.hpp>
 #include <xtensor/xview.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -114,11 +116,20 @@ std::string report_line(const nonlocal::tools::depth_pair& pair, const std::stri
 }
 
 /// How a run speaks: `quiet` says nothing but errors; on a terminal a batch shows one
-/// progress line, elsewhere one line per pair; `report` collects the JSON lines of --report.
+/// progress line, elsewhere one line per pair; `report` (--report) gets a JSON line per pair,
+/// appended in one write as each pair ends, so a killed run keeps the lines of what it did.
 struct voice {
     bool quiet = false;
     bool terminal = false;
     std::string report;
+
+    void record(const std::string& line) const {
+        if (report.empty()) return;
+        const int fd = ::open(report.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        const bool written = fd >= 0 && ::write(fd, line.data(), line.size()) == ssize_t(line.size());
+        if (fd >= 0) ::close(fd);
+        if (!written) throw std::runtime_error("cannot append to " + report);
+    }
 };
 
 /// "[12/100] 3.1 pairs/s, 0:29 left, 1 failed"
@@ -139,11 +150,12 @@ std::string progress(std::size_t done, std::size_t total, double seconds, std::s
 /// library's solves are reentrant, and each thread reuses its own work arrays). A pair that
 /// fails is reported and the others go on. Exit status: 1 if a pair failed, else 2 if a solve
 /// did not converge, else 0.
-int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_existing, const refinement& how,
-                 voice& speech) {
-    const std::vector<nonlocal::tools::depth_pair> pairs = nonlocal::tools::read_pair_list(list_path);
+int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_existing, nonlocal::tools::shard part,
+                 const refinement& how, const voice& speech) {
+    const std::vector<nonlocal::tools::depth_pair> pairs =
+        nonlocal::tools::pairs_of_shard(nonlocal::tools::read_pair_list(list_path), part);
     std::mutex output;
-    std::atomic<std::size_t> next{0}, failed{0}, unconverged{0}, skipped{0};
+    std::atomic<std::size_t> next{0}, failed{0}, unconverged{0}, skipped{0}, claimed{0};
     std::size_t done = 0;
     const auto start = std::chrono::steady_clock::now();
     const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -153,7 +165,13 @@ int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_exist
             std::string line, status, error;
             std::optional<nonlocal::depth_result> result;
             try {
-                if (skip_existing && std::filesystem::exists(pair.out)) {
+                // Another process of the same list (a shard run twice, a second job) may hold the
+                // pair: the claim is taken first, the output checked after it.
+                const nonlocal::tools::output_claim claim(pair.out);
+                if (!claim.held()) {
+                    line = "left, " + pair.out + " is claimed by " + claim.owner(), status = "claimed";
+                    ++claimed;
+                } else if (skip_existing && std::filesystem::exists(pair.out)) {
                     line = "skipped, " + pair.out + " exists", status = "skipped";
                     ++skipped;
                 } else {
@@ -168,7 +186,7 @@ int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_exist
             }
             const std::lock_guard lock(output);
             ++done;
-            speech.report += report_line(pair, status, result ? &*result : nullptr, error);
+            speech.record(report_line(pair, status, result ? &*result : nullptr, error));
             const std::string where = '[' + std::to_string(done) + '/' + std::to_string(pairs.size()) + "] " + list_path +
                                       ':' + std::to_string(pair.line);
             if (status == "failed") {
@@ -187,13 +205,14 @@ int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_exist
         work();
     }
     const double seconds = elapsed();
-    const std::size_t refined = pairs.size() - failed - skipped;
+    const std::size_t refined = pairs.size() - failed - skipped - claimed;
     if (speech.terminal && !speech.quiet) std::cout << "\r\x1b[K";
     if (!speech.quiet)
         std::cout << "refined " << refined << " of " << pairs.size() << " pairs in " << seconds << " s ("
                   << (seconds > 0 ? double(refined) / seconds : 0.0) << " pairs/s, " << std::min(jobs, pairs.size())
-                  << " jobs); " << skipped << " skipped, " << failed << " failed, " << unconverged << " not converged"
-                  << std::endl;
+                  << " jobs" << (part.count > 1 ? ", shard " + std::to_string(part.index) + '/' + std::to_string(part.count) : "")
+                  << "); " << skipped << " skipped, " << failed << " failed, " << unconverged << " not converged"
+                  << (claimed ? ", " + std::to_string(claimed) + " claimed by another process" : "") << std::endl;
     return failed ? 1 : unconverged ? 2 : 0;
 }
 
@@ -279,13 +298,21 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-iterations", options.solve.max_iterations, "iteration budget")
         ->check(nonlocal::tools::at_least(1))->capture_default_str();
-    std::string preview_path, report_path;
+    std::string shard_text = "1/1";
+    std::size_t shard_count = 0;
+    app.add_option("--shard", shard_text,
+                   "--batch: refine the I-th of N disjoint slices of the list (I/N), or the one the scheduler names "
+                   "(auto: a Slurm job array, or a Kubernetes indexed Job with --shard-count)")
+        ->needs(batch_option)->capture_default_str();
+    app.add_option("--shard-count", shard_count, "--shard auto under Kubernetes: the Job's completions")
+        ->check(nonlocal::tools::at_least(1))->needs(batch_option);
+    std::string preview_path, report_path;   // report_path: --report
     auto* preview_option =
         app.add_option("--preview", preview_path,
                        "also write the result as a colour-mapped PNG (turbo: nearest blue, farthest red, missing black)")
             ->check(nonlocal::tools::path_ending_in({".png"}))->excludes(batch_option);
     app.add_option("--report", report_path,
-                   "write one JSON line per pair: line, guide, depth, out, status, method, iterations, "
+                   "append one JSON line per pair as it ends: line, guide, depth, out, status, method, iterations, "
                    "relative_residual, seconds, error")
         ->check(nonlocal::tools::path_ending_in({".jsonl", ".json"}));
     voice speech;
@@ -327,21 +354,12 @@ int main(int argc, char** argv) {
         if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
         if (!passes->count()) options.depth_passes = defaults.depth_passes;
     }
-    const auto write_report = [&] {
-        if (!report_path.empty())
-            nonlocal::tools::write_whole(report_path, [&](const std::string& partial) {
-                std::ofstream file(partial);
-                file << speech.report;
-                if (!file.flush()) throw std::runtime_error("cannot write " + report_path);
-            });
-    };
+    speech.report = report_path;
     const nonlocal::tools::depth_pair single{guide_path, depth_path, out_path, 0};
     try {
-        if (batch_option->count()) {
-            const int status = refine_batch(list_path, jobs, skip_existing, how, speech);
-            write_report();
-            return status;
-        }
+        if (batch_option->count())
+            return refine_batch(list_path, jobs, skip_existing, nonlocal::tools::parse_shard(shard_text, shard_count), how,
+                                speech);
         const auto result = refine_pair(single, how);
         if (!speech.quiet) std::cout << describe(result, out_path) << '\n';
         if (preview_option->count()) {
@@ -353,15 +371,13 @@ int main(int argc, char** argv) {
             if (!speech.quiet)
                 std::cout << "preview: depth " << lo << " (blue) to " << hi << " (red) -> " << preview_path << '\n';
         }
-        speech.report = report_line(single, result.report.converged ? "refined" : "not converged", &result, "");
-        write_report();
+        speech.record(report_line(single, result.report.converged ? "refined" : "not converged", &result, ""));
         return result.report.converged ? 0 : 2;
     } catch (const std::exception& e) {
         std::cerr << "nonlocal-refine: " << e.what() << '\n';
         if (!batch_option->count()) {
-            speech.report = report_line(single, "failed", nullptr, e.what());
             try {
-                write_report();
+                speech.record(report_line(single, "failed", nullptr, e.what()));
             } catch (const std::exception&) {   // the report's own failure: the error above is what matters
             }
         }

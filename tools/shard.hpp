@@ -1,0 +1,164 @@
+#pragma once
+// Splitting a pair list across processes and machines, and claiming outputs so that two
+// processes never write the same one.
+//
+// A shard is the I-th of N disjoint slices of a list: a pair belongs to shard
+// 1 + fnv1a(its output path as written) mod N, so every pair lies in exactly one shard,
+// whichever machine runs which shard and in what order, and adding pairs to a list moves
+// no other pair. `--shard auto` takes I and N from the scheduler: a Slurm job array
+// (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN + 1 of SLURM_ARRAY_TASK_COUNT) or a Kubernetes
+// indexed Job (JOB_COMPLETION_INDEX + 1 of --shard-count).
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "batch.hpp"
+
+namespace nonlocal::tools {
+
+/// Shard `index` (1-based) of `count`.
+struct shard {
+    std::size_t index = 1, count = 1;
+};
+
+/// 64-bit FNV-1a of a string: the same on every machine and compiler.
+inline std::uint64_t fnv1a(const std::string& text) {
+    std::uint64_t h = 14695981039346656037ull;
+    for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+/// The pairs of `pairs` in shard `s`, in their order.
+inline std::vector<depth_pair> pairs_of_shard(const std::vector<depth_pair>& pairs, shard s) {
+    std::vector<depth_pair> mine;
+    for (const depth_pair& p : pairs)
+        if (fnv1a(p.out) % s.count + 1 == s.index) mine.push_back(p);
+    return mine;
+}
+
+/// An environment variable as a count, or nothing when it is not set.
+inline std::optional<std::size_t> environment_number(const char* name) {
+    const char* text = std::getenv(name);
+    if (!text || !*text) return std::nullopt;
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(text, &end, 10);
+    if (*end != '\0') throw std::runtime_error(std::string(name) + " is not a number: " + text);
+    return std::size_t(value);
+}
+
+/// `--shard I/N` or `--shard auto` (with `count` from --shard-count for Kubernetes). Throws
+/// std::runtime_error naming the option or the variable when they do not give a shard.
+inline shard parse_shard(const std::string& text, std::size_t count) {
+    if (text == "auto") {
+        if (const auto id = environment_number("SLURM_ARRAY_TASK_ID")) {
+            const auto total = environment_number("SLURM_ARRAY_TASK_COUNT");
+            const std::size_t first = environment_number("SLURM_ARRAY_TASK_MIN").value_or(0);
+            if (!total || *id < first || *id - first >= *total)
+                throw std::runtime_error("--shard auto: SLURM_ARRAY_TASK_ID, _MIN and _COUNT do not give a shard");
+            return {*id - first + 1, *total};
+        }
+        if (const auto index = environment_number("JOB_COMPLETION_INDEX")) {
+            if (count == 0 || *index >= count)
+                throw std::runtime_error("--shard auto: JOB_COMPLETION_INDEX " + std::to_string(*index) +
+                                         " needs --shard-count above it (the Job's completions)");
+            return {*index + 1, count};
+        }
+        throw std::runtime_error("--shard auto: neither SLURM_ARRAY_TASK_ID nor JOB_COMPLETION_INDEX is set");
+    }
+    const std::size_t slash = text.find('/');
+    std::size_t i = 0, n = 0;
+    try {
+        std::size_t used = 0;
+        if (slash == std::string::npos) throw std::invalid_argument(text);
+        i = std::stoul(text.substr(0, slash), &used);
+        if (used != slash) throw std::invalid_argument(text);
+        n = std::stoul(text.substr(slash + 1), &used);
+        if (used != text.size() - slash - 1) throw std::invalid_argument(text);
+    } catch (const std::logic_error&) {
+        throw std::runtime_error("--shard: expected I/N (for example 3/8) or auto, got " + text);
+    }
+    if (n == 0 || i == 0 || i > n) throw std::runtime_error("--shard: I/N needs 1 <= I <= N, got " + text);
+    return {i, n};
+}
+
+/// An exclusive claim on an output: the file OUT.claim, created with O_EXCL, holds
+/// "HOST PID" of its owner. A claim whose owner was on this host and is no longer running
+/// (killed, or crashed) is stale and taken over; a claim of a running process, or of another
+/// host, is respected. The claim is removed when the object goes.
+class output_claim {
+public:
+    explicit output_claim(const std::string& out) : path_(out + ".claim") {
+        for (int attempt = 0; attempt < 2 && !held_; ++attempt) {
+            const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+            if (fd >= 0) {
+                const std::string owner = this_host() + ' ' + std::to_string(::getpid()) + '\n';
+                const bool written = ::write(fd, owner.data(), owner.size()) == ssize_t(owner.size());
+                ::close(fd);
+                if (!written) {
+                    std::filesystem::remove(path_);
+                    throw std::runtime_error("cannot write " + path_);
+                }
+                held_ = true;
+            } else if (errno != EEXIST) {
+                throw std::runtime_error("cannot create " + path_ + ": " + std::strerror(errno));
+            } else if (attempt == 0 && stale()) {
+                std::error_code ignored;
+                std::filesystem::remove(path_, ignored);   // then try once more
+            } else {
+                std::ifstream in(path_);
+                std::getline(in, owner_);
+                return;
+            }
+        }
+    }
+    output_claim(const output_claim&) = delete;
+    output_claim& operator=(const output_claim&) = delete;
+    ~output_claim() {
+        if (!held_) return;
+        std::error_code ignored;
+        std::filesystem::remove(path_, ignored);
+    }
+
+    /// Whether this process holds the claim.
+    bool held() const noexcept { return held_; }
+    /// "HOST PID" of the process that holds it, when this one does not.
+    const std::string& owner() const noexcept { return owner_; }
+
+private:
+    static std::string this_host() {
+        char name[256] = {};
+        ::gethostname(name, sizeof name - 1);
+        return name;
+    }
+    /// The claim's owner ran on this host and is gone, or the claim was left empty (its
+    /// owner killed between creating and writing it) more than a minute ago.
+    bool stale() const {
+        std::ifstream in(path_);
+        std::string host;
+        long pid = 0;
+        if (!(in >> host >> pid)) {
+            std::error_code error;
+            const auto written = std::filesystem::last_write_time(path_, error);
+            return !error && std::filesystem::file_time_type::clock::now() - written > std::chrono::minutes(1);
+        }
+        if (host != this_host()) return false;
+        return pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+    }
+
+    std::string path_, owner_;
+    bool held_ = false;
+};
+
+}  // namespace nonlocal::tools
