@@ -51,7 +51,7 @@ if(MODE STREQUAL "killed")
   set(kills 0)
   foreach(round RANGE 1 ${ROUNDS})
     string(RANDOM LENGTH 2 ALPHABET 0123456789 hundredths)
-    math(EXPR ms "20 + ${hundredths} * 4")          # 20 to 416 ms into the run
+    math(EXPR ms "20 + ${hundredths} * 2")          # 20 to 218 ms into the run
     if(ms LESS 100)
       set(seconds "0.0${ms}")
     else()

@@ -164,14 +164,18 @@ int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_exist
             const auto& pair = pairs[k];
             std::string line, status, error;
             std::optional<nonlocal::depth_result> result;
+            const auto finished = [&] { return skip_existing && std::filesystem::exists(pair.out); };
             try {
                 // Another process of the same list (a shard run twice, a second job) may hold the
-                // pair: the claim is taken first, the output checked after it.
-                const nonlocal::tools::output_claim claim(pair.out);
-                if (!claim.held()) {
-                    line = "left, " + pair.out + " is claimed by " + claim.owner(), status = "claimed";
+                // pair; a finished pair needs no claim, and a claimed one is checked again, as the
+                // process that held it may have finished it just before.
+                std::optional<nonlocal::tools::output_claim> claim;
+                if (!finished()) claim.emplace(pair.out);
+                if (claim && !claim->held()) {
+                    line = "left, " + pair.out + " is claimed by " + claim->owner(), status = "claimed";
                     ++claimed;
-                } else if (skip_existing && std::filesystem::exists(pair.out)) {
+                } else if (finished()) {
+                    if (!claim) nonlocal::tools::output_claim::remove_leftover(pair.out);
                     line = "skipped, " + pair.out + " exists", status = "skipped";
                     ++skipped;
                 } else {

@@ -9,11 +9,10 @@
 // (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN + 1 of SLURM_ARRAY_TASK_COUNT) or a Kubernetes
 // indexed Job (JOB_COMPLETION_INDEX + 1 of --shard-count).
 #include <fcntl.h>
-#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -93,48 +92,55 @@ inline shard parse_shard(const std::string& text, std::size_t count) {
     return {i, n};
 }
 
-/// An exclusive claim on an output: the file OUT.claim, created with O_EXCL, holds
-/// "HOST PID" of its owner. A claim whose owner was on this host and is no longer running
-/// (killed, or crashed) is stale and taken over; a claim of a running process, or of another
-/// host, is respected. The claim is removed when the object goes.
+/// An exclusive claim on an output: a write lock (fcntl, which NFS carries too) on the file
+/// OUT.claim, which holds "HOST PID" of its owner for others to read. The kernel drops the
+/// lock when its process ends, however it ends, so a claim left by a killed process is free
+/// again without any guess about its owner; the file goes when the claim is released.
 class output_claim {
 public:
     explicit output_claim(const std::string& out) : path_(out + ".claim") {
-        for (int attempt = 0; attempt < 2 && !held_; ++attempt) {
-            const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-            if (fd >= 0) {
-                const std::string owner = this_host() + ' ' + std::to_string(::getpid()) + '\n';
-                const bool written = ::write(fd, owner.data(), owner.size()) == ssize_t(owner.size());
-                ::close(fd);
-                if (!written) {
-                    std::filesystem::remove(path_);
-                    throw std::runtime_error("cannot write " + path_);
-                }
-                held_ = true;
-            } else if (errno != EEXIST) {
-                throw std::runtime_error("cannot create " + path_ + ": " + std::strerror(errno));
-            } else if (attempt == 0 && stale()) {
-                std::error_code ignored;
-                std::filesystem::remove(path_, ignored);   // then try once more
-            } else {
-                std::ifstream in(path_);
-                std::getline(in, owner_);
+        for (;;) {
+            fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT, 0644);
+            if (fd_ < 0) throw std::runtime_error("cannot create " + path_ + ": " + std::strerror(errno));
+            struct flock lock {};
+            lock.l_type = F_WRLCK;
+            lock.l_whence = SEEK_SET;
+            if (::fcntl(fd_, F_SETLK, &lock) != 0) {   // held by a running process: say whose
+                char text[300] = {};
+                const ssize_t got = ::pread(fd_, text, sizeof text - 1, 0);
+                owner_ = got > 0 ? std::string(text, std::size_t(got)) : "another process";
+                while (!owner_.empty() && owner_.back() == '\n') owner_.pop_back();
+                release(false);
                 return;
             }
+            // The lock holds the file this path names now, not one its last owner removed.
+            struct stat opened {}, named {};
+            if (::fstat(fd_, &opened) == 0 && ::stat(path_.c_str(), &named) == 0 && opened.st_ino == named.st_ino &&
+                opened.st_dev == named.st_dev)
+                break;
+            release(false);
         }
+        const std::string owner = this_host() + ' ' + std::to_string(::getpid()) + '\n';
+        if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, owner.data(), owner.size(), 0) != ssize_t(owner.size())) {
+            release(true);
+            throw std::runtime_error("cannot write " + path_);
+        }
+        held_ = true;
     }
     output_claim(const output_claim&) = delete;
     output_claim& operator=(const output_claim&) = delete;
-    ~output_claim() {
-        if (!held_) return;
-        std::error_code ignored;
-        std::filesystem::remove(path_, ignored);
-    }
+    ~output_claim() { release(held_); }
 
     /// Whether this process holds the claim.
     bool held() const noexcept { return held_; }
     /// "HOST PID" of the process that holds it, when this one does not.
     const std::string& owner() const noexcept { return owner_; }
+
+    /// Removes the claim file a killed process left beside a finished output, unless a running
+    /// process holds it.
+    static void remove_leftover(const std::string& out) {
+        if (std::filesystem::exists(out + ".claim")) output_claim{out};
+    }
 
 private:
     static std::string this_host() {
@@ -142,22 +148,17 @@ private:
         ::gethostname(name, sizeof name - 1);
         return name;
     }
-    /// The claim's owner ran on this host and is gone, or the claim was left empty (its
-    /// owner killed between creating and writing it) more than a minute ago.
-    bool stale() const {
-        std::ifstream in(path_);
-        std::string host;
-        long pid = 0;
-        if (!(in >> host >> pid)) {
-            std::error_code error;
-            const auto written = std::filesystem::last_write_time(path_, error);
-            return !error && std::filesystem::file_time_type::clock::now() - written > std::chrono::minutes(1);
-        }
-        if (host != this_host()) return false;
-        return pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+    /// Closes the file (dropping the lock), removing it first when `remove`.
+    void release(bool remove) {
+        if (fd_ < 0) return;
+        if (remove) ::unlink(path_.c_str());
+        ::close(fd_);
+        fd_ = -1;
+        held_ = false;
     }
 
     std::string path_, owner_;
+    int fd_ = -1;
     bool held_ = false;
 };
 
