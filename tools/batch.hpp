@@ -1,11 +1,13 @@
 #pragma once
-// The pair lists of `nonlocal-refine --batch`: one pair per line,
+// The lists of the tools' --batch: one item per line, its files separated by spaces or tabs,
+// the output last,
 //
-//     GUIDE DEPTH OUT
+//     GUIDE DEPTH OUT        (nonlocal-refine)
+//     INPUT OUTPUT           (nonlocal-denoise)
 //
-// separated by spaces or tabs; a path holding spaces is written in double quotes
-// ("my scans/0001.png", with \" and \\ inside quotes); blank lines and lines whose first
-// field starts with # are skipped. Relative paths are relative to the working directory.
+// a path holding spaces written in double quotes ("my scans/0001.png", with \" and \\ inside
+// quotes); blank lines and lines whose first field starts with # are skipped. Relative paths
+// are relative to the working directory.
 #include "image_io.hpp"
 
 #include <filesystem>
@@ -22,8 +24,15 @@ namespace nonlocal::tools {
 /// What a refined depth may be written as: a 16-bit PNG or a float32 .npy.
 inline const std::vector<std::string> depth_outputs = {".png", ".npy"};
 
-/// A guide, the depth it refines and where the result goes; `line` is its line in the list
-/// (0 for a pair given on the command line).
+/// One line of a list: its files, the output last; `line` is its line in the list (0 for an
+/// item given on the command line).
+struct list_entry {
+    std::vector<std::string> files;
+    std::size_t line = 0;
+    std::string out;   ///< files.back()
+};
+
+/// A guide, the depth it refines and where the result goes, and its line in the list.
 struct depth_pair {
     std::string guide, depth, out;
     std::size_t line = 0;
@@ -40,15 +49,19 @@ inline bool closes_its_quotes(const std::string& text) {
     return !quoted;
 }
 
-/// Reads and checks a pair list before anything is computed: every line has three fields,
-/// every output ends in .png or .npy, and no two pairs (nor a pair and its own inputs) share an
-/// output. Throws std::runtime_error naming the file and the line.
-inline std::vector<depth_pair> read_pair_list(const std::string& path) {
+/// Reads and checks a list before anything is computed: every line has the fields `names`
+/// (say "GUIDE DEPTH OUT"), every output ends in one of `outputs`, and no two items (nor an
+/// item and its own inputs) share an output. Throws std::runtime_error naming the file and
+/// the line.
+inline std::vector<list_entry> read_list(const std::string& path, const std::vector<std::string>& names,
+                                         const std::vector<std::string>& outputs) {
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read " + path);
     const auto where = [&](std::size_t line) { return path + ':' + std::to_string(line) + ": "; };
     const auto key = [](const std::string& p) { return std::filesystem::absolute(p).lexically_normal().string(); };
-    std::vector<depth_pair> pairs;
+    std::string expected;
+    for (const std::string& name : names) expected += (expected.empty() ? "" : " ") + name;
+    std::vector<list_entry> entries;
     std::map<std::string, std::size_t> written;   // output -> the line that writes it
     std::string text;
     for (std::size_t line = 1; std::getline(in, text); ++line) {
@@ -57,21 +70,30 @@ inline std::vector<depth_pair> read_pair_list(const std::string& path) {
         for (std::string field; fields >> std::quoted(field);) f.push_back(field);
         if (!closes_its_quotes(text)) throw std::runtime_error(where(line) + "a quote is not closed");
         if (f.empty() || f[0].starts_with('#')) continue;
-        if (f.size() != 3)
-            throw std::runtime_error(where(line) + "expected GUIDE DEPTH OUT, got " + std::to_string(f.size()) +
+        if (f.size() != names.size())
+            throw std::runtime_error(where(line) + "expected " + expected + ", got " + std::to_string(f.size()) +
                                      (f.size() == 1 ? " field" : " fields"));
-        depth_pair pair{f[0], f[1], f[2], line};
-        if (const std::string error = ending_error(pair.out, depth_outputs); !error.empty())
+        list_entry entry{f, line, f.back()};
+        if (const std::string error = ending_error(entry.out, outputs); !error.empty())
             throw std::runtime_error(where(line) + "the output " + error);
-        const std::string out = key(pair.out);
-        if (out == key(pair.guide) || out == key(pair.depth))
-            throw std::runtime_error(where(line) + "the output " + pair.out + " would overwrite an input of its pair");
+        const std::string out = key(entry.out);
+        for (std::size_t i = 0; i + 1 < f.size(); ++i)
+            if (out == key(f[i]))
+                throw std::runtime_error(where(line) + "the output " + entry.out + " would overwrite an input of its line");
         if (const auto [at, fresh] = written.emplace(out, line); !fresh)
-            throw std::runtime_error(where(line) + "the output " + pair.out + " is written by line " +
+            throw std::runtime_error(where(line) + "the output " + entry.out + " is written by line " +
                                      std::to_string(at->second) + " too");
-        pairs.push_back(std::move(pair));
+        entries.push_back(std::move(entry));
     }
-    if (pairs.empty()) throw std::runtime_error(path + ": no pairs listed");
+    if (entries.empty()) throw std::runtime_error(path + ": nothing listed");
+    return entries;
+}
+
+/// The pairs of a `nonlocal-refine --batch` list.
+inline std::vector<depth_pair> read_pair_list(const std::string& path) {
+    std::vector<depth_pair> pairs;
+    for (const list_entry& e : read_list(path, {"GUIDE", "DEPTH", "OUT"}, depth_outputs))
+        pairs.push_back({e.files[0], e.files[1], e.files[2], e.line});
     return pairs;
 }
 

@@ -37,29 +37,6 @@ struct image {
     bool array = false;
 };
 
-inline bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-/// Why `path` is not a path to write with one of `suffixes`: "must end in .png or .npy, got
-/// PATH", or the empty string when it ends in one of them.
-inline std::string ending_error(const std::string& path, const std::vector<std::string>& suffixes) {
-    std::string listed;
-    for (const std::string& suffix : suffixes) {
-        if (ends_with(path, suffix)) return {};
-        listed += listed.empty() ? suffix : " or " + suffix;
-    }
-    return "must end in " + listed + ", got " + path;
-}
-
-/// A command-line check that a path to write ends in one of `suffixes` (".png", ".npy"), with
-/// `ending_error`'s message, so that a run with another one fails before it computes.
-inline CLI::Validator path_ending_in(std::vector<std::string> suffixes) {
-    std::string shown;   // "PATH.png|PATH.npy" in the help
-    for (const std::string& suffix : suffixes) shown += (shown.empty() ? "PATH" : "|PATH") + suffix;
-    return CLI::Validator([suffixes](std::string& path) { return ending_error(path, suffixes); }, shown);
-}
-
 /// Reads a PNG or JPEG (any number of channels, 8 or 16 bit) or a .npy [H, W] / [H, W, C] of
 /// float32, float64 or integers.
 inline image read_image(const std::string& path) {

@@ -11,29 +11,20 @@
 // Exit status: 0 done, 1 bad input or a pair failed, 2 a solve did not converge.
 #define STB_IMAGE_IMPLEMENTATION
 #include "batch.hpp"
+#include "batch_run.hpp"
 #include "image_io.hpp"
-#include "shard.hpp"
 
 #include <nonlocal/nonlocal.hpp>
 
 #include <CLI/CLI.hpp>
 #include <xtensor/xview.hpp>
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <map>
-#include <mutex>
-#include <optional>
 #include <sstream>
-#include <thread>
 
 namespace {
 
@@ -84,149 +75,35 @@ std::string describe(const nonlocal::depth_result& result, const std::string& ou
     return s.str();
 }
 
-/// `text` as a JSON string, quoted and escaped.
-std::string json_quoted(const std::string& text) {
-    std::ostringstream out;
-    out << '"';
-    for (const char ch : text) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '"' || c == '\\') out << '\\' << ch;
-        else if (c == '\n') out << "\\n";
-        else if (c == '\t') out << "\\t";
-        else if (c < 0x20) out << "\\u" << std::hex << std::setw(4) << std::setfill('0') << int(c) << std::dec;
-        else out << ch;
-    }
-    out << '"';
-    return out.str();
+/// A pair's own fields in its --report line.
+std::string pair_fields(const nonlocal::tools::depth_pair& pair) {
+    using nonlocal::tools::json_quoted;
+    return ", \"guide\": " + json_quoted(pair.guide) + ", \"depth\": " + json_quoted(pair.depth) +
+           ", \"out\": " + json_quoted(pair.out);
 }
 
-/// One line of `--report` (JSON): the pair, its status (refined, not converged, skipped,
-/// failed), the solve's method, iterations and relative residual, the seconds, or the error.
-std::string report_line(const nonlocal::tools::depth_pair& pair, const std::string& status,
-                        const nonlocal::depth_result* result, const std::string& error) {
-    std::ostringstream out;
-    out << "{\"line\": " << pair.line << ", \"guide\": " << json_quoted(pair.guide) << ", \"depth\": "
-        << json_quoted(pair.depth) << ", \"out\": " << json_quoted(pair.out) << ", \"status\": " << json_quoted(status);
-    if (result)
-        out << ", \"method\": " << json_quoted(result->report.method) << ", \"iterations\": " << result->report.iterations
-            << ", \"relative_residual\": " << result->report.relative_residual << ", \"seconds\": " << result->seconds;
-    if (!error.empty()) out << ", \"error\": " << json_quoted(error);
-    out << "}\n";
-    return out.str();
+/// A result's fields in its --report line: the solve's method, iterations, relative residual
+/// and the seconds.
+std::string solve_fields(const nonlocal::depth_result& result) {
+    std::ostringstream fields;
+    fields << ", \"method\": " << nonlocal::tools::json_quoted(result.report.method)
+           << ", \"iterations\": " << result.report.iterations << ", \"relative_residual\": " << result.report.relative_residual
+           << ", \"seconds\": " << result.seconds;
+    return fields.str();
 }
 
-/// How a run speaks: `quiet` says nothing but errors; on a terminal a batch shows one
-/// progress line, elsewhere one line per pair; `report` (--report) gets a JSON line per pair,
-/// appended in one write as each pair ends, so a killed run keeps the lines of what it did.
-struct voice {
-    bool quiet = false;
-    bool terminal = false;
-    std::string report;
-
-    void record(const std::string& line) const {
-        if (report.empty()) return;
-        const int fd = ::open(report.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        const bool written = fd >= 0 && ::write(fd, line.data(), line.size()) == ssize_t(line.size());
-        if (fd >= 0) ::close(fd);
-        if (!written) throw std::runtime_error("cannot append to " + report);
-    }
-};
-
-/// "[12/100] 3.1 pairs/s, 0:29 left, 1 failed"
-std::string progress(std::size_t done, std::size_t total, double seconds, std::size_t failed) {
-    std::ostringstream out;
-    const double rate = seconds > 0 ? double(done) / seconds : 0.0;
-    out << '[' << done << '/' << total << "] " << std::fixed << std::setprecision(2) << rate << " pairs/s";
-    if (rate > 0 && done < total) {
-        const auto left = std::size_t(double(total - done) / rate + 0.5);
-        out << ", " << left / 3600 << ':' << std::setw(2) << std::setfill('0') << left / 60 % 60 << ':' << std::setw(2)
-            << left % 60 << " left";
-    }
-    if (failed) out << ", " << failed << " failed";
-    return out.str();
-}
-
-/// Refines every pair of the list, `jobs` pairs at a time, each on its own thread (the
-/// library's solves are reentrant, and each thread reuses its own work arrays). A pair that
-/// fails is reported and the others go on. Exit status: 1 if a pair failed, else 2 if a solve
-/// did not converge, else 0.
-int refine_batch(const std::string& list_path, std::size_t jobs, bool skip_existing, nonlocal::tools::shard part,
-                 const refinement& how, const voice& speech) {
-    const std::vector<nonlocal::tools::depth_pair> pairs =
-        nonlocal::tools::pairs_of_shard(nonlocal::tools::read_pair_list(list_path), part);
-    std::mutex output;
-    std::atomic<std::size_t> next{0}, failed{0}, unconverged{0}, skipped{0}, claimed{0};
-    std::size_t done = 0;
-    const auto start = std::chrono::steady_clock::now();
-    const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-    const auto work = [&] {
-        for (std::size_t k; (k = next.fetch_add(1)) < pairs.size();) {
-            const auto& pair = pairs[k];
-            std::string line, status, error;
-            std::optional<nonlocal::depth_result> result;
-            const auto finished = [&] { return skip_existing && std::filesystem::exists(pair.out); };
-            try {
-                // Another process of the same list (a shard run twice, a second job) may hold the
-                // pair; a finished pair needs no claim, and a claimed one is checked again, as the
-                // process that held it may have finished it just before.
-                std::optional<nonlocal::tools::output_claim> claim;
-                if (!finished()) claim.emplace(pair.out);
-                if (claim && !claim->held()) {
-                    line = "left, " + pair.out + " is claimed by " + claim->owner(), status = "claimed";
-                    ++claimed;
-                } else if (finished()) {
-                    if (!claim) nonlocal::tools::output_claim::remove_leftover(pair.out);
-                    line = "skipped, " + pair.out + " exists", status = "skipped";
-                    ++skipped;
-                } else {
-                    result = refine_pair(pair, how);
-                    line = describe(*result, pair.out);
-                    status = result->report.converged ? "refined" : "not converged";
-                    unconverged += !result->report.converged;
-                }
-            } catch (const std::exception& e) {
-                line = error = e.what(), status = "failed";
-                ++failed;
-            }
-            const std::lock_guard lock(output);
-            ++done;
-            speech.record(report_line(pair, status, result ? &*result : nullptr, error));
-            const std::string where = '[' + std::to_string(done) + '/' + std::to_string(pairs.size()) + "] " + list_path +
-                                      ':' + std::to_string(pair.line);
-            if (status == "failed") {
-                if (speech.terminal && !speech.quiet) std::cout << "\r\x1b[K" << std::flush;
-                std::cerr << where << ": failed: " << line << std::endl;
-            } else if (!speech.quiet && !speech.terminal) {
-                std::cout << where << ": " << line << std::endl;
-            }
-            if (speech.terminal && !speech.quiet)
-                std::cout << "\r\x1b[K" << progress(done, pairs.size(), elapsed(), failed) << std::flush;
-        }
-    };
-    {
-        std::vector<std::jthread> workers;
-        for (std::size_t t = 1; t < std::min(jobs, pairs.size()); ++t) workers.emplace_back(work);
-        work();
-    }
-    const double seconds = elapsed();
-    const std::size_t refined = pairs.size() - failed - skipped - claimed;
-    if (speech.terminal && !speech.quiet) std::cout << "\r\x1b[K";
-    if (!speech.quiet)
-        std::cout << "refined " << refined << " of " << pairs.size() << " pairs in " << seconds << " s ("
-                  << (seconds > 0 ? double(refined) / seconds : 0.0) << " pairs/s, " << std::min(jobs, pairs.size())
-                  << " jobs" << (part.count > 1 ? ", shard " + std::to_string(part.index) + '/' + std::to_string(part.count) : "")
-                  << "); " << skipped << " skipped, " << failed << " failed, " << unconverged << " not converged"
-                  << (claimed ? ", " + std::to_string(claimed) + " claimed by another process" : "") << std::endl;
-    return failed ? 1 : unconverged ? 2 : 0;
+/// A pair refined and written, as the batch runner takes it.
+nonlocal::tools::item_outcome refine_item(const nonlocal::tools::depth_pair& pair, const refinement& how) {
+    const nonlocal::depth_result result = refine_pair(pair, how);
+    return {describe(result, pair.out), result.report.converged, solve_fields(result)};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"Colour-guided depth refinement (linear AR model)"};
-    std::string guide_path, depth_path, out_path, list_path, solver = "pcg", model = "normalised",
+    std::string guide_path, depth_path, out_path, solver = "pcg", model = "normalised",
                 colour = "laplacian", space = "luma-chroma", coarsening = "operator-dependent";
-    std::size_t jobs = std::max(1u, std::thread::hardware_concurrency());
     refinement how;
     nonlocal::depth_options& options = how.options;
     auto* guide_option =
@@ -234,16 +111,11 @@ int main(int argc, char** argv) {
     auto* depth_option = app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG, or .npy of float32, float64 or integers; 0 is missing");
     auto* out_option = app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")
                            ->check(nonlocal::tools::path_ending_in(nonlocal::tools::depth_outputs));
-    auto* batch_option = app.add_option("--batch", list_path,
-                                        "a list of pairs, one \"GUIDE DEPTH OUT\" per line (paths may be quoted; # "
-                                        "starts a comment), refined with the same options")
-                             ->check(CLI::ExistingFile)->excludes(guide_option, depth_option, out_option);
-    app.add_option("--jobs", jobs, "--batch: pairs refined at a time, one thread each")->check(nonlocal::tools::at_least(1))
-        ->needs(batch_option)->capture_default_str();
-    bool skip_existing = false;
-    app.add_flag("--skip-existing", skip_existing,
-                 "--batch: leave pairs whose output exists (outputs are written whole, so a run resumes)")
-        ->needs(batch_option);
+    nonlocal::tools::voice speech;
+    nonlocal::tools::batch_command_line batch;
+    batch.add_to(app, "pairs", "GUIDE DEPTH OUT",
+                 "line, guide, depth, out, status, method, iterations, relative_residual, seconds, error", speech);
+    batch.batch->excludes(guide_option)->excludes(depth_option)->excludes(out_option);
     app.add_option("--mode", how.mode, "fill, denoise or upsample")
         ->check(CLI::IsMember({"fill", "denoise", "upsample"}))->capture_default_str();
     auto* factor_option =
@@ -302,25 +174,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-iterations", options.solve.max_iterations, "iteration budget")
         ->check(nonlocal::tools::at_least(1))->capture_default_str();
-    std::string shard_text = "1/1";
-    std::size_t shard_count = 0;
-    app.add_option("--shard", shard_text,
-                   "--batch: refine the I-th of N disjoint slices of the list (I/N), or the one the scheduler names "
-                   "(auto: a Slurm job array, or a Kubernetes indexed Job with --shard-count)")
-        ->needs(batch_option)->capture_default_str();
-    app.add_option("--shard-count", shard_count, "--shard auto under Kubernetes: the Job's completions")
-        ->check(nonlocal::tools::at_least(1))->needs(batch_option);
-    std::string preview_path, report_path;   // report_path: --report
+    std::string preview_path;
     auto* preview_option =
         app.add_option("--preview", preview_path,
                        "also write the result as a colour-mapped PNG (turbo: nearest blue, farthest red, missing black)")
-            ->check(nonlocal::tools::path_ending_in({".png"}))->excludes(batch_option);
-    app.add_option("--report", report_path,
-                   "append one JSON line per pair as it ends: line, guide, depth, out, status, method, iterations, "
-                   "relative_residual, seconds, error")
-        ->check(nonlocal::tools::path_ending_in({".jsonl", ".json"}));
-    voice speech;
-    app.add_flag("--quiet", speech.quiet, "print nothing but errors");
+            ->check(nonlocal::tools::path_ending_in({".png"}))->excludes(batch.batch);
     nonlocal::tools::describe_tool(app, "nonlocal-refine",
                                    {"--guide rgb.png --depth holes.png --out filled.png --preview filled_view.png",
                                     "--mode denoise --guide rgb.png --depth noisy.png --out clean.npy",
@@ -333,7 +191,7 @@ int main(int argc, char** argv) {
         std::cerr << "nonlocal-refine: --factor applies to --mode upsample only, not to --mode " << how.mode << '\n';
         return 1;
     }
-    if (!batch_option->count() && (!guide_option->count() || !depth_option->count() || !out_option->count())) {
+    if (!batch.given() && (!guide_option->count() || !depth_option->count() || !out_option->count())) {
         std::cerr << "nonlocal-refine: give --guide, --depth and --out, or --batch\nRun with --help for more information.\n";
         return 1;
     }
@@ -358,12 +216,13 @@ int main(int argc, char** argv) {
         if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
         if (!passes->count()) options.depth_passes = defaults.depth_passes;
     }
-    speech.report = report_path;
+    speech.report = batch.report;
     const nonlocal::tools::depth_pair single{guide_path, depth_path, out_path, 0};
     try {
-        if (batch_option->count())
-            return refine_batch(list_path, jobs, skip_existing, nonlocal::tools::parse_shard(shard_text, shard_count), how,
-                                speech);
+        if (batch.given())
+            return nonlocal::tools::run_batch(batch.list, nonlocal::tools::read_pair_list(batch.list),
+                                              batch.settings("pairs", "refined"), speech, pair_fields,
+                                              [&](const nonlocal::tools::depth_pair& pair) { return refine_item(pair, how); });
         const auto result = refine_pair(single, how);
         if (!speech.quiet) std::cout << describe(result, out_path) << '\n';
         if (preview_option->count()) {
@@ -375,13 +234,15 @@ int main(int argc, char** argv) {
             if (!speech.quiet)
                 std::cout << "preview: depth " << lo << " (blue) to " << hi << " (red) -> " << preview_path << '\n';
         }
-        speech.record(report_line(single, result.report.converged ? "refined" : "not converged", &result, ""));
+        speech.record(nonlocal::tools::report_line(0, pair_fields(single),
+                                                   result.report.converged ? "refined" : "not converged",
+                                                   solve_fields(result), ""));
         return result.report.converged ? 0 : 2;
     } catch (const std::exception& e) {
         std::cerr << "nonlocal-refine: " << e.what() << '\n';
-        if (!batch_option->count()) {
+        if (!batch.given()) {
             try {
-                speech.record(report_line(single, "failed", nullptr, e.what()));
+                speech.record(nonlocal::tools::report_line(0, pair_fields(single), "failed", "", e.what()));
             } catch (const std::exception&) {   // the report's own failure: the error above is what matters
             }
         }

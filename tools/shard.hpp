@@ -23,7 +23,6 @@
 #include <string>
 #include <vector>
 
-#include "batch.hpp"
 
 namespace nonlocal::tools {
 
@@ -39,11 +38,12 @@ inline std::uint64_t fnv1a(const std::string& text) {
     return h;
 }
 
-/// The pairs of `pairs` in shard `s`, in their order.
-inline std::vector<depth_pair> pairs_of_shard(const std::vector<depth_pair>& pairs, shard s) {
-    std::vector<depth_pair> mine;
-    for (const depth_pair& p : pairs)
-        if (fnv1a(p.out) % s.count + 1 == s.index) mine.push_back(p);
+/// The items of a list (anything with an `out` path) in shard `s`, in their order.
+template <class Item>
+std::vector<Item> items_of_shard(const std::vector<Item>& items, shard s) {
+    std::vector<Item> mine;
+    for (const Item& item : items)
+        if (fnv1a(item.out) % s.count + 1 == s.index) mine.push_back(item);
     return mine;
 }
 
