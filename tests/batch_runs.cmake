@@ -5,13 +5,13 @@
 # Either way every output must equal the uninterrupted run's byte for byte, and no .partial or
 # .claim file may be left.
 #   cmake -DTOOL=<nonlocal-refine> -DGUIDE=<png> -DDEPTH=<png> -DWORK=<dir> -DMODE=killed|shards
-#         [-DPAIRS=40] [-DROUNDS=6] [-DSHARDS=3] -P batch_runs.cmake
+#         [-DPAIRS=40] [-DSLOW=<a|b>] [-DROUNDS=6] [-DSHARDS=3] -P batch_runs.cmake
 cmake_minimum_required(VERSION 3.20)
 if(NOT PAIRS)
   set(PAIRS 40)
 endif()
-# Settings that make a pair take tens of milliseconds, so that the kills land mid-run.
-set(slow --depth-passes 4 --solver pcg-jacobi)
+# SLOW: options (separated by |) that make each pair take long enough for the kills to land.
+string(REPLACE "|" ";" slow "${SLOW}")
 if(NOT ROUNDS)
   set(ROUNDS 6)
 endif()

@@ -6,8 +6,9 @@
 //     INPUT OUTPUT           (nonlocal-denoise)
 //
 // a path holding spaces written in double quotes ("my scans/0001.png", with \" and \\ inside
-// quotes); blank lines and lines whose first field starts with # are skipped. Relative paths
-// are relative to the working directory.
+// quotes); blank lines and lines whose first field starts with # are skipped; CRLF line ends
+// and a UTF-8 byte-order mark are taken in stride. Relative paths are relative to the working
+// directory.
 #include "image_io.hpp"
 
 #include <filesystem>
@@ -65,6 +66,7 @@ inline std::vector<list_entry> read_list(const std::string& path, const std::vec
     std::map<std::string, std::size_t> written;   // output -> the line that writes it
     std::string text;
     for (std::size_t line = 1; std::getline(in, text); ++line) {
+        if (line == 1 && text.starts_with("\xef\xbb\xbf")) text.erase(0, 3);   // a UTF-8 byte-order mark
         std::istringstream fields(text);
         std::vector<std::string> f;
         for (std::string field; fields >> std::quoted(field);) f.push_back(field);
@@ -87,6 +89,16 @@ inline std::vector<list_entry> read_list(const std::string& path, const std::vec
     }
     if (entries.empty()) throw std::runtime_error(path + ": nothing listed");
     return entries;
+}
+
+/// Throws std::runtime_error when `out` names the same file as one of `inputs` (the check a
+/// list's lines get, for a single item given on the command line).
+inline void require_distinct_output(const std::string& out, const std::vector<std::string>& inputs) {
+    std::error_code error;
+    for (const std::string& input : inputs)
+        if (std::filesystem::absolute(out).lexically_normal() == std::filesystem::absolute(input).lexically_normal() ||
+            std::filesystem::equivalent(out, input, error))
+            throw std::runtime_error("the output " + out + " would overwrite the input " + input);
 }
 
 /// The pairs of a `nonlocal-refine --batch` list.

@@ -37,12 +37,28 @@ struct image {
     bool array = false;
 };
 
+/// The largest image the tools read: 2^28 pixels (268 Mpix, 16384 x 16384 and beyond), whose
+/// depth task would need some 30 GB. A file that declares more is refused before its pixels
+/// are allocated.
+inline constexpr std::size_t max_image_pixels = std::size_t(1) << 28;
+
+inline void require_image_size(const std::string& path, std::size_t height, std::size_t width) {
+    if (width != 0 && height > max_image_pixels / width)
+        throw std::runtime_error(path + ": " + std::to_string(width) + " x " + std::to_string(height) +
+                                 " pixels, more than the " + std::to_string(max_image_pixels) + " the tools read");
+}
+
 /// Reads a PNG or JPEG (any number of channels, 8 or 16 bit) or a .npy [H, W] / [H, W, C] of
-/// float32, float64 or integers.
+/// float32, float64 or integers. Throws std::runtime_error naming the file when it cannot be
+/// read, is not such an image, or is larger than `max_image_pixels`.
 inline image read_image(const std::string& path) {
     image out;
+    std::error_code status;   // a symlink loop or a missing file: stb_image's own message below
+    if (std::filesystem::is_directory(path, status)) throw std::runtime_error("cannot read " + path + ": it is a directory");
     if (ends_with(path, ".npy")) {
-        const std::string type = detail::npy_element_type(path);
+        const detail::npy_header header = detail::read_npy_header(path);
+        if (header.shape.size() >= 2) require_image_size(path, header.shape[0], header.shape[1]);
+        const std::string type = header.type;
         auto a = detail::load_npy_of_type<float>(path, type, "tools::read_image");
         if (a.dimension() == 2) a.reshape({a.shape(0), a.shape(1), std::size_t(1)});
         if (a.dimension() != 3)
@@ -53,6 +69,7 @@ inline image read_image(const std::string& path) {
         return out;
     }
     int w = 0, h = 0, c = 0;
+    if (stbi_info(path.c_str(), &w, &h, &c)) require_image_size(path, std::size_t(h), std::size_t(w));
     const bool sixteen = stbi_is_16_bit(path.c_str());
     void* data = sixteen ? static_cast<void*>(stbi_load_16(path.c_str(), &w, &h, &c, 0))
                          : static_cast<void*>(stbi_load(path.c_str(), &w, &h, &c, 0));

@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
             return nonlocal::tools::run_batch(batch.list, items, batch.settings("images", "denoised"), speech, fields,
                                               [&](const image_item& item) { return denoise_image(item, how); });
         }
+        nonlocal::tools::require_distinct_output(output, {input});
         const image_item single{input, output, 0};
         const auto outcome = denoise_image(single, how);
         if (!speech.quiet) std::cout << outcome.summary << '\n';

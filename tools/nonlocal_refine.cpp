@@ -223,6 +223,7 @@ int main(int argc, char** argv) {
             return nonlocal::tools::run_batch(batch.list, nonlocal::tools::read_pair_list(batch.list),
                                               batch.settings("pairs", "refined"), speech, pair_fields,
                                               [&](const nonlocal::tools::depth_pair& pair) { return refine_item(pair, how); });
+        nonlocal::tools::require_distinct_output(out_path, {guide_path, depth_path});
         const auto result = refine_pair(single, how);
         if (!speech.quiet) std::cout << describe(result, out_path) << '\n';
         if (preview_option->count()) {
