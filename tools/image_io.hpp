@@ -153,12 +153,20 @@ inline void write_png(const std::string& path, const xt::xtensor<float, 3>& pixe
 template <class Write>
 void write_whole(const std::string& path, Write&& write) {
     const std::string partial = path + ".partial";
+    const auto remove_partial = [&] {
+        std::error_code ignored;
+        std::filesystem::remove(partial, ignored);
+    };
     try {
         write(partial);
         std::filesystem::rename(partial, path);
+    } catch (const std::exception& e) {   // said of the output the user named, not of its temporary name
+        remove_partial();
+        std::string message = e.what();
+        for (std::size_t at; (at = message.find(partial)) != std::string::npos;) message.replace(at, partial.size(), path);
+        throw std::runtime_error(message);
     } catch (...) {
-        std::error_code ignored;
-        std::filesystem::remove(partial, ignored);
+        remove_partial();
         throw;
     }
 }
