@@ -69,21 +69,6 @@ picture grey(const xt::xtensor<float, 2>& img, float lo, float hi) {
     return p;
 }
 
-/// img through the turbo colour map, lo blue and hi red; pixels where `shown` is false are black.
-template <class Shown>
-picture coloured(const xt::xtensor<float, 2>& img, float lo, float hi, Shown&& shown) {
-    picture p = xt::zeros<std::uint8_t>({img.shape(0), img.shape(1), std::size_t(3)});
-    for (std::size_t t = 0; t < img.size(); ++t) {
-        if (!shown(t)) continue;
-        const auto colour = nonlocal::tools::turbo((double(img.data()[t]) - lo) / (double(hi) - lo));
-        for (std::size_t c = 0; c < 3; ++c) p.data()[3 * t + c] = colour[c];
-    }
-    return p;
-}
-picture coloured(const xt::xtensor<float, 2>& img, float lo, float hi) {
-    return coloured(img, lo, hi, [](std::size_t) { return true; });
-}
-
 /// Pictures of one height side by side, 4 white columns between them.
 picture side_by_side(const std::vector<picture>& parts) {
     const std::size_t H = parts.front().shape(0), gap = 4;
@@ -227,12 +212,14 @@ int main(int argc, char** argv) {
                 sweep_is_aggregate ? "yes" : "no");
     write_grey(out + "/depth_true.png", depth, 1000, 2150);
     write_grey(out + "/depth_observed.png", sparse, 1000, 2150);
-    const auto seen = [&](std::size_t i) { return sparse.data()[i] != 0; };
+    const auto observed_depth = [](float v) { return v != 0; };
     write(out + "/depth_panel_" + range_text(1000, 2150) + ".png",
-          side_by_side({grey(clean, 0, 255), coloured(sparse, 1000, 2150, seen), coloured(filled.depth, 1000, 2150),
-                        coloured(depth, 1000, 2150)}),
+          side_by_side({grey(clean, 0, 255), nonlocal::tools::colour_mapped(sparse, 1000, 2150, observed_depth),
+                        nonlocal::tools::colour_mapped(filled.depth, 1000, 2150),
+                        nonlocal::tools::colour_mapped(depth, 1000, 2150)}),
           "depth 1000 (blue) to 2150 (red): guide, observed (missing black), filled, truth");
-    write(out + "/depth_error_0-" + std::to_string(std::lround(worst)) + ".png", coloured(error, 0, float(worst)),
+    write(out + "/depth_error_0-" + std::to_string(std::lround(worst)) + ".png",
+          nonlocal::tools::colour_mapped(error, 0, float(worst)),
           "|filled - truth|, 0 (blue) to " + std::to_string(std::lround(worst)) + " (red)");
 
     // ---- 3. attention -------------------------------------------------------------
@@ -288,7 +275,7 @@ int main(int argc, char** argv) {
     for (std::size_t j = 0; j < n; ++j) total += std::exp(-double(distances(0, j)) / h2);
     for (std::size_t j = 0; j < n; ++j) weights.data()[j] = float(std::exp(-double(distances(0, j)) / h2) / total);
     const float heaviest = xt::amax(weights)();
-    picture map = coloured(weights, 0, heaviest);
+    picture map = nonlocal::tools::colour_mapped(weights, 0, heaviest);
     for (std::size_t d = 0; d < 7; ++d)   // a white cross on the query
         for (std::size_t c = 0; c < 3; ++c) {
             map(query / W, std::min(W - 1, query % W - 3 + d), c) = 255;
@@ -315,7 +302,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < big.shape(0); ++i)
         for (std::size_t j = 0; j < big.shape(1); ++j) big(i, j) = float(d(i / cell, j / cell));
     const float farthest = xt::amax(big)();
-    write(out + "/iris_dissimilarity.png", coloured(big, 0, farthest),
+    write(out + "/iris_dissimilarity.png", nonlocal::tools::colour_mapped(big, 0, farthest),
           std::string(real ? "iris" : "drawn classes") + ": distances 0 (blue) to " + std::to_string(farthest) +
               " (red), three classes as blocks");
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include <xtensor/xtensor.hpp>
+
 namespace nonlocal::tools {
 
 /// Turbo (Mikhailov 2019), a rainbow colour map of even perceived steps, from the polynomial
@@ -20,6 +22,25 @@ inline std::array<std::uint8_t, 3> turbo(double x) {
     return {channel(0.13572138, 4.61539260, -42.66032258, 132.13108234, -152.94239396, 59.28637943),
             channel(0.09140261, 2.19418839, 4.84296658, -14.18503333, 4.27729857, 2.82956604),
             channel(0.10667330, 12.64194608, -60.58204836, 110.36276771, -89.90310912, 27.34824973)};
+}
+
+/// values [H, W] as 8-bit RGB [H, W, 3] through turbo, lo blue and hi red; values that are not
+/// finite, or not `shown(v)`, are black.
+template <class Shown>
+xt::xtensor<std::uint8_t, 3> colour_mapped(const xt::xtensor<float, 2>& values, float lo, float hi, Shown&& shown) {
+    xt::xtensor<std::uint8_t, 3> rgb = xt::zeros<std::uint8_t>({values.shape(0), values.shape(1), std::size_t(3)});
+    const double span = hi > lo ? double(hi) - lo : 1.0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const float v = values.data()[i];
+        if (!std::isfinite(v) || !shown(v)) continue;
+        const auto colour = turbo((double(v) - lo) / span);
+        for (std::size_t c = 0; c < 3; ++c) rgb.data()[3 * i + c] = colour[c];
+    }
+    return rgb;
+}
+/// The same with every finite value shown.
+inline xt::xtensor<std::uint8_t, 3> colour_mapped(const xt::xtensor<float, 2>& values, float lo, float hi) {
+    return colour_mapped(values, lo, hi, [](float) { return true; });
 }
 
 }  // namespace nonlocal::tools

@@ -180,19 +180,4 @@ std::pair<float, float> finite_range(const xt::xtensor<float, 2>& values, Shown&
     return lo <= hi ? std::pair{lo, hi} : std::pair{0.f, 0.f};
 }
 
-/// values [H, W] as 8-bit RGB through the turbo colour map, lo blue and hi red; pixels that are
-/// not finite or not `shown` are black.
-template <class Shown>
-xt::xtensor<float, 3> colour_mapped(const xt::xtensor<float, 2>& values, float lo, float hi, Shown&& shown) {
-    xt::xtensor<float, 3> rgb = xt::zeros<float>({values.shape(0), values.shape(1), std::size_t(3)});
-    const double span = hi > lo ? double(hi) - lo : 1.0;
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        const float v = values.data()[i];
-        if (!std::isfinite(v) || !shown(v)) continue;
-        const auto colour = turbo((double(v) - lo) / span);
-        for (std::size_t c = 0; c < 3; ++c) rgb.data()[3 * i + c] = colour[c];
-    }
-    return rgb;
-}
-
 }  // namespace nonlocal::tools

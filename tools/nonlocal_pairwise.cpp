@@ -123,7 +123,8 @@ int main(int argc, char** argv) {
             const auto all = [](float) { return true; };
             const auto [lo, hi] = nonlocal::tools::finite_range(pixels, all);
             nonlocal::tools::write_whole(png, [&](const std::string& partial) {
-                nonlocal::tools::write_png(partial, nonlocal::tools::colour_mapped(pixels, lo, hi, all), 8);
+                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(pixels, lo, hi, all));
+                nonlocal::tools::write_png(partial, rgb, 8);
             });
             std::cerr << "heat map: " << lo << " (blue) to " << hi << " (red), " << k << " pixels per entry -> " << png
                       << '\n';

@@ -230,7 +230,8 @@ int main(int argc, char** argv) {
             const auto observed = [](float v) { return v > 0; };
             const auto [lo, hi] = nonlocal::tools::finite_range(result.depth, observed);
             nonlocal::tools::write_whole(preview_path, [&](const std::string& partial) {
-                nonlocal::tools::write_png(partial, nonlocal::tools::colour_mapped(result.depth, lo, hi, observed), 8);
+                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(result.depth, lo, hi, observed));
+                nonlocal::tools::write_png(partial, rgb, 8);
             });
             if (!speech.quiet)
                 std::cout << "preview: depth " << lo << " (blue) to " << hi << " (red) -> " << preview_path << '\n';
