@@ -171,13 +171,18 @@ void write_whole(const std::string& path, Write&& write) {
     }
 }
 
+/// A closed interval of values.
+struct value_range {
+    float lo = 0, hi = 0;
+};
+
 /// The finite range [lo, hi] of `values` where `shown(v)` (lo = hi = 0 when there is none).
 template <class Shown>
-std::pair<float, float> finite_range(const xt::xtensor<float, 2>& values, Shown&& shown) {
+value_range finite_range(const xt::xtensor<float, 2>& values, Shown&& shown) {
     float lo = std::numeric_limits<float>::infinity(), hi = -lo;
     for (float v : values)
         if (std::isfinite(v) && shown(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-    return lo <= hi ? std::pair{lo, hi} : std::pair{0.f, 0.f};
+    return lo <= hi ? value_range{lo, hi} : value_range{};
 }
 
 }  // namespace nonlocal::tools

@@ -121,12 +121,12 @@ int main(int argc, char** argv) {
             for (std::size_t r = 0; r < n * k; ++r)
                 for (std::size_t c = 0; c < n * k; ++c) pixels(r, c) = float(m(r / k, c / k));
             const auto all = [](float) { return true; };
-            const auto [lo, hi] = nonlocal::tools::finite_range(pixels, all);
+            const nonlocal::tools::value_range range = nonlocal::tools::finite_range(pixels, all);
             nonlocal::tools::write_whole(png, [&](const std::string& partial) {
-                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(pixels, lo, hi, all));
+                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(pixels, range.lo, range.hi, all));
                 nonlocal::tools::write_png(partial, rgb, 8);
             });
-            std::cerr << "heat map: " << lo << " (blue) to " << hi << " (red), " << k << " pixels per entry -> " << png
+            std::cerr << "heat map: " << range.lo << " (blue) to " << range.hi << " (red), " << k << " pixels per entry -> " << png
                       << '\n';
         }
         return 0;

@@ -228,13 +228,13 @@ int main(int argc, char** argv) {
         if (!speech.quiet) std::cout << describe(result, out_path) << '\n';
         if (preview_option->count()) {
             const auto observed = [](float v) { return v > 0; };
-            const auto [lo, hi] = nonlocal::tools::finite_range(result.depth, observed);
+            const nonlocal::tools::value_range range = nonlocal::tools::finite_range(result.depth, observed);
             nonlocal::tools::write_whole(preview_path, [&](const std::string& partial) {
-                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(result.depth, lo, hi, observed));
+                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(result.depth, range.lo, range.hi, observed));
                 nonlocal::tools::write_png(partial, rgb, 8);
             });
             if (!speech.quiet)
-                std::cout << "preview: depth " << lo << " (blue) to " << hi << " (red) -> " << preview_path << '\n';
+                std::cout << "preview: depth " << range.lo << " (blue) to " << range.hi << " (red) -> " << preview_path << '\n';
         }
         speech.record(nonlocal::tools::report_line(0, pair_fields(single),
                                                    result.report.converged ? "refined" : "not converged",

@@ -68,9 +68,11 @@ constexpr selection_network median_network(std::size_t n) {
     while (size < n) size *= 2;
     // Batcher's odd-even merge sort on `size` wires (Knuth, TAOCP 5.3.4, exercise 32):
     // wire w holds data for w < n and +inf after; slot_of maps wires to slots.
-    std::vector<std::size_t> slot_of(size);
-    std::vector<bool> data(size);
-    for (std::size_t w = 0; w < size; ++w) slot_of[w] = w, data[w] = w < n;
+    // Bytes for flags and filled by push_back: clang before 16 cannot evaluate libstdc++'s
+    // vector(size) nor vector<bool> in a constant expression.
+    std::vector<std::size_t> slot_of;
+    std::vector<std::uint8_t> data;
+    for (std::size_t w = 0; w < size; ++w) slot_of.push_back(w), data.push_back(w < n);
     std::vector<selection_network::exchange> kept;
     for (std::size_t p = 1; p < size; p *= 2)
         for (std::size_t k = p; k >= 1; k /= 2)
@@ -88,8 +90,8 @@ constexpr selection_network median_network(std::size_t n) {
     net.slots = n;
     net.output = slot_of[(n - 1) / 2];
     // Backwards from the output: keep what it depends on, and only the half it needs.
-    std::vector<bool> needed(n, false);
-    needed[net.output] = true;
+    std::vector<std::uint8_t> needed;
+    for (std::size_t slot = 0; slot < n; ++slot) needed.push_back(slot == net.output);
     for (auto e = kept.rbegin(); e != kept.rend(); ++e) {
         const bool low = needed[e->low], high = needed[e->high];
         if (!low && !high) continue;
@@ -143,13 +145,22 @@ struct fixed_median_network {
     }();
     static constexpr std::size_t output = median_network(slots).output;
 
+    /// Folds of at most 64 exchanges (clang nests a fold's terms and stops at 256 levels),
+    /// each inlined, so the whole network is still one straight line.
+    static constexpr std::size_t chunk = 64;
+
     template <std::size_t count, class V>
     static void run(V* v) {
-        [&]<std::size_t... e>(std::index_sequence<e...>) { (exchange<exchanges[e], count>(v), ...); }
-        (std::make_index_sequence<size>{});
+        [&]<std::size_t... c>(std::index_sequence<c...>) {
+            (run_chunk<c * chunk, count>(v, std::make_index_sequence<std::min(chunk, size - c * chunk)>{}), ...);
+        }(std::make_index_sequence<(size + chunk - 1) / chunk>{});
+    }
+    template <std::size_t first, std::size_t count, class V, std::size_t... e>
+    [[gnu::always_inline]] static void run_chunk(V* v, std::index_sequence<e...>) {
+        (exchange<exchanges[first + e], count>(v), ...);
     }
     template <selection_network::exchange e, std::size_t count, class V>
-    static void exchange(V* v) {
+    [[gnu::always_inline]] static void exchange(V* v) {
         using std::max, std::min;
         for (std::size_t k = 0; k < count; ++k) {
             const V a = v[e.low * count + k], b = v[e.high * count + k];

@@ -63,7 +63,7 @@ void activate(activation a, float* x, std::size_t n) {
         std::size_t i = 0;
         for (; i + lanes <= n; i += lanes) f(batch::load_unaligned(x + i)).store_unaligned(x + i);
         if (i == n) return;
-        alignas(64) float tail[lanes] = {};
+        alignas(64) float tail[batch::size] = {};
         std::copy(x + i, x + n, tail);
         f(batch::load_aligned(tail)).store_aligned(tail);
         std::copy(tail, tail + (n - i), x + i);

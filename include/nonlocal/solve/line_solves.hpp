@@ -192,7 +192,7 @@ private:
 template <class T, class Arch>
 void solve_lines(const ar_system<T, Arch>& A, std::size_t d, T scale, std::span<T* const> x, int threads,
                  const interleaved_strips<T, Arch>* strips = nullptr) {
-    const auto [dy, dx] = A.offsets[d];
+    const std::ptrdiff_t dy = A.offsets[d].dy, dx = A.offsets[d].dx;   // not bound: clang before 16 cannot capture a structured binding
     if (dy > 0) {   // down: the lines lie across the lanes as they are
         buffer<T> gain(A.size());
         two_at_a_time(x, [&](const auto& v) {
