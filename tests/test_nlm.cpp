@@ -72,6 +72,11 @@ BOOST_AUTO_TEST_CASE(nlm_by_hand_and_by_dtype) {
     const double w01 = std::exp(-1.0), w12 = std::exp(-4.0), w02 = std::exp(-9.0);
     BOOST_TEST(std::abs(y(0, 0) - (0 + 10 * w01 + 30 * w02) / (1 + w01 + w02)) < 1e-12);
     BOOST_TEST(std::abs(y(0, 1) - (0 * w01 + 10 + 30 * w12) / (w01 + 1 + w12)) < 1e-12);
+    // A search window larger than the image is the image (here the 3 pixels, as above).
+    o.search_radius = 50;
+    const auto wide = nlm_denoise(img, o);
+    BOOST_TEST(std::abs(wide(0, 0) - (0 + 10 * w01 + 30 * w02) / (1 + w01 + w02)) < 1e-12);
+    BOOST_TEST(std::abs(wide(0, 2) - (0 * w02 + 10 * w12 + 30) / (w02 + w12 + 1)) < 1e-12);
 
     // uint8, uint16 and float inputs agree (up to rounding) and keep their type and shape.
     const auto f = test::random_tensor<float, 3>({12, 10, 3}, 4, 0, 255);
@@ -156,8 +161,14 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { nlm_denoise(empty, o); }, "image is empty", "[0, 9]");
     o.patch_radius = 10;
     test::check_invalid([&] { nlm_denoise(img, o); }, "patch_radius = 10 exceeds", "8 x 9 image");
+    // Windows beyond the image are the image: radius 100 gives radius 9's result.
     o.patch_radius = 1, o.search_radius = 100;
-    test::check_invalid([&] { nlm_denoise(img, o); }, "search_radius = 100");
+    const auto noisy = test::random_tensor<float, 2>({8, 9}, 3, 0, 50);
+    const auto wide = nlm_denoise(noisy, o);
+    o.search_radius = 9;
+    test::check_close(wide, nlm_denoise(noisy, o), 0, 0, "search_radius 100 = 9");
+    test::check_close(joint_bilateral(noisy, noisy, bilateral_options{100, 3.0, 10.0}),
+                      joint_bilateral(noisy, noisy, bilateral_options{9, 3.0, 10.0}), 0, 0, "bilateral radius 100 = 9");
     const xt::xtensor<float, 2> guide = xt::zeros<float>({8, 8});
     test::check_invalid([&] { joint_bilateral(img, guide); }, "values are 8 x 9 but the guide is 8 x 8");
     test::check_invalid([&] { joint_bilateral(img, img, bilateral_options{1, 0.0, 1.0}); }, "finite and positive");

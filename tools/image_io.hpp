@@ -59,7 +59,12 @@ inline image read_image(const std::string& path) {
         const detail::npy_header header = detail::read_npy_header(path);
         if (header.shape.size() >= 2) require_image_size(path, header.shape[0], header.shape[1]);
         const std::string type = header.type;
-        auto a = detail::load_npy_of_type<float>(path, type, "tools::read_image");
+        xt::xarray<float> a;
+        try {
+            a = detail::load_npy_of_type<float>(path, type, "tools::read_image");
+        } catch (const std::invalid_argument& e) {   // an element type the library does not read
+            throw std::runtime_error(e.what());
+        }
         if (a.dimension() == 2) a.reshape({a.shape(0), a.shape(1), std::size_t(1)});
         if (a.dimension() != 3)
             throw std::runtime_error(path + ": expected a [H, W] or [H, W, C] array, got " + detail::shape_string(a.shape()));

@@ -29,20 +29,21 @@
 namespace nonlocal {
 
 namespace detail {
-/// Radii beyond the image's larger side change nothing (windows stop at the
-/// image, patches reflect) and only cost: they are rejected.
+/// A patch radius beyond the image's larger side would reflect a patch more than once:
+/// rejected.
 template <class T>
-void check_radii(std::string_view where, const pixel_rows<T>& img,
-                 std::initializer_list<std::pair<const char*, std::size_t>> radii) {
-    const std::size_t side = std::max(img.height, img.width);
-    for (const auto& entry : radii) {
-        const char* name = entry.first;
-        const std::size_t radius = entry.second;
-        require(radius <= side, where, [&] {
-            return std::string(name) + " = " + std::to_string(radius) + " exceeds the larger side of the " +
-                   std::to_string(img.height) + " x " + std::to_string(img.width) + " image";
-        });
-    }
+void check_patch_radius(std::string_view where, const pixel_rows<T>& img, std::size_t radius) {
+    require(radius <= std::max(img.height, img.width), where, [&] {
+        return "patch_radius = " + std::to_string(radius) + " exceeds the larger side of the " +
+               std::to_string(img.height) + " x " + std::to_string(img.width) + " image";
+    });
+}
+
+/// A window radius beyond the image's larger side reaches no further pixel (windows stop
+/// at the image): the larger side, which gives the same result at a bounded cost.
+template <class T>
+std::size_t window_radius(const pixel_rows<T>& img, std::size_t radius) {
+    return std::min(radius, std::max(img.height, img.width));
 }
 }  // namespace detail
 
@@ -61,7 +62,8 @@ struct nlm_options {
 /// of their patches over pixels and channels. Returns an image of the input's
 /// type and shape (integers rounded and clamped). Throws `std::invalid_argument`
 /// for an empty image or one holding NaN or infinity, a non-positive or non-finite
-/// h (or neither h nor sigma given), or a negative or non-finite sigma.
+/// h (or neither h nor sigma given), a negative or non-finite sigma, or a patch radius
+/// beyond the image's larger side. A search window larger than the image is the image.
 template <class Arch = default_arch, class E, execution_policy Ex = execution::sequenced_policy>
 auto nlm_denoise(const xt::xexpression<E>& image, const nlm_options& options = {}, Ex policy = {}) {
     using Pixel = detail::value_type_of<E>;
@@ -74,9 +76,9 @@ auto nlm_denoise(const xt::xexpression<E>& image, const nlm_options& options = {
                                std::to_string(options.h) + ", sigma = " + std::to_string(options.sigma);
                     });
     const auto img = detail::to_pixel_rows<T>(image, "nlm_denoise", "image");
-    detail::check_radii("nlm_denoise", img, {{"patch_radius", options.patch_radius}, {"search_radius", options.search_radius}});
+    detail::check_patch_radius("nlm_denoise", img, options.patch_radius);
     const patch_distance similarity(img.height, img.width, options.patch_radius, h, options.sigma);
-    const window2d window{img.height, img.width, 2 * options.search_radius + 1};
+    const window2d window{img.height, img.width, 2 * detail::window_radius(img, options.search_radius) + 1};
     const auto y = weighted_aggregate<Arch>(policy, img.pixels, img.pixels, img.pixels, similarity, window, sum{});
     return detail::from_pixel_rows<Pixel, detail::static_rank<E>>(y, img.height, img.width);
 }
@@ -93,7 +95,7 @@ struct bilateral_options {
 /// with g the pixels of `guide` [H, W] or [H, W, C_g] (all channels summed).
 /// Returns an image of the values' type and shape. Throws `std::invalid_argument`
 /// when the sizes differ, an image is empty or holds NaN or infinity, or a sigma is
-/// not finite and positive.
+/// not finite and positive. A window larger than the image is the image.
 template <class Arch = default_arch, class V, class G, execution_policy Ex = execution::sequenced_policy>
 auto joint_bilateral(const xt::xexpression<V>& values, const xt::xexpression<G>& guide,
                      const bilateral_options& options = {}, Ex policy = {}) {
@@ -107,7 +109,6 @@ auto joint_bilateral(const xt::xexpression<V>& values, const xt::xexpression<G>&
                     });
     const auto v = detail::to_pixel_rows<T>(values, "joint_bilateral", "values");
     const auto g = detail::to_pixel_rows<T>(guide, "joint_bilateral", "guide");
-    detail::check_radii("joint_bilateral", g, {{"radius", options.radius}});
     detail::require(v.height == g.height && v.width == g.width, "joint_bilateral", [&] {
         return "values are " + std::to_string(v.height) + " x " + std::to_string(v.width) + " but the guide is " +
                std::to_string(g.height) + " x " + std::to_string(g.width);
@@ -115,7 +116,7 @@ auto joint_bilateral(const xt::xexpression<V>& values, const xt::xexpression<G>&
     // patch_distance averages over channels: h^2 = 2 s_r^2 / C_g gives sum_c / (2 s_r^2).
     const double h = options.sigma_range * std::sqrt(2.0 / double(g.channels));
     const patch_distance similarity(g.height, g.width, 0, h, 0.0, options.sigma_spatial);
-    const window2d window{g.height, g.width, 2 * options.radius + 1};
+    const window2d window{g.height, g.width, 2 * detail::window_radius(g, options.radius) + 1};
     const auto y = weighted_aggregate<Arch>(policy, g.pixels, g.pixels, v.pixels, similarity, window, sum{});
     return detail::from_pixel_rows<Pixel, detail::static_rank<V>>(y, v.height, v.width);
 }
