@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +16,6 @@
 #include <vector>
 
 #include <xtensor/xarray.hpp>
-#include <xtensor/xnpy.hpp>
 #include <xtensor/xtensor.hpp>
 
 #include "nonlocal/detail/errors.hpp"
@@ -23,10 +23,11 @@
 namespace nonlocal::detail {
 
 /// What a .npy file's header says: the element type as it spells it ("<f4", "<f8", "|u1",
-/// ...), the shape, and where the data starts.
+/// ...), the shape, whether the data is stored column by column, and where it starts.
 struct npy_header {
     std::string type;
     std::vector<std::size_t> shape;
+    bool fortran_order = false;
     std::size_t data_offset = 0;
 
     /// Bytes of one element (the digits after the type's letter), 0 if it names none.
@@ -57,16 +58,30 @@ inline npy_header read_npy_header(const std::string& path) {
     if (length > (1 << 16)) throw broken();
     std::string text(length, '\0');
     in.read(text.data(), std::streamsize(text.size()));
+    if (!in) throw broken();
+    // The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+    const auto value_of = [&](std::string_view key) {   // where the value of `key` starts
+        const std::size_t at = text.find(key);
+        if (at == std::string::npos) throw broken();
+        std::size_t c = text.find_first_not_of(' ', at + key.size());
+        if (c == std::string::npos || text[c] != ':') throw broken();
+        c = text.find_first_not_of(' ', c + 1);
+        if (c == std::string::npos) throw broken();
+        return c;
+    };
     npy_header header;
     header.data_offset = start + length;
-    const std::size_t key = text.find("'descr'");
-    const std::size_t open = key == std::string::npos ? key : text.find('\'', key + 7);
-    const std::size_t close = open == std::string::npos ? open : text.find('\'', open + 1);
-    if (!in || close == std::string::npos) throw broken();
+    const std::size_t open = value_of("'descr'");
+    const std::size_t close = text[open] == '\'' ? text.find('\'', open + 1) : std::string::npos;
+    if (close == std::string::npos) throw broken();
     header.type = text.substr(open + 1, close - open - 1);
-    const std::size_t shape_key = text.find("'shape'");
-    const std::size_t paren = shape_key == std::string::npos ? shape_key : text.find('(', shape_key);
-    const std::size_t end = paren == std::string::npos ? paren : text.find(')', paren);
+    const std::size_t order = value_of("'fortran_order'");
+    if (text.compare(order, 4, "True") == 0)
+        header.fortran_order = true;
+    else if (text.compare(order, 5, "False") != 0)
+        throw broken();
+    const std::size_t paren = value_of("'shape'");
+    const std::size_t end = text[paren] == '(' ? text.find(')', paren) : std::string::npos;
     if (end == std::string::npos) throw broken();
     std::size_t value = 0;
     bool digits = false;
@@ -76,6 +91,7 @@ inline npy_header read_npy_header(const std::string& path) {
             value = value * 10 + std::size_t(text[c] - '0'), digits = true;
         } else if (text[c] == ',' || text[c] == ')') {
             if (digits) header.shape.push_back(value);
+            else if (text[c] == ',') throw broken();   // "(,)" or "(3,,4)"
             value = 0, digits = false;
         } else if (text[c] != ' ') {
             throw broken();
@@ -106,30 +122,49 @@ inline void require_npy_data(const std::string& path, const npy_header& header) 
                                  std::to_string(error || size < header.data_offset ? 0 : size - header.data_offset));
 }
 
+/// The data of a .npy file whose header is `header` and whose elements are `Stored` (in this
+/// machine's byte order), as T in row-major order.
+template <class T, class Stored>
+xt::xarray<T> read_npy_data(const std::string& path, const npy_header& header) {
+    std::size_t count = 1;
+    for (const std::size_t extent : header.shape) count *= extent;   // bounded by require_npy_data
+    std::vector<Stored> stored(count);
+    std::ifstream in(path, std::ios::binary);
+    in.seekg(std::streamoff(header.data_offset));
+    in.read(reinterpret_cast<char*>(stored.data()), std::streamsize(count * sizeof(Stored)));
+    if (!in) throw std::runtime_error("cannot read " + path);
+    const auto fill = [&](auto& array) {
+        std::transform(stored.begin(), stored.end(), array.data(), [](Stored v) { return static_cast<T>(v); });
+    };
+    if (!header.fortran_order) {
+        xt::xarray<T> out = xt::empty<T>(header.shape);
+        fill(out);
+        return out;
+    }
+    xt::xarray<T, xt::layout_type::column_major> columns = xt::empty<T, xt::layout_type::column_major>(header.shape);
+    fill(columns);
+    return xt::xarray<T>(columns);
+}
+
 /// A .npy array whose element type `type` (from `npy_element_type`) is float32 or float64, or
-/// 8- to 64-bit signed or unsigned integers (in the machine's little-endian order), as T.
-/// Throws `std::runtime_error` naming the file when it cannot be read, and
-/// `std::invalid_argument` (from `who`) for another element type.
+/// 8- to 64-bit signed or unsigned integers (little-endian, as this machine stores them), as
+/// T. Throws `std::runtime_error` naming the file when it cannot be read or holds less data
+/// than its header declares, and `std::invalid_argument` (from `who`) for another element type.
 template <class T>
 xt::xarray<T> load_npy_of_type(const std::string& path, const std::string& type, std::string_view who) {
-    require_npy_data(path, read_npy_header(path));
-    const auto as = [&](auto stored) -> xt::xarray<T> {
-        try {
-            return xt::cast<T>(xt::load_npy<decltype(stored)>(path));
-        } catch (const std::runtime_error& e) {
-            throw std::runtime_error(path + ": " + e.what());
-        }
-    };
-    if (type == "<f4") return as(float{});
-    if (type == "<f8") return as(double{});
-    if (type == "|u1") return as(std::uint8_t{});
-    if (type == "|i1") return as(std::int8_t{});
-    if (type == "<u2") return as(std::uint16_t{});
-    if (type == "<i2") return as(std::int16_t{});
-    if (type == "<u4") return as(std::uint32_t{});
-    if (type == "<i4") return as(std::int32_t{});
-    if (type == "<u8") return as(std::uint64_t{});
-    if (type == "<i8") return as(std::int64_t{});
+    static_assert(std::endian::native == std::endian::little, "the .npy reader reads little-endian data as it is");
+    const npy_header header = read_npy_header(path);
+    require_npy_data(path, header);
+    if (type == "<f4") return read_npy_data<T, float>(path, header);
+    if (type == "<f8") return read_npy_data<T, double>(path, header);
+    if (type == "|u1") return read_npy_data<T, std::uint8_t>(path, header);
+    if (type == "|i1") return read_npy_data<T, std::int8_t>(path, header);
+    if (type == "<u2") return read_npy_data<T, std::uint16_t>(path, header);
+    if (type == "<i2") return read_npy_data<T, std::int16_t>(path, header);
+    if (type == "<u4") return read_npy_data<T, std::uint32_t>(path, header);
+    if (type == "<i4") return read_npy_data<T, std::int32_t>(path, header);
+    if (type == "<u8") return read_npy_data<T, std::uint64_t>(path, header);
+    if (type == "<i8") return read_npy_data<T, std::int64_t>(path, header);
     fail(who, path + " holds elements of type " + type +
                   "; expected float32 or float64 (<f4, <f8) or little-endian integers of 8 to 64 bits");
 }

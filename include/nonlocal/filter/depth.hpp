@@ -57,8 +57,11 @@ depth_result refine(const image_planes<T>& g, const observed_depth& d, const dep
     const buffer<double> x = o.model == depth_model::ar          ? ar_estimator::estimate(g, d, o, result.report)
                              : o.model == depth_model::separable ? separable_estimator::estimate(g, d, o, result.report)
                                                                  : normalised_estimator::estimate(g, d, o, result.report);
+    // Every model's exact result is a weighted mean of the observations (its operators have
+    // no negative entries), so it lies within their range; an approximate solve can leave the
+    // range by its error, the more where few observations reach a pixel: clamped to it.
     result.depth = xt::empty<float>({g.height, g.width});
-    for (std::size_t i = 0; i < x.size(); ++i) result.depth.data()[i] = static_cast<float>(x[i]);
+    for (std::size_t i = 0; i < x.size(); ++i) result.depth.data()[i] = static_cast<float>(std::clamp(x[i], d.lowest, d.highest));
     if (const std::size_t radius = o.median_radius(d.fraction()); radius > 0)
         median_filter<default_arch>(result.depth.data(), g.height, g.width, radius, result.depth.data(), o.threads,
                                     float(o.median_flatness * d.range()));
@@ -105,7 +108,7 @@ inline depth_options fill_options() { return {.depth_passes = 1}; }
 /// Fills the missing pixels (0 or not finite) of `depth` [H, W] guided by `guide`
 /// [H, W] or [H, W, C], with the valid pixels as the observations of `o.model`
 /// (the normalised model by default; the AR model with alpha = lambda on them), with
-/// `fill_options()` by default.
+/// `fill_options()` by default. The result lies within the range of the valid depths.
 /// Throws `std::invalid_argument` when sizes differ, no pixel is valid, a depth is beyond
 /// float's range (the result's type), the guide holds NaN or infinity, or an option is
 /// out of its range.
