@@ -33,14 +33,18 @@ std::vector<unsigned char> with_size(std::vector<unsigned char> png, std::uint32
     return png;
 }
 
-/// A .npy file: its header dictionary padded as numpy pads it, then `data`.
-void npy(const std::string& path, const std::string& descr, const std::string& shape, bool fortran, std::size_t data) {
-    std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
+/// A .npy file: the header dictionary `dict` padded as numpy pads it, then `data` zero bytes.
+void npy_of_dict(const std::string& path, std::string dict, std::size_t data) {
     dict.append(63 - (10 + dict.size()) % 64, ' ').push_back('\n');
     std::string bytes = "\x93NUMPY\x01";
     bytes.push_back('\0');
     bytes.push_back(char(dict.size() & 0xff)), bytes.push_back(char(dict.size() >> 8));
     write(path, bytes + dict + std::string(data, '\0'));
+}
+
+/// A .npy file of a well-formed header.
+void npy(const std::string& path, const std::string& descr, const std::string& shape, bool fortran, std::size_t data) {
+    npy_of_dict(path, "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }", data);
 }
 
 }  // namespace
@@ -80,6 +84,8 @@ int main(int argc, char** argv) {
     npy(dir + "/rank4.npy", "<f4", "(1, 1, 192, 256)", false, 49152 * 4);
     npy(dir + "/small.npy", "<f4", "(16, 16)", false, 16 * 16 * 4);
     npy(dir + "/garbage_shape.npy", "<f4", "(192, x)", false, 64);
+    npy_of_dict(dir + "/no_colon.npy", "{'descr': '<f8', 'fortran_order': False, 'shape'> (3, 4), }", 96);
+    npy_of_dict(dir + "/no_order.npy", "{'descr': '<f8', 'shape': (3, 4), }", 96);
     write(dir + "/magic.npy", std::string("\x93NUMPX\x01\x00\x10\x00{}              \n", 26));
     std::error_code ignored;
     std::filesystem::remove(dir + "/loop.png", ignored);

@@ -1,11 +1,14 @@
 #pragma once
-// Reading and writing images for the command-line tools: PNG (8 or 16 bit) and
-// JPEG in through stb_image, PNG out through libpng (8 or 16 bit), float32
-// .npy through xtensor.
+// Reading and writing images for the command-line tools: PNG in and out through libpng
+// (8 or 16 bit), JPEG in through libjpeg, .npy through xtensor.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cerrno>
+#include <csetjmp>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -15,8 +18,9 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <jerror.h>
+#include <jpeglib.h>
 #include <png.h>
-#include <stb/stb_image.h>
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 #include <xtensor/xtensor.hpp>
@@ -42,22 +46,202 @@ struct image {
 /// are allocated.
 inline constexpr std::size_t max_image_pixels = std::size_t(1) << 28;
 
-inline void require_image_size(const std::string& path, std::size_t height, std::size_t width) {
-    if (width != 0 && height > max_image_pixels / width)
+inline void require_image_size(const std::string& path, std::size_t height, std::size_t width,
+                               std::size_t max_pixels = max_image_pixels) {
+    if (width != 0 && height > max_pixels / width)
         throw std::runtime_error(path + ": " + std::to_string(width) + " x " + std::to_string(height) +
-                                 " pixels, more than the " + std::to_string(max_image_pixels) + " the tools read");
+                                 " pixels, more than the " + std::to_string(max_pixels) + " the tools read");
 }
 
-/// Reads a PNG or JPEG (any number of channels, 8 or 16 bit) or a .npy [H, W] / [H, W, C] of
-/// float32, float64 or integers. Throws std::runtime_error naming the file when it cannot be
-/// read, is not such an image, or is larger than `max_image_pixels`.
-inline image read_image(const std::string& path) {
+namespace codec {
+
+/// Runs `step`, a few calls into libpng or libjpeg, under `jump`, the buffer their error
+/// handlers jump back to: false when they did. `step` holds no object with a destructor,
+/// which the jump would skip.
+template <class Step>
+bool guarded(std::jmp_buf& jump, Step&& step) {
+    if (setjmp(jump)) return false;
+    step();
+    return true;
+}
+
+/// Samples [H, W, C] of 8 bits, or of 16 bits in this machine's byte order, as float pixels.
+inline xt::xtensor<float, 3> pixels_of(const std::vector<unsigned char>& samples, std::size_t height,
+                                       std::size_t width, std::size_t channels, bool sixteen) {
+    xt::xtensor<float, 3> pixels = xt::empty<float>({height, width, channels});
+    float* out = pixels.data();
+    for (std::size_t t = 0; t < pixels.size(); ++t) {
+        std::uint16_t wide;
+        if (sixteen) std::memcpy(&wide, &samples[2 * t], 2);
+        out[t] = sixteen ? float(wide) : float(samples[t]);
+    }
+    return pixels;
+}
+
+/// libpng's state while it reads: the file, the jump buffer and the first error's words.
+struct png_reading {
+    std::FILE* file;
+    std::jmp_buf jump;
+    char error[160] = "";
+};
+
+inline void png_fail(png_structp png, png_const_charp message) {
+    auto* reading = static_cast<png_reading*>(png_get_error_ptr(png));
+    std::snprintf(reading->error, sizeof reading->error, "%s", message);
+    std::longjmp(reading->jump, 1);
+}
+
+inline void png_ignore_warning(png_structp, png_const_charp) {}
+
+inline void png_read_bytes(png_structp png, png_bytep bytes, std::size_t count) {
+    auto* reading = static_cast<png_reading*>(png_get_error_ptr(png));
+    if (std::fread(bytes, 1, count, reading->file) != count) png_fail(png, "the file ends before its image does");
+}
+
+/// The largest ancillary chunk read (a colour profile or text, compressed or not): 8 MiB.
+inline constexpr std::size_t max_png_chunk_bytes = std::size_t(8) << 20;
+
+/// A PNG as its own channels (grey, grey + alpha, RGB or RGBA): palettes and grey of 1, 2 or
+/// 4 bits expanded to 8, a transparency chunk to an alpha channel, 16-bit samples kept,
+/// interlaced images de-interlaced. The size is checked before the pixels are allocated.
+inline image read_png(const std::string& path, std::FILE* file, std::size_t max_pixels) {
+    png_reading reading{file, {}, ""};
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &reading, png_fail, png_ignore_warning);
+    png_infop info = png ? png_create_info_struct(png) : nullptr;
+    struct destroyer {
+        png_structp& png;
+        png_infop& info;
+        ~destroyer() { png_destroy_read_struct(&png, &info, nullptr); }
+    } destroy{png, info};
+    const auto failure = [&] { return std::runtime_error("cannot read " + path + ": " + reading.error); };
+    if (!info) throw std::runtime_error("cannot read " + path + ": out of memory");
+    png_uint_32 width = 0, height = 0;
+    if (!guarded(reading.jump, [&] {
+            png_set_read_fn(png, nullptr, png_read_bytes);
+            png_set_chunk_malloc_max(png, max_png_chunk_bytes);
+            png_read_info(png, info);
+            width = png_get_image_width(png, info), height = png_get_image_height(png, info);
+        }))
+        throw failure();
+    require_image_size(path, height, width, max_pixels);
+    int bit_depth = 8, channels = 0;
+    std::size_t row_bytes = 0;
+    if (!guarded(reading.jump, [&] {
+            png_set_expand(png);
+            if (std::endian::native == std::endian::little) png_set_swap(png);
+            png_set_interlace_handling(png);
+            png_read_update_info(png, info);
+            bit_depth = png_get_bit_depth(png, info), channels = png_get_channels(png, info);
+            row_bytes = png_get_rowbytes(png, info);
+        }))
+        throw failure();
+    std::vector<unsigned char> samples(height * row_bytes);
+    std::vector<png_bytep> rows(height);
+    for (std::size_t r = 0; r < height; ++r) rows[r] = samples.data() + r * row_bytes;
+    if (!guarded(reading.jump, [&] { png_read_image(png, rows.data()); })) throw failure();
     image out;
-    std::error_code status;   // a symlink loop or a missing file: stb_image's own message below
+    out.bit_depth = bit_depth == 16 ? 16 : 8;
+    out.pixels = pixels_of(samples, height, width, std::size_t(channels), bit_depth == 16);
+    return out;
+}
+
+/// libjpeg's state while it reads: its error manager and progress monitor, the jump buffer
+/// and the first error's words.
+struct jpeg_reading {
+    jpeg_error_mgr errors;
+    jpeg_progress_mgr progress;
+    std::jmp_buf jump;
+    char error[JMSG_LENGTH_MAX] = "";
+};
+
+/// The most scans a progressive JPEG may have: a few dozen in practice; thousands of tiny
+/// ones would take minutes to decode.
+inline constexpr int max_jpeg_scans = 1000;
+
+inline jpeg_reading& jpeg_state(j_common_ptr jpeg) { return *static_cast<jpeg_reading*>(jpeg->client_data); }
+
+inline void jpeg_fail(j_common_ptr jpeg) {
+    jpeg->err->format_message(jpeg, jpeg_state(jpeg).error);
+    std::longjmp(jpeg_state(jpeg).jump, 1);
+}
+
+/// Warnings are ignored but one: a file that ends early is refused rather than padded grey.
+inline void jpeg_warn(j_common_ptr jpeg, int level) {
+    if (level < 0 && jpeg->err->msg_code == JWRN_JPEG_EOF) jpeg_fail(jpeg);
+}
+
+inline void jpeg_count_scans(j_common_ptr jpeg) {
+    if (reinterpret_cast<j_decompress_ptr>(jpeg)->input_scan_number <= max_jpeg_scans) return;
+    std::snprintf(jpeg_state(jpeg).error, JMSG_LENGTH_MAX, "more than %d scans", max_jpeg_scans);
+    std::longjmp(jpeg_state(jpeg).jump, 1);
+}
+
+/// A JPEG as grey or RGB, 8 bits: YCbCr to RGB, and CMYK or YCCK to RGB through the
+/// inverted CMYK that Adobe's writers store (marked by their APP14 segment; plain CMYK
+/// otherwise). The size is checked before the pixels are allocated.
+inline image read_jpeg(const std::string& path, std::FILE* file, std::size_t max_pixels) {
+    jpeg_reading reading;
+    jpeg_decompress_struct jpeg{};
+    jpeg.err = jpeg_std_error(&reading.errors);
+    reading.errors.error_exit = jpeg_fail;
+    reading.errors.emit_message = jpeg_warn;
+    reading.progress.progress_monitor = jpeg_count_scans;
+    jpeg.client_data = &reading;
+    const auto failure = [&] { return std::runtime_error("cannot read " + path + ": " + reading.error); };
+    if (!guarded(reading.jump, [&] { jpeg_create_decompress(&jpeg); })) throw failure();
+    const std::unique_ptr<jpeg_decompress_struct, void (*)(jpeg_decompress_struct*)> owner(&jpeg, jpeg_destroy_decompress);
+    jpeg.progress = &reading.progress;
+    if (!guarded(reading.jump, [&] {
+            jpeg_stdio_src(&jpeg, file);
+            jpeg_read_header(&jpeg, TRUE);
+        }))
+        throw failure();
+    require_image_size(path, jpeg.image_height, jpeg.image_width, max_pixels);
+    const bool cmyk = jpeg.jpeg_color_space == JCS_CMYK || jpeg.jpeg_color_space == JCS_YCCK;
+    if (jpeg.jpeg_color_space == JCS_UNKNOWN)
+        throw std::runtime_error("cannot read " + path + ": a JPEG of " + std::to_string(jpeg.num_components) +
+                                 " components in no colour space");
+    jpeg.out_color_space = jpeg.jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE : cmyk ? JCS_CMYK : JCS_RGB;
+    if (!guarded(reading.jump, [&] { jpeg_start_decompress(&jpeg); })) throw failure();
+    const std::size_t height = jpeg.output_height, width = jpeg.output_width, stored = std::size_t(jpeg.output_components);
+    std::vector<unsigned char> samples(height * width * stored);
+    std::vector<JSAMPROW> rows(height);
+    for (std::size_t r = 0; r < height; ++r) rows[r] = samples.data() + r * width * stored;
+    if (!guarded(reading.jump, [&] {
+            while (jpeg.output_scanline < jpeg.output_height)
+                jpeg_read_scanlines(&jpeg, rows.data() + jpeg.output_scanline, jpeg.output_height - jpeg.output_scanline);
+        }))
+        throw failure();
+    image out;
+    if (!cmyk) {
+        out.pixels = pixels_of(samples, height, width, stored, false);
+        return out;
+    }
+    const bool inverted = jpeg.saw_Adobe_marker;
+    out.pixels = xt::empty<float>({height, width, std::size_t(3)});
+    for (std::size_t p = 0; p < height * width; ++p) {
+        const auto light = [&](std::size_t c) {   // 255 where channel c lays no ink
+            return inverted ? float(samples[4 * p + c]) : 255.0f - float(samples[4 * p + c]);
+        };
+        for (std::size_t c = 0; c < 3; ++c) out.pixels.data()[3 * p + c] = std::nearbyint(light(c) * light(3) / 255.0f);
+    }
+    return out;
+}
+
+}  // namespace codec
+
+/// Reads a PNG or JPEG (told by their first bytes, whatever the name says) or, by its name,
+/// a .npy [H, W] / [H, W, C] of float32, float64 or integers. PNGs keep their channels and
+/// their 8 or 16 bits (palettes expanded, a transparency chunk as alpha); JPEGs come as grey
+/// or RGB. Throws std::runtime_error naming the file when it cannot be read, is not such an
+/// image, is truncated, or declares more than `max_pixels` (before any pixel is allocated).
+inline image read_image(const std::string& path, std::size_t max_pixels = max_image_pixels) {
+    image out;
+    std::error_code status;   // a symlink loop or a missing file: fopen's words below
     if (std::filesystem::is_directory(path, status)) throw std::runtime_error("cannot read " + path + ": it is a directory");
     if (ends_with(path, ".npy")) {
         const detail::npy_header header = detail::read_npy_header(path);
-        if (header.shape.size() >= 2) require_image_size(path, header.shape[0], header.shape[1]);
+        if (header.shape.size() >= 2) require_image_size(path, header.shape[0], header.shape[1], max_pixels);
         const std::string type = header.type;
         xt::xarray<float> a;
         try {
@@ -73,20 +257,14 @@ inline image read_image(const std::string& path) {
         out.array = true;
         return out;
     }
-    int w = 0, h = 0, c = 0;
-    if (stbi_info(path.c_str(), &w, &h, &c)) require_image_size(path, std::size_t(h), std::size_t(w));
-    const bool sixteen = stbi_is_16_bit(path.c_str());
-    void* data = sixteen ? static_cast<void*>(stbi_load_16(path.c_str(), &w, &h, &c, 0))
-                         : static_cast<void*>(stbi_load(path.c_str(), &w, &h, &c, 0));
-    if (!data) throw std::runtime_error("cannot read " + path + ": " + stbi_failure_reason());
-    std::unique_ptr<void, void (*)(void*)> owner(data, stbi_image_free);
-    out.bit_depth = sixteen ? 16 : 8;
-    out.pixels = xt::empty<float>({std::size_t(h), std::size_t(w), std::size_t(c)});
-    const std::size_t count = out.pixels.size();
-    for (std::size_t t = 0; t < count; ++t)
-        out.pixels.data()[t] = sixteen ? float(static_cast<const std::uint16_t*>(data)[t])
-                                       : float(static_cast<const std::uint8_t*>(data)[t]);
-    return out;
+    const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
+    if (!file) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+    unsigned char magic[8] = {};
+    const std::size_t got = std::fread(magic, 1, sizeof magic, file.get());
+    std::rewind(file.get());
+    if (got == 8 && png_sig_cmp(magic, 0, 8) == 0) return codec::read_png(path, file.get(), max_pixels);
+    if (got >= 3 && magic[0] == 0xff && magic[1] == 0xd8 && magic[2] == 0xff) return codec::read_jpeg(path, file.get(), max_pixels);
+    throw std::runtime_error("cannot read " + path + ": not a PNG, JPEG or .npy file");
 }
 
 /// The colour channels of an image read from a PNG or JPEG: grey + alpha and RGBA lose

@@ -7,7 +7,6 @@
 // OUTPUT has the input's channels and, unless --bit-depth says otherwise, its bit depth; an
 // alpha channel (grey + alpha, RGBA) is copied, not denoised. Every option:
 // docs/tools/nonlocal-denoise.md. Exit status: 0 done, 1 bad input or an image failed.
-#define STB_IMAGE_IMPLEMENTATION
 #include "batch.hpp"
 #include "batch_run.hpp"
 #include "image_io.hpp"

@@ -6,7 +6,6 @@
 // Each line holds one sample; the first `--columns` numeric fields are its
 // features (all of them by default). Writes the n x n matrix as CSV, and as a heat map
 // with --png. Every option: docs/tools/nonlocal-pairwise.md. Exit status: 0 done, 1 bad input.
-#define STB_IMAGE_IMPLEMENTATION
 #include "image_io.hpp"
 
 #include <nonlocal/nonlocal.hpp>

@@ -9,7 +9,6 @@
 // LIST holds one pair per line, "GUIDE DEPTH OUT" (see batch.hpp); its pairs are refined
 // one per job, N jobs at a time, with the same options. Every option: docs/tools/nonlocal-refine.md.
 // Exit status: 0 done, 1 bad input or a pair failed, 2 a solve did not converge.
-#define STB_IMAGE_IMPLEMENTATION
 #include "batch.hpp"
 #include "batch_run.hpp"
 #include "image_io.hpp"
