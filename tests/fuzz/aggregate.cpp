@@ -1,0 +1,142 @@
+// weighted_aggregate and pairwise on shapes, policies and parameters drawn from the input,
+// tested against the double-precision reference (the oracle of the unit tests) and literal
+// loops: the fast path must refuse exactly the inputs the reference refuses (with
+// std::invalid_argument), and agree with it on the others. Inputs are [B, H, n, d] with
+// B <= 2, at most 3 heads (keys and values may have fewer: grouped-query), n, m <= 40 and
+// d <= 17 (around the SIMD widths); values are multiples of 1/32 in [-4, 4).
+#include <nonlocal/nonlocal.hpp>
+
+#include "fuzz_support.hpp"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace {
+
+using tensor4 = xt::xtensor<float, 4>;
+
+tensor4 drawn_tensor(FuzzedDataProvider& in, std::size_t b, std::size_t h, std::size_t n, std::size_t d) {
+    tensor4 t = xt::empty<float>({b, h, n, d});
+    for (float& x : t) x = float(in.ConsumeIntegral<std::int8_t>()) / 32.0f;
+    return t;
+}
+
+/// The fast result is the reference's up to float rounding: each element within
+/// 1e-4 (1 + the largest |reference| of the result), the scale of the rounding of its sums.
+template <class F, class R>
+void require_close(const F& fast, const R& ref, const char* what) {
+    nonlocal::fuzz::require(fast.shape() == ref.shape(), what);
+    double scale = 1;
+    for (double r : ref) scale = std::max(scale, 1 + std::abs(r));
+    auto r = ref.begin();
+    for (auto f = fast.begin(); f != fast.end(); ++f, ++r)
+        if (!(std::abs(double(*f) - *r) <= 1e-4 * scale)) {
+            std::fprintf(stderr, "fast %.9g, reference %.9g (scale %g)\n", double(*f), *r, scale);
+            nonlocal::fuzz::require(false, what);
+        }
+}
+
+template <class S, class Nb, class Nm>
+void compare(const tensor4& q, const tensor4& k, const tensor4& v, const S& s, const Nb& nb, const Nm& nm, int threads) {
+    tensor4 fast;
+    const bool ran = nonlocal::fuzz::completed<std::invalid_argument>([&] {
+        fast = nonlocal::weighted_aggregate(nonlocal::execution::parallel_policy{threads}, q, k, v, s, nb, nm);
+    });
+    xt::xtensor<double, 4> ref;
+    const bool ref_ran = nonlocal::fuzz::completed<std::invalid_argument>(
+        [&] { ref = nonlocal::reference::weighted_aggregate(q, k, v, s, nb, nm); });
+    nonlocal::fuzz::require(ran == ref_ran, "the fast path refuses what the reference refuses");
+    if (ran) require_close(fast, ref, "weighted_aggregate agrees with the reference");
+}
+
+template <class S, class Nb>
+void with_normalization(FuzzedDataProvider& in, const tensor4& q, const tensor4& k, const tensor4& v, const S& s,
+                        const Nb& nb, int threads) {
+    switch (in.ConsumeIntegralInRange(0, 3)) {
+        case 0: return compare(q, k, v, s, nb, nonlocal::softmax{}, threads);
+        case 1: return compare(q, k, v, s, nb, nonlocal::count{}, threads);
+        case 2: return compare(q, k, v, s, nb, nonlocal::none{}, threads);
+        default:
+            // C_i = sum_j s_ij is ill-conditioned for kernels of either sign: positive ones only.
+            if constexpr (std::is_same_v<typename S::kernel, nonlocal::exp_kernel>)
+                return compare(q, k, v, s, nb, nonlocal::sum{}, threads);
+    }
+}
+
+template <class Nb>
+void with_similarity(FuzzedDataProvider& in, const tensor4& q, const tensor4& k, const tensor4& v, const Nb& nb,
+                     int threads) {
+    const double h = 0.25 + in.ConsumeIntegralInRange(0, 64) / 8.0;
+    switch (in.ConsumeIntegralInRange(0, 4)) {
+        case 0: return with_normalization(in, q, k, v, nonlocal::scaled_dot_product{}, nb, threads);
+        // exp(<q, k>) overflows float beyond 88: logits kept within +-34 (|q| / 8).
+        case 1: return with_normalization(in, tensor4(q / 8.0f), k, v, nonlocal::gaussian{}, nb, threads);
+        case 2: return with_normalization(in, q, k, v, nonlocal::gaussian_distance{h}, nb, threads);
+        case 3: return with_normalization(in, q, k, v, nonlocal::laplacian_distance{h}, nb, threads);
+        default: return with_normalization(in, q, k, v, nonlocal::cosine{}, nb, threads);
+    }
+}
+
+void aggregate(FuzzedDataProvider& in) {
+    const std::size_t b = in.ConsumeIntegralInRange(0, 2), h = in.ConsumeIntegralInRange(0, 3);
+    const std::size_t h_kv = in.ConsumeBool() ? h : in.ConsumeIntegralInRange(0, 3);
+    const std::size_t rows = in.ConsumeIntegralInRange(0, 7), cols = in.ConsumeIntegralInRange(0, 7);
+    const bool grid = in.ConsumeBool();
+    const std::size_t n = grid ? rows * cols : in.ConsumeIntegralInRange(0, 40);
+    const std::size_t m = grid || in.ConsumeBool() ? n : in.ConsumeIntegralInRange(0, 40);
+    const std::size_t d = in.ConsumeIntegralInRange(0, 17), dv = in.ConsumeIntegralInRange(0, 17);
+    const int threads = in.ConsumeIntegralInRange(1, 2);
+    const std::size_t radius = in.ConsumeIntegralInRange(0, 4), kernel = in.ConsumeIntegralInRange(0, 9);
+    const std::size_t dilation = in.ConsumeIntegralInRange(0, 3);
+    const bool causal = in.ConsumeBool();
+    const auto edges = in.ConsumeBool() ? nonlocal::border::shift : nonlocal::border::clip;
+    const int kind = in.ConsumeIntegralInRange(0, 3);
+    const tensor4 q = drawn_tensor(in, b, h, n, d), k = drawn_tensor(in, b, h_kv, m, d), v = drawn_tensor(in, b, h_kv, m, dv);
+    switch (kind) {
+        case 0: return with_similarity(in, q, k, v, nonlocal::dense{}, threads);
+        case 1: return with_similarity(in, q, k, v, nonlocal::causal{}, threads);
+        case 2: return with_similarity(in, q, k, v, nonlocal::window1d{radius, dilation, causal, edges}, threads);
+        default:
+            return with_similarity(in, q, k, v, nonlocal::window2d{rows, cols, kernel, dilation, causal, edges},
+                                   threads);
+    }
+}
+
+/// pairwise(x, y, s)(i, j) against the formula: |x_i - y_j|^2, <x_i, y_j> and the cosine.
+void pairwise(FuzzedDataProvider& in) {
+    const std::size_t n = in.ConsumeIntegralInRange(0, 40), m = in.ConsumeIntegralInRange(0, 40);
+    const std::size_t d = in.ConsumeIntegralInRange(0, 17), dy = in.ConsumeBool() ? d : in.ConsumeIntegralInRange(0, 17);
+    const int kind = in.ConsumeIntegralInRange(0, 2);
+    const tensor4 x4 = drawn_tensor(in, 1, 1, n, d), y4 = drawn_tensor(in, 1, 1, m, dy);
+    const xt::xtensor<float, 2> x = xt::view(x4, 0, 0), y = xt::view(y4, 0, 0);
+    xt::xtensor<float, 2> fast;
+    const bool ran = nonlocal::fuzz::completed<std::invalid_argument>([&] {
+        if (kind == 0) fast = nonlocal::pairwise(x, y, nonlocal::squared_euclidean{});
+        else if (kind == 1) fast = nonlocal::pairwise(x, y, nonlocal::dot_product{});
+        else fast = nonlocal::pairwise(x, y, nonlocal::cosine{});
+    });
+    nonlocal::fuzz::require(ran == (d == dy), "pairwise refuses features of different dimensions, and only them");
+    if (!ran) return;
+    xt::xtensor<double, 2> literal = xt::zeros<double>({n, m});
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < m; ++j) {
+            double dist = 0, dot = 0, xx = 0, yy = 0;
+            for (std::size_t c = 0; c < d; ++c) {
+                const double a = x(i, c), e = y(j, c);
+                dist += (a - e) * (a - e), dot += a * e, xx += a * a, yy += e * e;
+            }
+            literal(i, j) = kind == 0 ? dist : kind == 1 ? dot : xx == 0 || yy == 0 ? 0 : dot / std::sqrt(xx * yy);
+        }
+    require_close(fast, literal, "pairwise agrees with the formula");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    FuzzedDataProvider in(data, size);
+    if (in.ConsumeBool()) aggregate(in);
+    else pairwise(in);
+    return 0;
+}
