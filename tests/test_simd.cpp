@@ -5,6 +5,7 @@
 #include <nonlocal/simd/vector_ops.hpp>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "support.hpp"
@@ -83,6 +84,38 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(updates_match_double_loops, T, value_types) {
                     BOOST_TEST(std::abs(total - expected_total) <= 8 * eps<T>() * (expected_total + 1));
                 }
             }
+    });
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(division_rounds_as_scalar_division, T, value_types) {
+    // simd::divide on batches, bit for bit as scalar division (correctly rounded) on random
+    // quotients over many binades, ones of exact results, and the inverses of
+    // inverse_or_zero (0 where d <= 0).
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        using batch = xsimd::batch<T, Arch>;
+        constexpr std::size_t W = batch::size;
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<double> mantissa(1, 2);
+        std::uniform_int_distribution<int> binade(-20, 20);
+        std::vector<T> a, b;
+        for (int k = 0; k < 4096; ++k)
+            a.push_back(T(std::ldexp(mantissa(rng), binade(rng)))), b.push_back(T(std::ldexp(mantissa(rng), binade(rng))));
+        for (T exact : {T(1), T(0.5), T(3), T(-6)}) a.push_back(T(6)), b.push_back(exact);
+        b.push_back(T(0)), b.push_back(T(-2)), a.push_back(T(1)), a.push_back(T(1));
+        while (a.size() % W) a.push_back(T(1)), b.push_back(T(7));
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < a.size(); i += W) {
+            T quotient[W], inverse[W];
+            const batch x = batch::load_unaligned(&a[i]), y = batch::load_unaligned(&b[i]);
+            simd::divide(x, y).store_unaligned(quotient);
+            simd::inverse_or_zero(y).store_unaligned(inverse);
+            for (std::size_t l = 0; l < W; ++l) {
+                if (b[i + l] != T(0)) differ += quotient[l] != a[i + l] / b[i + l];
+                differ += inverse[l] != (b[i + l] > T(0) ? T(1) / b[i + l] : T(0));
+            }
+        }
+        BOOST_TEST(differ == 0u);
     });
 }
 

@@ -24,6 +24,7 @@
 #include "nonlocal/config.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/neighborhood/grid_stencil.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
 
 namespace nonlocal::kernel {
 
@@ -58,7 +59,7 @@ auto data_term_finish(T* y, Alpha alpha, B b) {
     return [=](std::size_t i, auto, auto neighbours, auto weight_sum) {
         using V = decltype(neighbours);
         const V denominator = weight_sum + alpha(i, neighbours);
-        lane_store(y, i, lane_pick(denominator > V(T(0)), (neighbours + b(i, neighbours)) / denominator, V(T(0))));
+        lane_store(y, i, lane_pick(denominator > V(T(0)), simd::divide(neighbours + b(i, neighbours), denominator), V(T(0))));
     };
 }
 

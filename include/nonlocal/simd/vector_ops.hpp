@@ -103,11 +103,23 @@ void scale(T alpha, T* y, std::size_t n) noexcept {
     scale<Arch>(alpha, static_cast<const T*>(y), y, n);
 }
 
+/// a / b rounded as IEEE division rounds, for a scalar or lane by lane for a batch, on every
+/// architecture. xsimd 8 divides float batches on 64-bit Arm as on 32-bit NEON, by a reciprocal
+/// estimate and two Newton steps (up to 2 ulp off); 64-bit Arm has a division instruction,
+/// used here, so that a kernel's batches and its scalar ends round alike.
+template <class V>
+V divide(V a, V b) noexcept {
+#if XSIMD_WITH_NEON64
+    if constexpr (std::is_same_v<V, xsimd::batch<float, xsimd::neon64>>) return V(vdivq_f32(a, b));
+#endif
+    return a / b;
+}
+
 /// 1 / d where d > 0, else 0: for a scalar, or lane by lane for a batch.
 template <class V>
 V inverse_or_zero(V d) noexcept {
     if constexpr (std::is_arithmetic_v<V>) return d > V(0) ? V(1) / d : V(0);
-    else return xsimd::select(d > V(0), V(1) / d, V(0));
+    else return xsimd::select(d > V(0), divide(V(1), d), V(0));
 }
 
 /// `y[0, n) = x[0, n)`, inline: the tiled window kernel packs rows of a few vectors, for

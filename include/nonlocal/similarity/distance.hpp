@@ -60,7 +60,7 @@ struct gaussian_distance {
         return -simd::squared_distance(q.data(), k.data(), q.size()) / static_cast<T>(h * h);
     }
     template <class V>
-    V channel_logit(V difference) const { return -(difference * difference) / V(h * h); }
+    V channel_logit(V difference) const { return simd::divide(-(difference * difference), V(h * h)); }
 };
 
 /// s = exp(-|q - k|_1 / h), the Laplacian kernel: the L1 colour weight of the

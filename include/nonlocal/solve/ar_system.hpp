@@ -333,7 +333,7 @@ public:
             using V = decltype(own);
             const V d = kernel::lane_load(diagonal, i, own);
             const V residual = kernel::lane_load(r, i, own) - (d * own - neighbours);
-            const V step = inverse_smoothing ? residual * kernel::lane_load(inverse_smoothing, i, own) : residual / d;
+            const V step = inverse_smoothing ? residual * kernel::lane_load(inverse_smoothing, i, own) : simd::divide(residual, d);
             kernel::lane_store(out, i, kernel::lane_pick(d > V(T(0)), own + V(T(omega)) * step, own));
         };
     }

@@ -31,6 +31,7 @@
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/execution.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
 #include "nonlocal/solve/ar_system.hpp"
 
 namespace nonlocal {
@@ -70,7 +71,7 @@ void thomas_lines(const T* alpha, const T* w, const std::array<T*, K>& x, T* gai
             else v.store_unaligned(p);
         };
         const V a = load(alpha + i), previous = V(scale) * load(w + i - s), next = V(scale) * load(w + i);
-        const V inverse = one / (a + previous + next - previous * load(gain + i - s));
+        const V inverse = simd::divide(one, a + previous + next - previous * load(gain + i - s));
         store(gain + i, next * inverse);
         for (T* v : x) store(v + i, (a * load(v + i) + previous * load(v + i - s)) * inverse);
     };
