@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(every_solver_reaches_the_dense_solution) {
         const ar_system A = p.system(connectivity, radius);
         const auto exact = test::dense_solve(A);
         const solve_options tight{1e-10, 20000};
-        const auto check = [&](const solve_report& report, const std::vector<double>& x) {
+        const auto check = [&, connectivity = connectivity, radius = radius](const solve_report& report, const std::vector<double>& x) {
             BOOST_TEST_CONTEXT(report.method << ", connectivity " << connectivity << ", radius " << radius) {
                 BOOST_TEST(report.converged);
                 BOOST_TEST(report.relative_residual <= 1e-10);
@@ -367,7 +367,7 @@ BOOST_AUTO_TEST_CASE(single_precision_systems) {
                 BOOST_TEST(std::abs(F.weights()[o][i] - A.weights()[o][i]) <= 1e-7 * A.weights()[o][i]);
         const auto exact = test::dense_solve(A);
         const solve_options options{1e-4, 20000};
-        const auto check = [&](const solve_report& report, const std::vector<float>& x) {
+        const auto check = [&, connectivity = connectivity, radius = radius](const solve_report& report, const std::vector<float>& x) {
             BOOST_TEST_CONTEXT(report.method << ", connectivity " << connectivity << ", radius " << radius) {
                 BOOST_TEST(report.converged, "relative residual " << report.relative_residual << " after " << report.iterations);
                 double worst = 0;
@@ -632,11 +632,11 @@ BOOST_AUTO_TEST_CASE(bad_input) {
         xt::xtensor<float, 2> bump = xt::zeros<float>({std::size_t(3), width});
         bump(1, column) = 1.f;
         const auto at = "the edge from pixel (1, " + std::to_string(column - 1) + ") to its neighbour at offset (0, 1)";
-        test::check_invalid([&] { ar_system(bump, grid_stencil{3, width, 8}, nan_where_channels_differ{}, some3(width), some3(width)); },
+        test::check_invalid([&, width = width] { ar_system(bump, grid_stencil{3, width, 8}, nan_where_channels_differ{}, some3(width), some3(width)); },
                             "ar_system", at, "edge weights must be finite and >= 0");
         const buffer<float> a(3 * width, 1.f), b(3 * width, 0.f);
         const auto planes = nonlocal::detail::to_planes<float>(bump, "test", "guide");
-        test::check_invalid([&] { ar_system<float>(planes, grid_stencil{3, width, 8}, nan_where_channels_differ{}, a, b, 1e-3); },
+        test::check_invalid([&, width = width] { ar_system<float>(planes, grid_stencil{3, width, 8}, nan_where_channels_differ{}, a, b, 1e-3); },
                             "ar_system", at, "has the weight", "nan; edge weights");
     }
 }

@@ -27,6 +27,8 @@
 
 #include <nonlocal/detail/npy.hpp>
 
+#include <nonlocal/depth/options.hpp>
+
 #include "cli.hpp"
 #include "colour_map.hpp"
 
@@ -41,16 +43,28 @@ struct image {
     bool array = false;
 };
 
-/// The largest image the tools read: 2^28 pixels (268 Mpix, 16384 x 16384 and beyond), whose
-/// depth task would need some 30 GB. A file that declares more is refused before its pixels
-/// are allocated.
+/// The largest image the tools read: 2^28 pixels (268 Mpix, 16384 x 16384), whose depth task
+/// takes up to `depth_task_bytes_per_pixel` x 2^28 = 69 GB. A file that declares more is
+/// refused before its pixels are allocated.
 inline constexpr std::size_t max_image_pixels = std::size_t(1) << 28;
 
+/// A number of bytes in words: "21 MB".
+inline std::string bytes_in_words(double bytes) {
+    const double scale = bytes >= 1e9 ? 1e9 : bytes >= 1e6 ? 1e6 : 1e3;
+    char words[48];
+    std::snprintf(words, sizeof words, "%.0f %s", bytes / scale, bytes >= 1e9 ? "GB" : bytes >= 1e6 ? "MB" : "kB");
+    return words;
+}
+
+/// Throws std::runtime_error naming the file, its size and the memory its depth task would
+/// take, when it has more than `max_pixels` pixels.
 inline void require_image_size(const std::string& path, std::size_t height, std::size_t width,
                                std::size_t max_pixels = max_image_pixels) {
     if (width != 0 && height > max_pixels / width)
         throw std::runtime_error(path + ": " + std::to_string(width) + " x " + std::to_string(height) +
-                                 " pixels, more than the " + std::to_string(max_pixels) + " the tools read");
+                                 " pixels, more than the " + std::to_string(max_pixels) + " the tools read (a depth task takes up to " +
+                                 std::to_string(depth_task_bytes_per_pixel) + " bytes a pixel: " +
+                                 bytes_in_words(double(width) * double(height) * double(depth_task_bytes_per_pixel)) + ")");
 }
 
 namespace codec {
