@@ -123,6 +123,21 @@ BOOST_AUTO_TEST_CASE(results_lie_within_the_observed_range_even_unconverged) {
         }
 }
 
+BOOST_AUTO_TEST_CASE(negative_and_non_finite_depths_are_missing) {
+    // A sensor's invalid codes (negative values, NaN, infinity) fill as 0 does.
+    const std::size_t H = 12, W = 14;
+    const auto guide = test::random_tensor<float, 3>({H, W, 3}, 61, 0, 255);
+    xt::xtensor<float, 2> zeros = test::random_tensor<float, 2>({H, W}, 62, 50, 150);
+    xt::xtensor<float, 2> codes = zeros;
+    const float invalid[] = {-1.0f, -1e30f, NAN, INFINITY, -INFINITY};
+    for (std::size_t i = 0; i < zeros.size(); i += 3) zeros.data()[i] = 0, codes.data()[i] = invalid[i / 3 % 5];
+    for (auto model : {depth_model::normalised, depth_model::ar, depth_model::separable}) {
+        depth_options o = fill_options();
+        o.model = model;
+        BOOST_TEST(fill_depth(codes, guide, o).depth == fill_depth(zeros, guide, o).depth);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(separable_model_is_a_ratio_of_two_separable_smooths) {
     // depth = K_s(m d) / K_s(m), K_s the separable smoothing of the system with alpha = eps =
     // 0.5 x the observed fraction, 2 passes of strength 0.5 / sqrt(fraction): against

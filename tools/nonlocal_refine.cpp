@@ -4,7 +4,7 @@
 //   nonlocal-refine --batch LIST [--jobs N] [--skip-existing] [--shard I/N|auto] [options]
 //
 // RGB is a PNG (8 or 16 bit; an alpha channel is ignored) or a JPEG, grey or colour.
-// DEPTH is an 8- or 16-bit PNG or a .npy of float32, float64 or integers; 0 (or non-finite) is missing.
+// DEPTH is an 8- or 16-bit PNG or a .npy of float32, float64 or integers; 0, negative or non-finite is missing.
 // OUT is written by extension: .png as 16 bit in the input's units, .npy as float32.
 // LIST holds one pair per line, "GUIDE DEPTH OUT" (see batch.hpp); its pairs are refined
 // one per job, N jobs at a time, with the same options. Every option: docs/tools/nonlocal-refine.md.
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     nonlocal::depth_options& options = how.options;
     auto* guide_option =
         app.add_option("--guide", guide_path, "colour (or grey) guide image, PNG (8 or 16 bit, its alpha ignored) or JPEG");
-    auto* depth_option = app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG, or .npy of float32, float64 or integers; 0 is missing");
+    auto* depth_option = app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG, or .npy of float32, float64 or integers; 0, negative or not finite is missing");
     auto* out_option = app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")
                            ->check(nonlocal::tools::path_ending_in(nonlocal::tools::depth_outputs));
     nonlocal::tools::voice speech;

@@ -1,7 +1,7 @@
 #pragma once
 /// @file filter/depth.hpp
 /// Colour-guided depth refinement with the linear AR model (`solve/ar_system.hpp`):
-/// hole filling, denoising and guided upsampling. Invalid depth (0 or not
+/// hole filling, denoising and guided upsampling. Invalid depth (0, negative or not
 /// finite) is missing; nothing is quantised. Each task compares the guide's
 /// colours in luma and chroma (`colour_space`), builds the system, solves it by
 /// conjugate gradients preconditioned by multigrid from full multigrid's
@@ -105,7 +105,7 @@ depth_result in_precision(const depth_options& o, F&& f) {
 /// the time; with 80 % of the pixels missing it changes the error by less than 1 %.
 inline depth_options fill_options() { return {.depth_passes = 1}; }
 
-/// Fills the missing pixels (0 or not finite) of `depth` [H, W] guided by `guide`
+/// Fills the missing pixels (0, negative or not finite) of `depth` [H, W] guided by `guide`
 /// [H, W] or [H, W, C], with the valid pixels as the observations of `o.model`
 /// (the normalised model by default; the AR model with alpha = lambda on them), with
 /// `fill_options()` by default. The result lies within the range of the valid depths.
