@@ -94,6 +94,15 @@ struct extents {
     std::size_t keys = 0;
 };
 
+/// Which [n, d] slice of a batched, multi-head aggregate: head `head` of batch item `item`,
+/// of `items` items with `heads` heads each (slice `item * heads + head`).
+struct slice_index {
+    std::size_t item = 0;
+    std::size_t head = 0;
+    std::size_t items = 1;
+    std::size_t heads = 1;
+};
+
 namespace detail {
 /// Stands for the callback a neighborhood is handed in concept checks.
 struct range_sink {
@@ -105,7 +114,9 @@ struct range_sink {
 /// `template <class F> void for_each_range(std::size_t i, extents e, F&& f) const`
 /// that calls `f(key_range{...})` for the keys of query i, in increasing order
 /// and without repeats. Optional: `void check(extents e) const` throwing
-/// `std::invalid_argument` when the policy does not fit n and m.
+/// `std::invalid_argument` when the policy does not fit n and m; `for_slice(slice_index)`
+/// returning the neighborhood of one slice of a batched or multi-head input (a mask per
+/// batch item), with `void check_slices(std::size_t items, std::size_t heads) const`.
 ///
 /// If you see "the required expression nb.for_each_range(i, e, sink) is
 /// invalid", check the name and that the member is `const`.
@@ -125,7 +136,10 @@ enum class tile_coverage {
 /// single pairs, which lets the tiled kernels skip empty tiles and mask only
 /// the partial ones: members `tile_coverage coverage(i0, i1, j0, j1) const` and
 /// `bool admits(i, j) const`. Optional: `std::size_t key_end(i, e) const`, one past
-/// the last key that queries 0..i admit, so that the kernels stop there (causal).
+/// the last key that queries 0..i admit, so that the kernels stop there (causal);
+/// `void restrict_tile(i0, rows, j0, cols, unsigned char* keep, std::size_t ld) const`,
+/// which clears `keep[c * ld + r]` for each pair (i0 + r, j0 + c) it does not admit, a
+/// whole key column at a time (masks), instead of asking `admits` pair by pair.
 template <class N>
 concept tiled_neighborhood = neighborhood<N> && requires(const N& nb, std::size_t i) {
     { nb.coverage(i, i, i, i) } -> std::same_as<tile_coverage>;
@@ -255,6 +269,38 @@ std::size_t key_end(const N& nb, std::size_t i, extents e) {
 template <class N>
 void check(const N& nb, extents e) {
     if constexpr (has_check<N>) nb.check(e);
+}
+
+template <class N>
+concept has_restrict_tile = requires(const N& nb, std::size_t i, unsigned char* keep) {
+    nb.restrict_tile(i, i, i, i, keep, i);
+};
+
+/// Clears `keep[c * ld + r]` for the pairs (i0 + r, j0 + c), r < rows and c < cols, that
+/// `nb` does not admit: through `nb.restrict_tile` when it has one, pair by pair otherwise.
+template <class N>
+void restrict_tile(const N& nb, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols,
+                   unsigned char* keep, std::size_t ld) {
+    if constexpr (has_restrict_tile<N>) {
+        nb.restrict_tile(i0, rows, j0, cols, keep, ld);
+    } else {
+        for (std::size_t c = 0; c < cols; ++c)
+            for (std::size_t r = 0; r < rows; ++r)
+                if (!nb.admits(i0 + r, j0 + c)) keep[c * ld + r] = 0;
+    }
+}
+
+/// A policy with one instance per slice: `for_slice(slice_index)` and `check_slices(items, heads)`.
+template <class P>
+concept sliced_policy = requires(const P& p, slice_index at, std::size_t count) {
+    p.for_slice(at);
+    p.check_slices(count, count);
+};
+
+template <class P>
+void check_slices(const P& p, std::size_t items, std::size_t heads) {
+    if constexpr (sliced_policy<P>) p.check_slices(items, heads);
+    else (void)p, (void)items, (void)heads;
 }
 
 }  // namespace detail

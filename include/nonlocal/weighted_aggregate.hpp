@@ -187,16 +187,14 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
 template <class Arch, class T, std::size_t R, class S, class Nb, class Nm>
 void aggregate_all(int threads, const contiguous<T, R>& q, const contiguous<T, R>& k, const contiguous<T, R>& v,
                    const aggregate_shape<R>& shape, const S& s, const Nb& nb, const Nm& nm, T* out, T* lse) {
-    check_policies(shape, nb, nm);
+    check_policies(shape, s, nb, nm);
     const std::size_t slices = shape.batch * shape.heads;
     const bool across_slices = slices >= static_cast<std::size_t>(threads);
     parallel_for(slices, across_slices ? threads : 1, [&](std::size_t index) {
         const auto m = shape.slice(index, q.data(), k.data(), v.data(), out);
-        with_head<R>(s, m.head, [&](const auto& sh) {
-            with_item(nm, index / shape.heads, [&](const auto& nmi) {
-                aggregate_slice<Arch>(m.q, m.k, m.v, sh, nb, nmi, m.out, lse ? lse + index * shape.n : nullptr,
-                                      across_slices ? 1 : threads);
-            });
+        with_slice_policies(shape, index, s, nb, nm, [&](const auto& si, const auto& nbi, const auto& nmi) {
+            aggregate_slice<Arch>(m.q, m.k, m.v, si, nbi, nmi, m.out, lse ? lse + index * shape.n : nullptr,
+                                  across_slices ? 1 : threads);
         });
     });
 }

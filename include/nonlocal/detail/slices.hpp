@@ -9,6 +9,9 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
@@ -66,6 +69,9 @@ struct aggregate_shape {
 
     std::size_t slices() const noexcept { return batch * heads; }
 
+    /// Where slice `index` lies: its batch item and head.
+    slice_index at(std::size_t index) const noexcept { return {index / heads, index % heads, batch, heads}; }
+
     /// Slice `index` (= b * heads + h) of contiguous q, k, v and out.
     template <class T>
     slice_matrices<T> slice(std::size_t index, const T* q, const T* k, const T* v, T* o) const noexcept {
@@ -75,6 +81,48 @@ struct aggregate_shape {
                 {o + index * n * dv, n, dv}};
     }
 };
+
+/// Which of `count` tensors held per slice serves slice `at`: the only one, its batch item's
+/// (count = items), or its own (count = items x heads).
+inline std::size_t slice_of(std::size_t count, slice_index at) noexcept {
+    return count == 1 ? 0 : count == at.items ? at.item : at.item * at.heads + at.head;
+}
+
+/// Throws unless `count` tensors of `what` serve `items` batch items of `heads` heads: one for
+/// all, one per item, or one per slice.
+inline void check_slice_count(std::string_view where, std::string_view what, std::size_t count, std::size_t items,
+                              std::size_t heads) {
+    require(count == 1 || count == items || count == items * heads, where, [&] {
+        return "holds " + std::to_string(count) + " " + std::string(what) + " for " + std::to_string(items) +
+               " batch items of " + std::to_string(heads) + " heads: expected 1, " + std::to_string(items) + " or " +
+               std::to_string(items * heads);
+    });
+}
+
+/// A stack of `count` [n, m] matrices stored key by key: entry (s, i, j) at (s m + j) n + i,
+/// so that the entries of key j for consecutive queries are contiguous, as the tiled kernels'
+/// score tiles hold them.
+template <class U>
+struct key_major_stack {
+    std::size_t count = 1, n = 0, m = 0;
+    std::vector<U> values;
+};
+
+/// `a` ([n, m], or [count, n, m]) stored key by key; throws `std::invalid_argument` naming
+/// `what` for another rank.
+template <class U>
+key_major_stack<U> key_major(const xt::xarray<U>& a, std::string_view where, std::string_view what) {
+    const std::size_t r = a.dimension();
+    require(r == 2 || r == 3, where, [&] {
+        return std::string(what) + " must be [n, m] or [slices, n, m], got " + shape_string(a.shape());
+    });
+    key_major_stack<U> stack{r == 2 ? 1 : a.shape(0), a.shape(r - 2), a.shape(r - 1), std::vector<U>(a.size())};
+    const std::size_t n = stack.n, m = stack.m;
+    for (std::size_t s = 0; s < stack.count; ++s)
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = 0; j < m; ++j) stack.values[(s * m + j) * n + i] = a.data()[(s * n + i) * m + j];
+    return stack;
+}
 
 /// Throws unless the neighborhood (and a data term) fit the shapes.
 /// A data term that holds one per batch item: `for_item(b)` and `check(batch, n, dv)`
@@ -86,9 +134,12 @@ concept batched_data_term = requires(const Nm& nm, std::size_t b) {
     nm.check(b, b, b);
 };
 
-template <std::size_t R, class Nb, class Nm>
-void check_policies(const aggregate_shape<R>& shape, const Nb& nb, const Nm& nm) {
+template <std::size_t R, class S, class Nb, class Nm>
+void check_policies(const aggregate_shape<R>& shape, const S& s, const Nb& nb, const Nm& nm) {
+    check(s, extents{shape.n, shape.m});
     check(nb, extents{shape.n, shape.m});
+    check_slices(s, shape.batch, shape.heads);
+    check_slices(nb, shape.batch, shape.heads);
     if constexpr (batched_data_term<Nm>) {
         nm.check(shape.batch, shape.n, shape.dv);
     } else if constexpr (has_data_term<Nm>) {
@@ -106,12 +157,32 @@ void with_item(const Nm& nm, std::size_t b, F&& f) {
     else (void)b, f(nm);
 }
 
-/// Calls f with the similarity of head h: `s.for_head(h)` for [B, H, n, d] inputs
-/// when the similarity has it, `s` otherwise.
+/// Calls f with the similarity of slice `at`: `s.for_slice(at)` when it has one, else
+/// `s.for_head(at.head)` for [B, H, n, d] inputs when it has that, else `s`.
 template <std::size_t R, class S, class F>
-void with_head(const S& s, std::size_t h, F&& f) {
-    if constexpr (R == 4 && has_for_head<S>) f(s.for_head(h));
-    else (void)h, f(s);
+void with_head(const S& s, slice_index at, F&& f) {
+    if constexpr (sliced_policy<S>) f(s.for_slice(at));
+    else if constexpr (R == 4 && has_for_head<S>) f(s.for_head(at.head));
+    else (void)at, f(s);
+}
+
+/// Calls f with the neighborhood of slice `at`: `nb.for_slice(at)` when it has one, `nb` otherwise.
+template <class Nb, class F>
+void with_neighborhood(const Nb& nb, slice_index at, F&& f) {
+    if constexpr (sliced_policy<Nb>) f(nb.for_slice(at));
+    else (void)at, f(nb);
+}
+
+/// Calls f(similarity, neighborhood, normalization) with the policies of slice `index`.
+template <std::size_t R, class S, class Nb, class Nm, class F>
+void with_slice_policies(const aggregate_shape<R>& shape, std::size_t index, const S& s, const Nb& nb, const Nm& nm,
+                         F&& f) {
+    const slice_index at = shape.at(index);
+    with_head<R>(s, at, [&](const auto& sh) {
+        with_neighborhood(nb, at, [&](const auto& nbi) {
+            with_item(nm, at.item, [&](const auto& nmi) { f(sh, nbi, nmi); });
+        });
+    });
 }
 
 }  // namespace nonlocal::detail

@@ -10,19 +10,51 @@
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
 
-namespace nonlocal::kernel {
+namespace nonlocal {
+namespace detail {
+
+/// A dot-product similarity plus a bias that depends on the key's offset from the query
+/// in units of the dilation (`with_position_bias`): `base` is the dot product and
+/// `bias_row(dy)[dx]` the bias of offset (dy, dx).
+template <class S>
+concept offset_biased_dot_product = requires(const S& s, std::ptrdiff_t dy) {
+    requires is_dot_product_similarity<decltype(s.base)>;
+    { s.bias_row(dy) } -> std::convertible_to<const double*>;
+};
+
+/// A dot-product similarity plus a bias per pair (`with_pair_bias`): `base` is the dot
+/// product and `bias_column(j)[i]` the bias of query i and key j.
+template <class S>
+concept pair_biased_dot_product = requires(const S& s, std::size_t j) {
+    requires is_dot_product_similarity<decltype(s.base)>;
+    { s.bias_column(j) } -> std::convertible_to<const double*>;
+};
+
+/// The scale of the dot product inside a (possibly biased) dot-product similarity.
+template <class S>
+double dot_product_scale(const S& s, std::size_t d) {
+    if constexpr (offset_biased_dot_product<S> || pair_biased_dot_product<S>) return s.base.scale(d);
+    else return s.scale(d);
+}
+
+}  // namespace detail
+
+namespace kernel {
 
 /// logit(q_i, k_j) for features of dimension `dim`, precomputing what does not depend on (i, j).
 template <class Arch, class T, similarity S>
 class logit_evaluator {
 public:
     logit_evaluator(const S& s, std::size_t dim) : s_(s), dim_(dim) {
-        if constexpr (detail::is_dot_product_similarity<S>) scale_ = static_cast<T>(s.scale(dim));
+        if constexpr (detail::is_dot_product_similarity<S> || detail::pair_biased_dot_product<S>)
+            scale_ = static_cast<T>(detail::dot_product_scale(s, dim));
     }
     T operator()(const T* q, const T* k, std::size_t i, std::size_t j) const {
         if constexpr (detail::is_dot_product_similarity<S>) {
             (void)i, (void)j;
             return scale_ * simd::dot<Arch>(q, k, dim_);
+        } else if constexpr (detail::pair_biased_dot_product<S>) {
+            return scale_ * simd::dot<Arch>(q, k, dim_) + static_cast<T>(s_.bias_column(j)[i]);
         } else {
             return detail::logit(s_, std::span<const T>(q, dim_), std::span<const T>(k, dim_), i, j);
         }
@@ -34,4 +66,5 @@ private:
     T scale_ = T(1);
 };
 
-}  // namespace nonlocal::kernel
+}  // namespace kernel
+}  // namespace nonlocal

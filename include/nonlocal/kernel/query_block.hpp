@@ -118,6 +118,24 @@ public:
     /// Keys of a tile that must be padded to a multiple of score_mr rows.
     static std::size_t padded_keys(std::size_t count) noexcept { return (count + score_mr - 1) / score_mr * score_mr; }
 
+    /// A tile's pairs to keep, `keep()[c * Rows + r]` for key c and query r, all set.
+    unsigned char* keep() {
+        keep_.assign(cols * Rows, 1);
+        return keep_.data();
+    }
+    /// Step 2 for a partial tile: the scores of the `count` keys' pairs whose `keep()` entry
+    /// is clear become `masked`, the others are counted as admitted.
+    void mask(std::size_t count) noexcept {
+        T* st = st_.data();
+        const unsigned char* keep = keep_.data();
+        for (std::size_t c = 0; c < count; ++c)
+            for (std::size_t r = 0; r < Rows; ++r) {
+                const std::size_t at = c * Rows + r;
+                st[at] = keep[at] ? st[at] : masked;
+                admitted_[r] += T(keep[at]);
+            }
+    }
+
     /// Counts keys admitted to query r (for `count`), or `keys` for every query.
     void admit(std::size_t r, T keys) noexcept { admitted_[r] += keys; }
     void admit_all(std::size_t keys) noexcept {
@@ -206,6 +224,7 @@ private:
 
     std::size_t d_, dv_, dvp_, count_ = 0;
     std::vector<T> qt_, st_, o_, keys_, values_, row_max_, row_sum_, alpha_, admitted_;
+    std::vector<unsigned char> keep_;
     std::vector<const T*> key_rows_, value_rows_;
 };
 
@@ -213,7 +232,7 @@ private:
 template <class T, std::size_t Rows>
 constexpr std::size_t query_block_bytes(std::size_t d, std::size_t dv, std::size_t lanes) {
     const std::size_t dvp = (dv + lanes - 1) / lanes * lanes, cols = tile_scores / Rows;
-    return sizeof(T) * (d * Rows + cols * Rows + Rows * dvp + cols * d + cols * dvp + 4 * Rows);
+    return sizeof(T) * (d * Rows + cols * Rows + Rows * dvp + cols * d + cols * dvp + 4 * Rows) + cols * Rows;
 }
 
 }  // namespace nonlocal::kernel

@@ -84,13 +84,12 @@ auto weighted_aggregate(const xt::xexpression<Q>& q, const xt::xexpression<K>& k
     const nonlocal::detail::aggregate_shape<R> shape("reference::weighted_aggregate", qc.shape(), kc.shape(),
                                                      vc.shape());
     xt::xtensor<double, R> out = xt::zeros<double>(shape.out);
-    nonlocal::detail::check_policies(shape, nb, nm);
+    nonlocal::detail::check_policies(shape, s, nb, nm);
     for (std::size_t index = 0; index < shape.slices(); ++index) {
         const auto m = shape.slice(index, qc.data(), kc.data(), vc.data(), out.data());
-        nonlocal::detail::with_head<R>(s, m.head, [&](const auto& sh) {
-            nonlocal::detail::with_item(nm, index / shape.heads, [&](const auto& nmi) {
-                detail::aggregate_slice(m.q, m.k, m.v, sh, nb, nmi, m.out);
-            });
+        nonlocal::detail::with_slice_policies(shape, index, s, nb, nm, [&](const auto& si, const auto& nbi,
+                                                                            const auto& nmi) {
+            detail::aggregate_slice(m.q, m.k, m.v, si, nbi, nmi, m.out);
         });
     }
     return out;

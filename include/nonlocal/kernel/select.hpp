@@ -7,7 +7,7 @@
 /// | `patch_window` (running sums) | `patch_distance` | `window2d` (dilation 1, not causal, no log C_i; else `gather`) | `sum` |
 /// | `tiled_window` | dot product (`is_dot_product`), or one with a position bias (`with_position_bias`) | a box on a grid (`windowed_neighborhood`: `window1d`, `window2d`) | `softmax`, `sum` with exp weights, or identity weights with `sum`, `count`, `none` |
 /// | `tiled_groups` (`tiled` on each group) | dot product | a partition into dense groups (`patch_group`) | as `tiled` |
-/// | `tiled` | dot product | tiles classified (`tiled_neighborhood`: `dense`, `causal`, `block_mask`) | as `tiled_window` |
+/// | `tiled` | dot product, or one with a bias per pair (`with_pair_bias`) | tiles classified (`tiled_neighborhood`: `dense`, `causal`, `block_mask`, `key_mask`, `element_mask`, an `intersection` of them) | as `tiled_window` |
 /// | `stencil` | `edge_weights`, or a symmetric sum over channels (`channel_logit`: the distances) with q and k the same features (else `gather`) | `grid_stencil` (without log C_i; else `gather`) | `sum`, `sum_with_data`, `none` |
 /// | `gather` | any | any | any, with a data term (`sum_with_data`) |
 ///
@@ -64,11 +64,14 @@ inline constexpr bool tiled_window_applies =
 /// Whether the tiled kernel computes a composition (row 4).
 template <class S, class Nb, class Nm>
 inline constexpr bool tiled_applies =
-    detail::is_dot_product_similarity<S> && tiled_neighborhood<Nb> && detail::tiled_weights<S, Nm>;
+    (detail::is_dot_product_similarity<S> || detail::pair_biased_dot_product<S>) && tiled_neighborhood<Nb> &&
+    detail::tiled_weights<S, Nm>;
 
-/// Whether the tiled kernel computes a composition group by group (row 3).
+/// Whether the tiled kernel computes a composition group by group (row 3): a dot product
+/// without a bias, whose pairs' positions the groups renumber.
 template <class S, class Nb, class Nm>
-inline constexpr bool tiled_groups_applies = detail::partitioning_neighborhood<Nb> && tiled_applies<S, dense, Nm>;
+inline constexpr bool tiled_groups_applies =
+    detail::partitioning_neighborhood<Nb> && detail::is_dot_product_similarity<S> && tiled_applies<S, dense, Nm>;
 
 /// Precomputed edge weights (`edge_weights`): planes per stencil direction.
 template <class S>

@@ -6,13 +6,15 @@
 /// of 64 consecutive keys; tiles the neighborhood marks empty are skipped, full ones
 /// need no mask, partial ones are masked pair by pair. Keys and values are read in
 /// place, but for a last tile that is short of a whole register block of keys or a dv
-/// that is not a whole number of vectors. Extra memory per thread: one query block,
+/// that is not a whole number of vectors. A bias per pair (`with_pair_bias`) is added to
+/// every tile computed, a key at a time. Extra memory per thread: one query block,
 /// independent of n and m.
 
 #include <algorithm>
 #include <cstddef>
 
 #include "nonlocal/concepts.hpp"
+#include "nonlocal/kernel/logit.hpp"
 #include "nonlocal/kernel/query_block.hpp"
 
 namespace nonlocal::kernel {
@@ -37,7 +39,8 @@ class tiled_slice {
 public:
     tiled_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
                 row_matrix<T> out, T* lse)
-        : q_(q), k_(k), v_(v), nb_(nb), out_(out), lse_(lse), scale_(static_cast<T>(s.scale(q.cols))) {}
+        : q_(q), k_(k), v_(v), s_(s), nb_(nb), out_(out), lse_(lse),
+          scale_(static_cast<T>(detail::dot_product_scale(s, q.cols))) {}
 
     std::size_t tiles() const noexcept { return (q_.rows + Br - 1) / Br; }
 
@@ -63,12 +66,14 @@ public:
             }
             T* st = b.scores(keys, d, cols);
 
+            if constexpr (detail::pair_biased_dot_product<S>)
+                for (std::size_t c = 0; c < cols; ++c) {
+                    const double* bias = s_.bias_column(j0 + c) + i0;
+                    for (std::size_t r = 0; r < rows; ++r) st[c * Br + r] += T(bias[r]);
+                }
             if (coverage == tile_coverage::partial) {
-                for (std::size_t c = 0; c < cols; ++c)
-                    for (std::size_t r = 0; r < rows; ++r) {
-                        if (nb_.admits(i0 + r, j0 + c)) b.admit(r, T(1));
-                        else st[c * Br + r] = block::masked;
-                    }
+                detail::restrict_tile(nb_, i0, rows, j0, cols, b.keep(), Br);
+                b.mask(cols);
             } else {
                 b.admit_all(cols);
             }
@@ -90,6 +95,7 @@ public:
 
 private:
     row_matrix<const T> q_, k_, v_;
+    const S& s_;
     const Nb& nb_;
     row_matrix<T> out_;
     T* lse_;

@@ -31,30 +31,11 @@
 #include <xsimd/xsimd.hpp>
 
 #include "nonlocal/concepts.hpp"
+#include "nonlocal/kernel/logit.hpp"
 #include "nonlocal/kernel/query_block.hpp"
 #include "nonlocal/neighborhood/window.hpp"
 
 namespace nonlocal {
-namespace detail {
-
-/// A dot-product similarity plus a bias that depends on the key's offset from the query
-/// in units of the dilation (`with_position_bias`): `base` is the dot product and
-/// `bias_row(dy)[dx]` the bias of offset (dy, dx).
-template <class S>
-concept offset_biased_dot_product = requires(const S& s, std::ptrdiff_t dy) {
-    requires is_dot_product_similarity<decltype(s.base)>;
-    { s.bias_row(dy) } -> std::convertible_to<const double*>;
-};
-
-/// The scale of the dot product inside a (possibly biased) dot-product similarity.
-template <class S>
-double dot_product_scale(const S& s, std::size_t d) {
-    if constexpr (offset_biased_dot_product<S>) return s.base.scale(d);
-    else return s.scale(d);
-}
-
-}  // namespace detail
-
 namespace kernel {
 
 /// Queries per block of the window kernel.
