@@ -61,6 +61,36 @@ void attention_dense_par(benchmark::State& state) {
 }
 
 BENCHMARK(attention_dense)->ArgNames({"n", "d"})->ArgsProduct({{512, 1024, 2048, 4096}, {64}})->Unit(benchmark::kMillisecond);
+
+// Masks: GFLOPS counts the pairs the kernel computes, so that peak_pct compares with
+// attention_dense's. The last quarter of the keys padded (a key_mask: its tiles skipped), a
+// random half of the pairs masked (an element_mask: every tile masked), a bias per pair.
+void attention_key_padding(benchmark::State& state) {
+    const std::size_t n = state.range(0);
+    xt::xtensor<bool, 1> keep = xt::arange<std::size_t>(n) < 3 * n / 4;
+    run_attention(state, nonlocal::key_mask(keep), nonlocal::execution::seq, 0.75);
+}
+void attention_element_mask(benchmark::State& state) {
+    const std::size_t n = state.range(0);
+    xt::random::seed(7);
+    const xt::xtensor<bool, 2> mask = xt::random::rand<double>({n, n}) < 0.5;
+    run_attention(state, nonlocal::element_mask(mask), nonlocal::execution::seq, 1.0);
+}
+void attention_pair_bias(benchmark::State& state) {
+    const std::size_t n = state.range(0), d = state.range(1);
+    const auto q = randn(n, d, 1), k = randn(n, d, 2), v = randn(n, d, 3), bias = randn(n, n, 4);
+    const nonlocal::with_pair_bias similarity(nonlocal::scaled_dot_product{}, bias);
+    xt::xtensor<float, 2> out = xt::empty<float>({n, d});
+    for (auto _ : state) {
+        nonlocal::weighted_aggregate(q, k, v, similarity, nonlocal::dense{}, nonlocal::softmax{}, out);
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    report(state, 4.0 * n * n * d, double(nonlocal::kernel::tiled_workspace_bytes<float>(d, d, nonlocal::simd_width<float>)));
+}
+BENCHMARK(attention_key_padding)->ArgNames({"n", "d"})->ArgsProduct({{1024, 4096}, {64}})->Unit(benchmark::kMillisecond);
+BENCHMARK(attention_element_mask)->ArgNames({"n", "d"})->ArgsProduct({{1024, 4096}, {64}})->Unit(benchmark::kMillisecond);
+BENCHMARK(attention_pair_bias)->ArgNames({"n", "d"})->ArgsProduct({{1024, 4096}, {64}})->Unit(benchmark::kMillisecond);
 BENCHMARK(attention_causal)->ArgNames({"n", "d"})->ArgsProduct({{512, 1024, 2048, 4096}, {64}})->Unit(benchmark::kMillisecond);
 BENCHMARK(attention_dense_par)->ArgNames({"n", "d"})->Args({4096, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -68,4 +68,50 @@ inline xt::xtensor<double, 2> literal_self_attention(const xt::xtensor<double, 2
     return literal_linear(merged, m.out_proj_weight, m.out_proj_bias);
 }
 
+/// nn.MultiheadAttention over queries xq [B, L, E] and keys and values xkv [B, S, E], literally,
+/// with bias(b, head, i, j) added to each scaled logit (-inf: not attended): the output
+/// [B, L, E] and the weights of every head [B, H, L, S]. A query left with no key gets
+/// weights 0 and attention 0 (the output projection's bias alone).
+struct literal_attention {
+    xt::xtensor<double, 3> output;
+    xt::xtensor<double, 4> weights;
+};
+inline literal_attention literal_masked_attention(
+    const xt::xtensor<float, 3>& xq, const xt::xtensor<float, 3>& xkv, const nn::multi_head_attention& m,
+    const std::function<double(std::size_t, std::size_t, std::size_t, std::size_t)>& bias) {
+    const std::size_t B = xq.shape(0), L = xq.shape(1), S = xkv.shape(1), E = m.embed_dim, H = m.num_heads;
+    const std::size_t hd = E / H;
+    literal_attention r{xt::zeros<double>({B, L, E}), xt::zeros<double>({B, H, L, S})};
+    const auto part = [&](const xt::xtensor<double, 2>& x, std::size_t p) {
+        const xt::xtensor<float, 2> w = xt::view(m.in_proj_weight, xt::range(p * E, (p + 1) * E), xt::all());
+        const xt::xtensor<float, 1> b = xt::view(m.in_proj_bias, xt::range(p * E, (p + 1) * E));
+        return literal_linear(x, w, b);
+    };
+    for (std::size_t b = 0; b < B; ++b) {
+        const xt::xtensor<double, 2> xb = xt::cast<double>(xt::view(xq, b)), mb = xt::cast<double>(xt::view(xkv, b));
+        const auto q = part(xb, 0), k = part(mb, 1), v = part(mb, 2);
+        xt::xtensor<double, 2> merged = xt::zeros<double>({L, E});
+        for (std::size_t head = 0; head < H; ++head)
+            for (std::size_t i = 0; i < L; ++i) {
+                std::vector<double> logit(S);
+                double top = -INFINITY, total = 0;
+                for (std::size_t j = 0; j < S; ++j) {
+                    double l = 0;
+                    for (std::size_t c = 0; c < hd; ++c) l += q(i, head * hd + c) * k(j, head * hd + c);
+                    logit[j] = l / std::sqrt(double(hd)) + bias(b, head, i, j);
+                    top = std::max(top, logit[j]);
+                }
+                if (std::isinf(top)) continue;
+                for (std::size_t j = 0; j < S; ++j) total += std::exp(logit[j] - top);
+                for (std::size_t j = 0; j < S; ++j) {
+                    const double w = std::exp(logit[j] - top) / total;
+                    r.weights(b, head, i, j) = w;
+                    for (std::size_t c = 0; c < hd; ++c) merged(i, head * hd + c) += w * v(j, head * hd + c);
+                }
+            }
+        xt::view(r.output, b) = literal_linear(merged, m.out_proj_weight, m.out_proj_bias);
+    }
+    return r;
+}
+
 }  // namespace nonlocal::test

@@ -86,4 +86,116 @@ BOOST_AUTO_TEST_CASE(bad_weights_and_inputs) {
     test::check_invalid([&] { m(x, x, x); }, "query [2, 5, 12]", "E = 16");
 }
 
+namespace {
+/// A layer of random weights: E = 24, 4 heads of 6 features.
+nn::multi_head_attention random_layer() {
+    const std::size_t E = 24;
+    return {4, test::random_tensor<float, 2>({3 * E, E}, 11), test::random_tensor<float, 1>({3 * E}, 12),
+            test::random_tensor<float, 2>({E, E}, 13), test::random_tensor<float, 1>({E}, 14)};
+}
+
+/// Entries set with probability `p`.
+template <std::size_t N>
+xt::xtensor<bool, N> random_mask(const std::array<std::size_t, N>& shape, unsigned seed, double p) {
+    const auto u = test::random_tensor<double, N>(shape, seed, 0, 1);
+    xt::xtensor<bool, N> mask = u < p;
+    return mask;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(masks_and_weights_as_pytorch_defines_them) {
+    // Cross-attention, L = 37 queries over S = 70 keys (more than a tile), B = 3, H = 4.
+    const auto m = random_layer();
+    const std::size_t B = 3, H = 4, L = 37, S = 70;
+    const auto x = test::random_tensor<float, 3>({B, L, 24}, 1), memory = test::random_tensor<float, 3>({B, S, 24}, 2);
+    xt::xtensor<bool, 2> padding = random_mask<2>({B, S}, 3, 0.25);
+    xt::view(padding, 2, xt::range(S - 20, S)) = true;   // item 2: its last 20 keys are padding
+    const auto pairs = random_mask<2>({L, S}, 4, 0.5);
+    const auto pairs_per_slice = random_mask<3>({B * H, L, S}, 5, 0.5);
+    const auto bias = test::random_tensor<float, 3>({B * H, L, S}, 6, -2, 2);
+    const double minus_inf = -INFINITY;
+
+    nn::attention_options o;
+    o.key_padding_mask = padding;
+    o.attn_mask = pairs;
+    o.need_weights = true;
+    o.average_attn_weights = false;
+    auto expected = test::literal_masked_attention(x, memory, m, [&](std::size_t b, std::size_t, std::size_t i,
+                                                                     std::size_t j) {
+        return padding(b, j) || pairs(i, j) ? minus_inf : 0.0;
+    });
+    auto r = m.forward(x, memory, memory, o);
+    test::check_close(r.output, expected.output, 1e-5, 1e-4, "key_padding_mask and a boolean attn_mask [L, S]");
+    test::check_close(*r.weights, expected.weights, 1e-6, 1e-4, "their weights per head");
+
+    // A boolean mask per slice with a float one: PyTorch takes one or the other; here both.
+    o.attn_mask = pairs_per_slice;
+    o.attn_bias = bias;
+    o.average_attn_weights = true;
+    expected = test::literal_masked_attention(x, memory, m, [&](std::size_t b, std::size_t head, std::size_t i,
+                                                                std::size_t j) {
+        return padding(b, j) || pairs_per_slice(b * H + head, i, j) ? minus_inf : double(bias(b * H + head, i, j));
+    });
+    r = m.forward(x, memory, memory, o, dense{}, execution::parallel_policy{2});
+    test::check_close(r.output, expected.output, 1e-5, 1e-4, "masks per slice and an additive mask");
+    const xt::xtensor<double, 3> averaged = xt::mean(expected.weights, {1});
+    test::check_close(*r.weights, averaged, 1e-6, 1e-4, "weights averaged over the heads");
+
+    // An additive mask [L, S] with -inf entries and causal, without the weights.
+    xt::xtensor<float, 2> additive = xt::view(bias, 0, xt::all(), xt::range(0, L));
+    xt::view(additive, xt::all(), xt::range(0, 5)) = -INFINITY;
+    nn::attention_options a;
+    a.attn_bias = additive;
+    expected = test::literal_masked_attention(x, x, m, [&](std::size_t, std::size_t, std::size_t i, std::size_t j) {
+        return j > i || std::isinf(additive(i, j)) ? minus_inf : double(additive(i, j));
+    });
+    const auto causal_result = m.forward(x, x, x, a, causal{});
+    BOOST_TEST(!causal_result.weights);
+    test::check_close(causal_result.output, expected.output, 1e-5, 1e-4, "additive mask with -inf, causal");
+}
+
+BOOST_AUTO_TEST_CASE(fully_masked_queries_and_unbatched_inputs) {
+    // Query 0 may attend to nothing: its attention is 0, where PyTorch gives NaN, so its
+    // output is the output projection's bias and its weights are 0.
+    const auto m = random_layer();
+    const std::size_t L = 9, S = 12;
+    const auto x = test::random_tensor<float, 2>({L, 24}, 1), memory = test::random_tensor<float, 2>({S, 24}, 2);
+    xt::xtensor<bool, 2> mask = random_mask<2>({L, S}, 3, 0.3);
+    xt::view(mask, 0, xt::all()) = true;
+    nn::attention_options o;
+    o.attn_mask = mask;
+    o.key_padding_mask = xt::xtensor<bool, 1>{false, false, false, false, false, false,
+                                              false, false, false, false, true, true};
+    o.need_weights = true;
+    const auto r = m.forward(x, memory, memory, o);
+    for (std::size_t c = 0; c < 24; ++c) BOOST_TEST(r.output(0, c) == m.out_proj_bias(c));
+    BOOST_TEST(xt::all(xt::equal(xt::view(*r.weights, 0), 0.0f)));
+    const xt::xtensor<float, 3> xb = xt::reshape_view(x, {std::size_t(1), L, std::size_t(24)});
+    const xt::xtensor<float, 3> mb = xt::reshape_view(memory, {std::size_t(1), S, std::size_t(24)});
+    const auto expected = test::literal_masked_attention(xb, mb, m, [&](std::size_t, std::size_t, std::size_t i,
+                                                                        std::size_t j) {
+        return mask(i, j) || j >= 10 ? -INFINITY : 0.0;
+    });
+    test::check_close(r.output, xt::xtensor<double, 2>(xt::view(expected.output, 0)), 1e-5, 1e-4, "unbatched");
+    test::check_close(*r.weights, xt::xtensor<double, 2>(xt::mean(xt::view(expected.weights, 0), {0})), 1e-6, 1e-4,
+                      "unbatched weights, averaged");
+    // Each row of weights sums to 1 but the fully masked one.
+    for (std::size_t i = 1; i < L; ++i) BOOST_TEST(xt::sum(xt::view(*r.weights, i))() == 1.0f, boost::test_tools::tolerance(1e-5f));
+}
+
+BOOST_AUTO_TEST_CASE(bad_masks_name_their_shapes) {
+    const auto m = random_layer();
+    const auto x = test::random_tensor<float, 3>({2, 5, 24}, 1);
+    nn::attention_options o;
+    o.key_padding_mask = xt::xtensor<bool, 2>(xt::zeros<bool>({2, 4}));
+    test::check_invalid([&] { m.forward(x, x, x, o); }, "nn::multi_head_attention", "key_padding_mask [2, 4]",
+                        "must be [2, 5]");
+    o = {};
+    o.attn_mask = xt::xtensor<bool, 3>(xt::zeros<bool>({2, 5, 5}));
+    test::check_invalid([&] { m.forward(x, x, x, o); }, "attn_mask [2, 5, 5]", "must be [5, 5] or [8, 5, 5]");
+    o = {};
+    o.attn_bias = xt::xtensor<float, 2>(xt::zeros<float>({5, 6}));
+    test::check_invalid([&] { m.forward(x, x, x, o); }, "attn_bias [5, 6]", "must be [5, 5] or [8, 5, 5]");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

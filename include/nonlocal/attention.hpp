@@ -12,28 +12,31 @@
 namespace nonlocal {
 
 /// softmax(q k^T / sqrt(d)) v with keys restricted to `neighborhood` (dense by
-/// default; `causal{}`, `block_mask{...}`, `window1d{...}`, `window2d{...}`,
-/// `patch_group{...}` ...). Pass `scaled_dot_product{scale}` for another scale,
-/// and `execution::par` first to use several threads. Shapes as in `weighted_aggregate`.
-template <class Arch = default_arch, execution_policy Ex, class Q, class K, class V, neighborhood Nb = dense>
+/// default; `causal{}`, `key_mask(...)`, `element_mask(...)`, `block_mask{...}`,
+/// `window1d{...}`, `window2d{...}`, `patch_group{...}` ...). Pass
+/// `scaled_dot_product{scale}` for another scale, `with_pair_bias(...)` to add a bias to
+/// each logit, and `execution::par` first to use several threads. Shapes as in `weighted_aggregate`.
+template <class Arch = default_arch, execution_policy Ex, class Q, class K, class V, neighborhood Nb = dense,
+          similarity S = scaled_dot_product>
 auto attention(Ex policy, const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
-               const Nb& neighborhood = {}, const scaled_dot_product& similarity = {}) {
+               const Nb& neighborhood = {}, const S& similarity = {}) {
     return weighted_aggregate<Arch>(policy, q, k, v, similarity, neighborhood, softmax{});
 }
 
 /// @copydoc attention
-template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense>
+template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
+          similarity S = scaled_dot_product>
 auto attention(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
-               const Nb& neighborhood = {}, const scaled_dot_product& similarity = {}) {
+               const Nb& neighborhood = {}, const S& similarity = {}) {
     return weighted_aggregate<Arch>(execution::seq, q, k, v, similarity, neighborhood, softmax{});
 }
 
 /// `attention` that also returns the log-sum-exp of each query's logits
 /// (`.out`, `.lse`), as FlashAttention does, to merge partial results.
 template <class Arch = default_arch, execution_policy Ex = execution::sequenced_policy, class Q, class K, class V,
-          neighborhood Nb = dense>
+          neighborhood Nb = dense, similarity S = scaled_dot_product>
 auto attention_lse(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
-                   const Nb& neighborhood = {}, const scaled_dot_product& similarity = {}, Ex policy = {}) {
+                   const Nb& neighborhood = {}, const S& similarity = {}, Ex policy = {}) {
     return weighted_aggregate_lse<Arch>(policy, q, k, v, similarity, neighborhood, softmax{});
 }
 

@@ -13,19 +13,86 @@
 /// `numpy.save(name + ".npy", module.state_dict()[name].numpy())`, writing
 /// `out_proj.weight` as `out_proj_weight.npy` and `out_proj.bias` as `out_proj_bias.npy`.
 
+#include <cmath>
 #include <cstddef>
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
+#include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
+#include <xtensor/xreducer.hpp>
 #include <xtensor/xtensor.hpp>
+#include <xtensor/xview.hpp>
 
 #include "nonlocal/attention.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/simd/linear.hpp"
 #include "nonlocal/detail/npy.hpp"
 #include "nonlocal/execution.hpp"
+#include "nonlocal/neighborhood/intersection.hpp"
+#include "nonlocal/neighborhood/mask.hpp"
+#include "nonlocal/similarity/pair_bias.hpp"
 
 namespace nonlocal::nn {
+
+/// The masks and outputs of `multi_head_attention::forward`, as `nn.MultiheadAttention.forward`
+/// takes them. As in PyTorch, a set entry of a boolean mask marks what is *not* attended.
+struct attention_options {
+    /// [B, S] ([S] for unbatched inputs): keys that are padding.
+    std::optional<xt::xarray<bool>> key_padding_mask;
+    /// [L, S] or [B * H, L, S]: pairs not attended (PyTorch's boolean attn_mask).
+    std::optional<xt::xarray<bool>> attn_mask;
+    /// [L, S] or [B * H, L, S]: added to the scaled logits, -inf dropping the pair (PyTorch's
+    /// float attn_mask).
+    std::optional<xt::xarray<float>> attn_bias;
+    /// Whether to return the attention weights, and averaged over the heads or per head.
+    bool need_weights = false;
+    bool average_attn_weights = true;
+
+    /// The masks as policies of `weighted_aggregate`, checked against the shapes.
+    struct policies {
+        key_mask keys;
+        element_mask pairs;
+        xt::xarray<float> bias;
+    };
+    policies masks(bool batched, std::size_t B, std::size_t H, std::size_t L, std::size_t S) const {
+        using shape = std::vector<std::size_t>;
+        const auto require_shape = [&](const char* name, const auto& mask, std::initializer_list<shape> allowed) {
+            const shape actual(mask.shape().begin(), mask.shape().end());
+            std::string expected;
+            for (const shape& a : allowed) {
+                if (actual == a) return;
+                expected += (expected.empty() ? "" : " or ") + detail::shape_string(a);
+            }
+            detail::fail("nn::multi_head_attention",
+                         std::string(name) + " " + detail::shape_string(actual) + " must be " + expected);
+        };
+        policies p;
+        if (key_padding_mask) {
+            require_shape("key_padding_mask", *key_padding_mask, {batched ? shape{B, S} : shape{S}});
+            p.keys = key_mask(!*key_padding_mask);
+        }
+        if (attn_mask) {
+            require_shape("attn_mask", *attn_mask, {shape{L, S}, shape{B * H, L, S}});
+            p.pairs = element_mask(!*attn_mask);
+        }
+        if (attn_bias) {
+            require_shape("attn_bias", *attn_bias, {shape{L, S}, shape{B * H, L, S}});
+            p.bias = *attn_bias;
+        }
+        return p;
+    }
+};
+
+/// The output of `multi_head_attention::forward`, and its weights when asked for.
+template <std::size_t R>
+struct attention_result {
+    xt::xtensor<float, R> output;
+    std::optional<xt::xarray<float>> weights;
+};
 
 /// y = MultiheadAttention(query, key, value) over float tokens [B, L, E] or [L, E].
 struct multi_head_attention {
@@ -74,6 +141,19 @@ struct multi_head_attention {
               execution_policy Ex = execution::sequenced_policy>
     auto operator()(const xt::xexpression<Q>& query, const xt::xexpression<K>& key, const xt::xexpression<V>& value,
                     const Nb& neighborhood = {}, Ex policy = {}) const {
+        return forward<Arch>(query, key, value, {}, neighborhood, policy).output;
+    }
+
+    /// The same with PyTorch's masks and, when `options.need_weights`, the attention weights
+    /// (`nn.MultiheadAttention.forward`): `.output` as `operator()` gives it and `.weights`
+    /// [B, L, S] averaged over the heads or [B, H, L, S] ([L, S] or [H, L, S] for unbatched
+    /// inputs), none unless asked for. A query that no key is left to is 0 in the output
+    /// and the weights, where PyTorch gives NaN. Throws `std::invalid_argument` naming a mask
+    /// whose shape is not one of those `attention_options` lists.
+    template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
+              execution_policy Ex = execution::sequenced_policy>
+    auto forward(const xt::xexpression<Q>& query, const xt::xexpression<K>& key, const xt::xexpression<V>& value,
+                 const attention_options& options, const Nb& neighborhood = {}, Ex policy = {}) const {
         constexpr std::size_t R = detail::static_rank<Q>;
         static_assert(R == 2 || R == 3, "nonlocal::nn::multi_head_attention: inputs are [B, L, E] or [L, E]");
         const detail::contiguous<float, R> q(query), k(key), v(value);
@@ -86,6 +166,7 @@ struct multi_head_attention {
                                    detail::shape_string(k.shape()) + " and value " + detail::shape_string(v.shape()) +
                                    " must be [B, L, E], [B, S, E] and [B, S, E] with E = " + std::to_string(E);
                         });
+        const auto masks = options.masks(R == 3, B, h, L, S);
         const int threads = detail::thread_count(policy);
         // Projections, then [B * L, E] -> [B, h, L, hd].
         const auto project = [&](const detail::contiguous<float, R>& x, std::size_t rows, std::size_t part) {
@@ -99,14 +180,30 @@ struct multi_head_attention {
                         std::copy_n(&y(b * rows + t, head * hd), hd, &heads(b, head, t, 0));
             return heads;
         };
-        const auto o = attention<Arch>(policy, project(q, L, 0), project(k, S, 1), project(v, S, 2), neighborhood);
+        const auto qh = project(q, L, 0), kh = project(k, S, 1), vh = project(v, S, 2);
+        attention_result<R> result;
+        const auto attend = [&](const auto& similarity, const auto& nb) {
+            auto o = weighted_aggregate_lse<Arch>(policy, qh, kh, vh, similarity, nb, softmax{});
+            if (options.need_weights)
+                result.weights = attention_weights<Arch>(qh, kh, o.lse, similarity, nb, options.average_attn_weights,
+                                                         R == 3);
+            return std::move(o.out);
+        };
+        // The masks narrow the neighborhood; without them a window keeps its own kernel.
+        const auto masked = [&](const auto& similarity) {
+            if constexpr (!tiled_neighborhood<Nb>)
+                if (!options.key_padding_mask && !options.attn_mask) return attend(similarity, neighborhood);
+            return attend(similarity, intersect(intersect(neighborhood, masks.keys), masks.pairs));
+        };
+        const auto o = options.attn_bias ? masked(with_pair_bias(scaled_dot_product{}, masks.bias))
+                                         : masked(scaled_dot_product{});
         xt::xtensor<float, 2> merged = xt::empty<float>({B * L, E});
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t head = 0; head < h; ++head)
                 for (std::size_t t = 0; t < L; ++t) std::copy_n(&o(b, head, t, 0), hd, &merged(b * L + t, head * hd));
         auto y = simd::linear_rows<Arch>(as_rows(merged), as_rows(out_proj_weight), out_proj_bias.data(), threads);
-        xt::xtensor<float, R> result = xt::empty<float>(q.shape());
-        std::copy(y.begin(), y.end(), result.begin());
+        result.output = xt::empty<float>(q.shape());
+        std::copy(y.begin(), y.end(), result.output.begin());
         return result;
     }
 
@@ -114,6 +211,44 @@ private:
     template <std::size_t N>
     static xt::xtensor<float, N> load_weights(const std::string& path) {
         return detail::load_weights<N>(path, "nn::multi_head_attention::load_npy");
+    }
+
+    /// softmax(q k^T / sqrt(hd) + bias) of every head [B, h, L, S], 0 where the neighborhood
+    /// drops a pair, from the log-sum-exp of the attention's own pass: each weight is
+    /// exp(logit - lse), one more pass over the scores. Averaged over the heads when `average`.
+    template <class Arch, class S, class Nb>
+    static xt::xarray<float> attention_weights(const xt::xtensor<float, 4>& q, const xt::xtensor<float, 4>& k,
+                                               const xt::xtensor<float, 3>& lse, const S& similarity, const Nb& nb,
+                                               bool average, bool batched) {
+        const std::size_t B = q.shape(0), h = q.shape(1), L = q.shape(2), S_ = k.shape(2), hd = q.shape(3);
+        xt::xtensor<float, 4> w = xt::zeros<float>({B, h, L, S_});
+        const float scale = static_cast<float>(scaled_dot_product{}.scale(hd));
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t head = 0; head < h; ++head) {
+                const slice_index at{b, head, B, h};
+                const auto logits = simd::linear_rows<Arch>(row_matrix<const float>{&q(b, head, 0, 0), L, hd},
+                                                             row_matrix<const float>{&k(b, head, 0, 0), S_, hd});
+                detail::with_head<4>(similarity, at, [&](const auto& s) {
+                    detail::with_neighborhood(nb, at, [&](const auto& n) {
+                        for (std::size_t i = 0; i < L; ++i) {
+                            const float top = lse(b, head, i);
+                            if (std::isinf(top)) continue;   // no key admitted: the row stays 0
+                            n.for_each_range(i, extents{L, S_}, [&](key_range r) {
+                                for (std::size_t t = 0; t < r.count; ++t) {
+                                    const std::size_t j = r.first + t * r.stride;
+                                    float logit = scale * logits(i, j);
+                                    if constexpr (detail::pair_biased_dot_product<std::decay_t<decltype(s)>>)
+                                        logit += static_cast<float>(s.bias_column(j)[i]);
+                                    w(b, head, i, j) = std::exp(logit - top);
+                                }
+                            });
+                        }
+                    });
+                });
+            }
+        xt::xarray<float> weights = average ? xt::xarray<float>(xt::mean(w, {1})) : xt::xarray<float>(w);
+        if (!batched) weights = xt::xarray<float>(xt::view(weights, 0));
+        return weights;
     }
 };
 
