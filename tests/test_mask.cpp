@@ -179,6 +179,52 @@ BOOST_AUTO_TEST_CASE(coverage_and_default_masks) {
     BOOST_TEST(seen == (std::vector<std::size_t>{2, 3}), boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(tiles_of_any_place_and_size) {
+    // Blocks of 64 queries in storage: tiles that start anywhere, cross a block or end at an
+    // odd edge classify and restrict as the mask's own entries say, pair by pair.
+    const std::size_t n = 150, m = 130;
+    const auto entries = random_mask<3>({2, n, m}, 9, 0.5);
+    xt::xtensor<bool, 3> structured = entries;
+    xt::view(structured, 1, xt::range(0, 64), xt::range(0, 64)) = true;    // a full tile
+    xt::view(structured, 1, xt::range(64, 128), xt::range(64, 128)) = false;   // an empty one
+    const element_mask mask(structured);
+    for (std::size_t s = 0; s < 2; ++s) {
+        const element_mask slice = mask.for_slice({s, 0, 2, 1});
+        for (std::size_t i0 : {0, 1, 63, 64, 100, 128})
+            for (std::size_t j0 : {0, 5, 64, 127})
+                for (std::size_t rows : {1, 36, 64})
+                    for (std::size_t cols : {1, 3, 64}) {
+                        if (i0 + rows > n || j0 + cols > m) continue;
+                        std::vector<unsigned char> keep(cols * 70, 1);
+                        slice.restrict_tile(i0, rows, j0, cols, keep.data(), 70);
+                        std::size_t admitted = 0, wrong = 0;
+                        for (std::size_t c = 0; c < cols; ++c)
+                            for (std::size_t r = 0; r < 70; ++r) {
+                                const bool expected = r >= rows || structured(s, i0 + r, j0 + c);
+                                wrong += keep[c * 70 + r] != expected;
+                                admitted += r < rows && structured(s, i0 + r, j0 + c);
+                            }
+                        const tile_coverage expected = admitted == 0            ? tile_coverage::none
+                                                       : admitted == rows * cols ? tile_coverage::full
+                                                                                 : tile_coverage::partial;
+                        BOOST_TEST(wrong == 0u, "slice " << s << " tile " << i0 << ", " << j0 << ", " << rows << " x " << cols);
+                        BOOST_TEST((slice.coverage(i0, i0 + rows, j0, j0 + cols) == expected));
+                    }
+        // Whole tiles, as the tiled kernel asks: the counts kept per tile.
+        for (std::size_t i0 = 0; i0 < n; i0 += 64)
+            for (std::size_t j0 = 0; j0 < m; j0 += 64) {
+                const std::size_t i1 = std::min(i0 + 64, n), j1 = std::min(j0 + 64, m);
+                const std::size_t admitted = xt::sum(xt::view(structured, s, xt::range(i0, i1), xt::range(j0, j1)))();
+                const tile_coverage expected = admitted == 0                       ? tile_coverage::none
+                                               : admitted == (i1 - i0) * (j1 - j0) ? tile_coverage::full
+                                                                                   : tile_coverage::partial;
+                BOOST_TEST((slice.coverage(i0, i1, j0, j1) == expected));
+            }
+    }
+    BOOST_TEST((mask.for_slice({1, 0, 2, 1}).coverage(0, 64, 0, 64) == tile_coverage::full));
+    BOOST_TEST((mask.for_slice({1, 0, 2, 1}).coverage(64, 128, 64, 128) == tile_coverage::none));
+}
+
 BOOST_AUTO_TEST_CASE(bad_masks_are_refused) {
     const auto q = test::random_tensor<float, 3>({2, 4, 3}, 1), k = test::random_tensor<float, 3>({2, 5, 3}, 2);
     const xt::xtensor<bool, 2> keys_3 = xt::ones<bool>({2, 3});

@@ -9,9 +9,6 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <vector>
-
-#include <xtensor/xarray.hpp>
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
@@ -97,31 +94,6 @@ inline void check_slice_count(std::string_view where, std::string_view what, std
                " batch items of " + std::to_string(heads) + " heads: expected 1, " + std::to_string(items) + " or " +
                std::to_string(items * heads);
     });
-}
-
-/// A stack of `count` [n, m] matrices stored key by key: entry (s, i, j) at (s m + j) n + i,
-/// so that the entries of key j for consecutive queries are contiguous, as the tiled kernels'
-/// score tiles hold them.
-template <class U>
-struct key_major_stack {
-    std::size_t count = 1, n = 0, m = 0;
-    std::vector<U> values;
-};
-
-/// `a` ([n, m], or [count, n, m]) stored key by key; throws `std::invalid_argument` naming
-/// `what` for another rank.
-template <class U>
-key_major_stack<U> key_major(const xt::xarray<U>& a, std::string_view where, std::string_view what) {
-    const std::size_t r = a.dimension();
-    require(r == 2 || r == 3, where, [&] {
-        return std::string(what) + " must be [n, m] or [slices, n, m], got " + shape_string(a.shape());
-    });
-    key_major_stack<U> stack{r == 2 ? 1 : a.shape(0), a.shape(r - 2), a.shape(r - 1), std::vector<U>(a.size())};
-    const std::size_t n = stack.n, m = stack.m;
-    for (std::size_t s = 0; s < stack.count; ++s)
-        for (std::size_t i = 0; i < n; ++i)
-            for (std::size_t j = 0; j < m; ++j) stack.values[(s * m + j) * n + i] = a.data()[(s * n + i) * m + j];
-    return stack;
 }
 
 /// Throws unless the neighborhood (and a data term) fit the shapes.

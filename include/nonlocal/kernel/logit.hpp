@@ -23,11 +23,13 @@ concept offset_biased_dot_product = requires(const S& s, std::ptrdiff_t dy) {
 };
 
 /// A dot-product similarity plus a bias per pair (`with_pair_bias`): `base` is the dot
-/// product and `bias_column(j)[i]` the bias of query i and key j.
+/// product, `bias(i, j)` the bias of query i and key j, and `bias_run(i, j)` points at those
+/// of key j for queries i, i + 1, ... up to the end of i's block of 64 queries.
 template <class S>
-concept pair_biased_dot_product = requires(const S& s, std::size_t j) {
+concept pair_biased_dot_product = requires(const S& s, std::size_t i) {
     requires is_dot_product_similarity<decltype(s.base)>;
-    { s.bias_column(j) } -> std::convertible_to<const double*>;
+    { s.bias(i, i) } -> std::convertible_to<double>;
+    s.bias_run(i, i)[0];
 };
 
 /// The scale of the dot product inside a (possibly biased) dot-product similarity.
@@ -54,7 +56,7 @@ public:
             (void)i, (void)j;
             return scale_ * simd::dot<Arch>(q, k, dim_);
         } else if constexpr (detail::pair_biased_dot_product<S>) {
-            return scale_ * simd::dot<Arch>(q, k, dim_) + static_cast<T>(s_.bias_column(j)[i]);
+            return scale_ * simd::dot<Arch>(q, k, dim_) + static_cast<T>(s_.bias(i, j));
         } else {
             return detail::logit(s_, std::span<const T>(q, dim_), std::span<const T>(k, dim_), i, j);
         }

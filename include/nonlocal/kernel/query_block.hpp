@@ -124,16 +124,15 @@ public:
         return keep_.data();
     }
     /// Step 2 for a partial tile: the scores of the `count` keys' pairs whose `keep()` entry
-    /// is clear become `masked`, the others are counted as admitted.
+    /// is clear become `masked`, the others are counted as admitted (for `count` alone).
     void mask(std::size_t count) noexcept {
         T* st = st_.data();
         const unsigned char* keep = keep_.data();
         for (std::size_t c = 0; c < count; ++c)
-            for (std::size_t r = 0; r < Rows; ++r) {
-                const std::size_t at = c * Rows + r;
-                st[at] = keep[at] ? st[at] : masked;
-                admitted_[r] += T(keep[at]);
-            }
+            for (std::size_t r = 0; r < Rows; ++r) st[c * Rows + r] = keep[c * Rows + r] ? st[c * Rows + r] : masked;
+        if constexpr (Kind == normalizer::count)
+            for (std::size_t c = 0; c < count; ++c)
+                for (std::size_t r = 0; r < Rows; ++r) admitted_[r] += T(keep[c * Rows + r]);
     }
 
     /// Counts keys admitted to query r (for `count`), or `keys` for every query.

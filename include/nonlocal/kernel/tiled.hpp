@@ -14,13 +14,15 @@
 #include <cstddef>
 
 #include "nonlocal/concepts.hpp"
+#include "nonlocal/detail/pair_table.hpp"
 #include "nonlocal/kernel/logit.hpp"
 #include "nonlocal/kernel/query_block.hpp"
 
 namespace nonlocal::kernel {
 
-/// Queries per block and keys per tile.
+/// Queries per block and keys per tile. A block's queries are one run of a pair table's.
 inline constexpr std::size_t tile_rows = 64;
+static_assert(tile_rows == detail::pair_table<float>::block);
 inline constexpr std::size_t tile_cols = tile_scores / tile_rows;
 
 /// Bytes of working memory one thread uses for features of dimension d and dv.
@@ -68,7 +70,7 @@ public:
 
             if constexpr (detail::pair_biased_dot_product<S>)
                 for (std::size_t c = 0; c < cols; ++c) {
-                    const double* bias = s_.bias_column(j0 + c) + i0;
+                    const auto* bias = s_.bias_run(i0, j0 + c);   // a block's queries: one run
                     for (std::size_t r = 0; r < rows; ++r) st[c * Br + r] += T(bias[r]);
                 }
             if (coverage == tile_coverage::partial) {

@@ -238,7 +238,7 @@ private:
                                     const std::size_t j = r.first + t * r.stride;
                                     float logit = scale * logits(i, j);
                                     if constexpr (detail::pair_biased_dot_product<std::decay_t<decltype(s)>>)
-                                        logit += static_cast<float>(s.bias_column(j)[i]);
+                                        logit += static_cast<float>(s.bias(i, j));
                                     w(b, head, i, j) = std::exp(logit - top);
                                 }
                             });

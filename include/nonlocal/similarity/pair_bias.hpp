@@ -5,23 +5,22 @@
 /// or computed additive term.
 
 #include <cstddef>
-#include <memory>
 #include <span>
-#include <string>
-#include <vector>
+#include <type_traits>
 
 #include <xtensor/xarray.hpp>
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/slices.hpp"
+#include "nonlocal/detail/pair_table.hpp"
 
 namespace nonlocal {
 
 /// logit(q_i, k_j) = base.logit(q_i, k_j) + bias(i, j), with `bias` [n, m] for every slice,
-/// [B, n, m] one per batch item, or [B * H, n, m] one per slice of a multi-head input.
-/// Stored in double, key by key, so that the tiled kernel adds a tile's biases a key at a time.
-template <similarity Base>
+/// [B, n, m] one per batch item, or [B * H, n, m] one per slice of a multi-head input, stored
+/// in its own element type U (float or double) in blocks of 64 queries, key by key
+/// (`detail::pair_table`), so that the tiled kernel adds a tile's biases a key at a time.
+template <similarity Base, class U = double>
 class with_pair_bias {
 public:
     using kernel = typename Base::kernel;
@@ -29,42 +28,39 @@ public:
 
     /// Throws `std::invalid_argument` unless `bias` has rank 2 or 3.
     template <class E>
-    with_pair_bias(Base base_similarity, const xt::xexpression<E>& bias) : base(base_similarity) {
-        auto stack = detail::key_major(xt::xarray<double>(xt::cast<double>(bias.derived_cast())), "with_pair_bias",
-                                       "bias");
-        count_ = stack.count, n_ = stack.n, m_ = stack.m;
-        biases_ = std::make_shared<const std::vector<double>>(std::move(stack.values));
-    }
+    with_pair_bias(Base base_similarity, const xt::xexpression<E>& bias)
+        : base(base_similarity), bias_(xt::xarray<U>(xt::cast<U>(bias.derived_cast())), "with_pair_bias", "bias") {}
 
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k, std::size_t i, std::size_t j) const {
-        return static_cast<T>(base.logit(q, k) + bias_column(j)[i]);
+        return static_cast<T>(base.logit(q, k) + bias_(i, j));
     }
 
-    /// The biases of key j for queries 0, ..., n - 1 of the current slice.
-    const double* bias_column(std::size_t j) const noexcept { return biases_->data() + offset_ + j * n_; }
+    /// The bias of query i and key j, and (`bias_run`) those of key j for queries i, i + 1, ...
+    /// up to the end of i's block of 64, contiguous.
+    U bias(std::size_t i, std::size_t j) const noexcept { return bias_(i, j); }
+    const U* bias_run(std::size_t i, std::size_t j) const noexcept { return bias_.run(i, j); }
 
-    void check(extents e) const {
-        detail::require(e.queries == n_ && e.keys == m_, "with_pair_bias", [&] {
-            return "bias [" + std::to_string(n_) + ", " + std::to_string(m_) + "] for " + std::to_string(e.queries) +
-                   " queries and " + std::to_string(e.keys) + " keys";
-        });
-    }
+    void check(extents e) const { bias_.check("with_pair_bias", "bias", e); }
     void check_slices(std::size_t items, std::size_t heads) const {
-        detail::check_slice_count("with_pair_bias", "biases", count_, items, heads);
+        bias_.check_slices("with_pair_bias", "biases", items, heads);
     }
     /// The same similarity with the bias of slice `at` (its own, its batch item's or the only one).
     with_pair_bias for_slice(slice_index at) const {
         with_pair_bias copy = *this;
-        copy.offset_ = detail::slice_of(count_, at) * n_ * m_;
+        copy.bias_ = bias_.for_slice(at);
         if constexpr (detail::sliced_policy<Base>) copy.base = base.for_slice(at);
         else if constexpr (detail::has_for_head<Base>) copy.base = base.for_head(at.head);
         return copy;
     }
 
 private:
-    std::shared_ptr<const std::vector<double>> biases_;
-    std::size_t count_ = 1, n_ = 0, m_ = 0, offset_ = 0;
+    detail::pair_table<U> bias_;
 };
+
+/// A bias of floats is kept in float, any other in double.
+template <class Base, class E>
+with_pair_bias(Base, const xt::xexpression<E>&)
+    -> with_pair_bias<Base, std::conditional_t<std::is_same_v<typename E::value_type, float>, float, double>>;
 
 }  // namespace nonlocal
