@@ -1,0 +1,78 @@
+// nonlocal::nn::multi_head_attention against PyTorch's nn.MultiheadAttention itself: runs
+// tests/torch/mha_parity.py, which writes a layer's weights, inputs, masks of every kind and
+// PyTorch's outputs and attention weights as .npy files, loads them and compares.
+//   torch_parity PYTHON SCRIPT FOLDER
+// Exit status: 0 when every case matches within 1e-5, 1 when one does not, 77 (a skipped
+// test) when the script finds no torch.
+#include <nonlocal/nonlocal.hpp>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <xtensor/xnpy.hpp>
+#include <xtensor/xview.hpp>
+
+namespace {
+
+double max_difference(const xt::xarray<float>& a, const xt::xarray<float>& b) {
+    if (a.shape() != b.shape()) return INFINITY;
+    return xt::amax(xt::abs(a - b))();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: torch_parity PYTHON SCRIPT FOLDER\n");
+        return 2;
+    }
+    const std::string folder = std::string(argv[3]) + "/";
+    const int status = std::system((std::string(argv[1]) + " " + argv[2] + " " + argv[3]).c_str());
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) return 77;
+    if (status != 0) {
+        std::fprintf(stderr, "torch_parity: %s %s failed\n", argv[1], argv[2]);
+        return 1;
+    }
+    const auto load = [&](const std::string& name) { return xt::load_npy<float>(folder + name + ".npy"); };
+    const auto mha = nonlocal::nn::multi_head_attention::load_npy(folder, 4);
+    const xt::xtensor<float, 3> x = load("x"), memory = load("memory");
+    const xt::xarray<bool> padding = load("padding") > 0.5f, pairs = load("pairs") > 0.5f,
+                           pairs_per_slice = load("pairs_per_slice") > 0.5f, causal = load("causal") > 0.5f;
+    const xt::xarray<float> bias = load("bias");
+
+    struct case_options {
+        const char* name;
+        bool self;
+        nonlocal::nn::attention_options options;
+    };
+    const auto options = [](auto&& set) {
+        nonlocal::nn::attention_options o;
+        o.need_weights = true;
+        set(o);
+        return o;
+    };
+    const case_options cases[] = {
+        {"padding", false, options([&](auto& o) { o.key_padding_mask = padding; })},
+        {"pairs", false, options([&](auto& o) { o.attn_mask = pairs, o.average_attn_weights = false; })},
+        {"pairs_per_slice_and_padding", false,
+         options([&](auto& o) { o.attn_mask = pairs_per_slice, o.key_padding_mask = padding; })},
+        {"bias", false, options([&](auto& o) { o.attn_bias = bias, o.average_attn_weights = false; })},
+        {"causal", true, options([&](auto& o) { o.attn_mask = causal, o.average_attn_weights = false; })},
+    };
+    int failed = 0;
+    for (const auto& c : cases) {
+        const auto& keys = c.self ? x : memory;
+        const auto r = mha.forward(x, keys, keys, c.options);
+        const double output = max_difference(r.output, load(std::string(c.name) + "_output"));
+        const double weights = max_difference(*r.weights, load(std::string(c.name) + "_weights"));
+        const bool ok = output <= 1e-5 && weights <= 1e-5;
+        failed += !ok;
+        std::printf("%-28s max |nonlocal - torch|: output %.2g, weights %.2g  %s\n", c.name, output, weights,
+                    ok ? "ok" : "FAILED (tolerance 1e-5)");
+    }
+    return failed == 0 ? 0 : 1;
+}
