@@ -3,7 +3,9 @@
 // loops: the fast path must refuse exactly the inputs the reference refuses (with
 // std::invalid_argument), and agree with it on the others. Inputs are [B, H, n, d] with
 // B <= 2, at most 3 heads (keys and values may have fewer: grouped-query), n, m <= 40 and
-// d <= 17 (around the SIMD widths); values are multiples of 1/32 in [-4, 4).
+// d <= 17 (around the SIMD widths); values are multiples of 1/32 in [-4, 4). Neighborhoods:
+// dense, causal, windows, padding and masks per pair (one, per item or per slice, and
+// intersections); similarities: dot products, with a bias per pair, and distances.
 #include <nonlocal/nonlocal.hpp>
 
 #include "fuzz_support.hpp"
@@ -12,6 +14,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -65,10 +69,41 @@ void with_normalization(FuzzedDataProvider& in, const tensor4& q, const tensor4&
     }
 }
 
+/// How many masks or biases a policy holds for B items of H heads: mostly 1, B or B x H,
+/// sometimes another number (which both paths must refuse).
+std::size_t drawn_count(FuzzedDataProvider& in, std::size_t b, std::size_t h) {
+    switch (in.ConsumeIntegralInRange(0, 3)) {
+        case 0: return 1;
+        case 1: return b;
+        case 2: return b * h;
+        default: return in.ConsumeIntegralInRange(0, 7);
+    }
+}
+
+/// `count` entries drawn for each of `size` positions, set with probability about 3/4, or
+/// (for a float bias) values in [-4, 4) and -inf.
+template <class T>
+xt::xarray<T> drawn_entries(FuzzedDataProvider& in, std::vector<std::size_t> shape) {
+    xt::xarray<T> t = xt::empty<T>(shape);
+    for (T& x : t) {
+        const auto byte = in.ConsumeIntegral<std::int8_t>();
+        if constexpr (std::is_same_v<T, bool>) x = (byte & 3) != 0;
+        else x = byte == -128 ? -INFINITY : T(byte) / T(32);
+    }
+    return t;
+}
+
 template <class Nb>
 void with_similarity(FuzzedDataProvider& in, const tensor4& q, const tensor4& k, const tensor4& v, const Nb& nb,
                      int threads) {
     const double h = 0.25 + in.ConsumeIntegralInRange(0, 64) / 8.0;
+    if (in.ConsumeIntegralInRange(0, 5) == 0) {   // a bias per pair, now and then of another shape
+        const std::size_t n = q.shape(2) + (in.ConsumeIntegralInRange(0, 15) == 0), m = k.shape(2);
+        const auto bias = drawn_entries<float>(in, {drawn_count(in, q.shape(0), q.shape(1)), n, m});
+        // softmax alone: a bias of -inf drops its pair from exponential weights, and is no weight otherwise.
+        return compare(q, k, v, nonlocal::with_pair_bias(nonlocal::scaled_dot_product{}, bias), nb, nonlocal::softmax{},
+                       threads);
+    }
     switch (in.ConsumeIntegralInRange(0, 4)) {
         case 0: return with_normalization(in, q, k, v, nonlocal::scaled_dot_product{}, nb, threads);
         // exp(<q, k>) overflows float beyond 88: logits kept within +-34 (|q| / 8).
@@ -92,12 +127,26 @@ void aggregate(FuzzedDataProvider& in) {
     const std::size_t dilation = in.ConsumeIntegralInRange(0, 3);
     const bool causal = in.ConsumeBool();
     const auto edges = in.ConsumeBool() ? nonlocal::border::shift : nonlocal::border::clip;
-    const int kind = in.ConsumeIntegralInRange(0, 3);
+    const int kind = in.ConsumeIntegralInRange(0, 5);
     const tensor4 q = drawn_tensor(in, b, h, n, d), k = drawn_tensor(in, b, h_kv, m, d), v = drawn_tensor(in, b, h_kv, m, dv);
     switch (kind) {
         case 0: return with_similarity(in, q, k, v, nonlocal::dense{}, threads);
         case 1: return with_similarity(in, q, k, v, nonlocal::causal{}, threads);
         case 2: return with_similarity(in, q, k, v, nonlocal::window1d{radius, dilation, causal, edges}, threads);
+        case 4: {   // padding, under a causal mask or not; now and then of another length
+            const std::size_t keys = m + (in.ConsumeIntegralInRange(0, 15) == 0);
+            const nonlocal::key_mask padding(drawn_entries<bool>(in, {drawn_count(in, b, h), keys}));
+            if (causal) return with_similarity(in, q, k, v, nonlocal::intersect(nonlocal::causal{}, padding), threads);
+            return with_similarity(in, q, k, v, padding, threads);
+        }
+        case 5: {   // a mask per pair, with padding or alone
+            const nonlocal::element_mask pairs(drawn_entries<bool>(in, {drawn_count(in, b, h), n, m}));
+            if (causal) {
+                const nonlocal::key_mask padding(drawn_entries<bool>(in, {b, m}));
+                return with_similarity(in, q, k, v, nonlocal::intersect(padding, pairs), threads);
+            }
+            return with_similarity(in, q, k, v, pairs, threads);
+        }
         default:
             return with_similarity(in, q, k, v, nonlocal::window2d{rows, cols, kernel, dilation, causal, edges},
                                    threads);
