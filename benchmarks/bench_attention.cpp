@@ -94,7 +94,7 @@ BENCHMARK(attention_pair_bias)->ArgNames({"n", "d"})->ArgsProduct({{1024, 4096},
 BENCHMARK(attention_causal)->ArgNames({"n", "d"})->ArgsProduct({{512, 1024, 2048, 4096}, {64}})->Unit(benchmark::kMillisecond);
 BENCHMARK(attention_dense_par)->ArgNames({"n", "d"})->Args({4096, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void mha(benchmark::State& state) {
+void run_mha(benchmark::State& state, const nonlocal::nn::attention_options& options) {
     const std::size_t n = state.range(0), E = state.range(1), h = state.range(2);
     const nonlocal::nn::multi_head_attention m(h, randn(3 * E, E, 4) * 0.05f, xt::zeros<float>({3 * E}),
                                                randn(E, E, 5) * 0.05f, xt::zeros<float>({E}));
@@ -102,14 +102,23 @@ void mha(benchmark::State& state) {
     const auto x2 = randn(n, E, 6);
     std::copy(x2.begin(), x2.end(), x.begin());
     for (auto _ : state) {
-        auto y = m(x, x, x);
-        benchmark::DoNotOptimize(y.data());
+        auto y = m.forward(x, x, x, options);
+        benchmark::DoNotOptimize(y.output.data());
     }
     // 4 projections of 2 n E^2 flops and attention's 4 n^2 E over all heads.
     report(state, 8.0 * n * E * E + 4.0 * n * n * E,
            double(nonlocal::kernel::tiled_workspace_bytes<float>(E / h, E / h, nonlocal::simd_width<float>)));
 }
+void mha(benchmark::State& state) { run_mha(state, {}); }
+/// The same with the attention weights, averaged over the heads: what their second pass costs
+/// (flops counted as for mha).
+void mha_need_weights(benchmark::State& state) {
+    nonlocal::nn::attention_options options;
+    options.need_weights = true;
+    run_mha(state, options);
+}
 BENCHMARK(mha)->ArgNames({"n", "E", "h"})->Args({1024, 512, 8})->Unit(benchmark::kMillisecond);
+BENCHMARK(mha_need_weights)->ArgNames({"n", "E", "h"})->Args({1024, 512, 8})->Unit(benchmark::kMillisecond);
 
 /// nn::linear: x [n, in] W^T for W [out, in], the projections of attention layers and MLPs.
 void linear(benchmark::State& state) {

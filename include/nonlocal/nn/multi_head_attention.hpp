@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -180,23 +181,28 @@ struct multi_head_attention {
                         std::copy_n(&y(b * rows + t, head * hd), hd, &heads(b, head, t, 0));
             return heads;
         };
-        const auto qh = project(q, L, 0), kh = project(k, S, 1), vh = project(v, S, 2);
         attention_result<R> result;
-        const auto attend = [&](const auto& similarity, const auto& nb) {
-            auto o = weighted_aggregate_lse<Arch>(policy, qh, kh, vh, similarity, nb, softmax{});
-            if (options.need_weights)
-                result.weights = attention_weights<Arch>(qh, kh, o.lse, similarity, nb, options.average_attn_weights,
-                                                         R == 3);
-            return std::move(o.out);
-        };
-        // The masks narrow the neighborhood; without them a window keeps its own kernel.
-        const auto masked = [&](const auto& similarity) {
-            if constexpr (!tiled_neighborhood<Nb>)
-                if (!options.key_padding_mask && !options.attn_mask) return attend(similarity, neighborhood);
-            return attend(similarity, intersect(intersect(neighborhood, masks.keys), masks.pairs));
-        };
-        const auto o = options.attn_bias ? masked(with_pair_bias(scaled_dot_product{}, masks.bias))
-                                         : masked(scaled_dot_product{});
+        // The projections live as long as the attention alone: their memory is free again
+        // for the merged heads and the output (held longer, each large block would be new
+        // memory, page-faulted in on every call: a quarter slower here).
+        const xt::xtensor<float, 4> o = [&] {
+            const auto qh = project(q, L, 0), kh = project(k, S, 1), vh = project(v, S, 2);
+            const auto attend = [&](const auto& similarity, const auto& nb) {
+                auto a = weighted_aggregate_lse<Arch>(policy, qh, kh, vh, similarity, nb, softmax{});
+                if (options.need_weights)
+                    result.weights = attention_weights<Arch>(qh, kh, a.lse, similarity, nb,
+                                                             options.average_attn_weights, R == 3);
+                return std::move(a.out);
+            };
+            // The masks narrow the neighborhood; without them a window keeps its own kernel.
+            const auto masked = [&](const auto& similarity) {
+                if constexpr (!tiled_neighborhood<Nb>)
+                    if (!options.key_padding_mask && !options.attn_mask) return attend(similarity, neighborhood);
+                return attend(similarity, intersect(intersect(neighborhood, masks.keys), masks.pairs));
+            };
+            return options.attn_bias ? masked(with_pair_bias(scaled_dot_product{}, masks.bias))
+                                     : masked(scaled_dot_product{});
+        }();
         xt::xtensor<float, 2> merged = xt::empty<float>({B * L, E});
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t head = 0; head < h; ++head)
@@ -215,14 +221,17 @@ private:
 
     /// softmax(q k^T / sqrt(hd) + bias) of every head [B, h, L, S], 0 where the neighborhood
     /// drops a pair, from the log-sum-exp of the attention's own pass: each weight is
-    /// exp(logit - lse), one more pass over the scores. Averaged over the heads when `average`.
+    /// exp(logit - lse), one more pass over the scores (q k^T by the projections' GEMM, the
+    /// exponentials a row at a time in vectors). Averaged over the heads when `average`.
     template <class Arch, class S, class Nb>
     static xt::xarray<float> attention_weights(const xt::xtensor<float, 4>& q, const xt::xtensor<float, 4>& k,
                                                const xt::xtensor<float, 3>& lse, const S& similarity, const Nb& nb,
                                                bool average, bool batched) {
         const std::size_t B = q.shape(0), h = q.shape(1), L = q.shape(2), S_ = k.shape(2), hd = q.shape(3);
-        xt::xtensor<float, 4> w = xt::zeros<float>({B, h, L, S_});
+        constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+        xt::xtensor<float, 4> w = xt::zeros<float>({B, average ? 1 : h, L, S_});
         const float scale = static_cast<float>(scaled_dot_product{}.scale(hd));
+        std::vector<float> row(S_);
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t head = 0; head < h; ++head) {
                 const slice_index at{b, head, B, h};
@@ -233,20 +242,26 @@ private:
                         for (std::size_t i = 0; i < L; ++i) {
                             const float top = lse(b, head, i);
                             if (std::isinf(top)) continue;   // no key admitted: the row stays 0
+                            // The admitted pairs' logits, -inf elsewhere, then exp(logit - lse).
+                            std::fill(row.begin(), row.end(), minus_inf);
+                            const float* l = &logits(i, 0);
                             n.for_each_range(i, extents{L, S_}, [&](key_range r) {
                                 for (std::size_t t = 0; t < r.count; ++t) {
                                     const std::size_t j = r.first + t * r.stride;
-                                    float logit = scale * logits(i, j);
+                                    row[j] = scale * l[j];
                                     if constexpr (detail::pair_biased_dot_product<std::decay_t<decltype(s)>>)
-                                        logit += static_cast<float>(s.bias(i, j));
-                                    w(b, head, i, j) = std::exp(logit - top);
+                                        row[j] += static_cast<float>(s.bias(i, j));
                                 }
                             });
+                            simd::exp_shifted_sum<Arch>(row.data(), top, S_);
+                            float* out = &w(b, average ? 0 : head, i, 0);
+                            if (average) simd::axpy<Arch>(1.0f / float(h), row.data(), out, S_);
+                            else std::copy(row.begin(), row.end(), out);
                         }
                     });
                 });
             }
-        xt::xarray<float> weights = average ? xt::xarray<float>(xt::mean(w, {1})) : xt::xarray<float>(w);
+        xt::xarray<float> weights = average ? xt::xarray<float>(xt::view(w, xt::all(), 0)) : xt::xarray<float>(w);
         if (!batched) weights = xt::xarray<float>(xt::view(weights, 0));
         return weights;
     }
