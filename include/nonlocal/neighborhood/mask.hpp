@@ -125,7 +125,8 @@ public:
             const auto table = mask_.for_slice({s, 0, mask_.count(), 1});
             for (std::size_t i0 = 0; i0 < n; i0 += tile)
                 for (std::size_t j = 0; j < m; ++j)
-                    counts[(s * tiles(n) + i0 / tile) * tiles(m) + j / tile] += count_run(table.run(i0, j), std::min(tile, n - i0));
+                    counts[(s * tiles(n) + i0 / tile) * tiles(m) + j / tile] +=
+                        count_run(table.run(i0, j), std::min(tile, n - i0));
         }
         tile_counts_ = std::make_shared<const std::vector<std::size_t>>(std::move(counts));
     }
