@@ -183,6 +183,26 @@ BOOST_AUTO_TEST_CASE(fully_masked_queries_and_unbatched_inputs) {
     for (std::size_t i = 1; i < L; ++i) BOOST_TEST(xt::sum(xt::view(*r.weights, i))() == 1.0f, boost::test_tools::tolerance(1e-5f));
 }
 
+BOOST_AUTO_TEST_CASE(a_layer_without_biases) {
+    // bias=False in PyTorch: no in_proj_bias nor out_proj.bias. Empty biases are none, and
+    // load_npy reads a layer saved without the files; the result is the layer with zero biases.
+    const std::size_t E = 24;
+    const auto w_in = test::random_tensor<float, 2>({3 * E, E}, 21), w_out = test::random_tensor<float, 2>({E, E}, 22);
+    const nn::multi_head_attention none(4, w_in, {}, w_out, {});
+    const nn::multi_head_attention zeros(4, w_in, xt::zeros<float>({3 * E}), w_out, xt::zeros<float>({E}));
+    const auto x = test::random_tensor<float, 3>({2, 9, E}, 23);
+    test::check_close(none(x, x, x), zeros(x, x, x), 0, 0, "no biases are zero biases");
+    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mha_no_bias";
+    std::filesystem::create_directories(dir);
+    const std::string prefix = (dir / "layer_").string();
+    xt::dump_npy(prefix + "in_proj_weight.npy", w_in);
+    xt::dump_npy(prefix + "out_proj_weight.npy", w_out);
+    test::check_close(nn::multi_head_attention::load_npy(prefix, 4)(x, x, x), zeros(x, x, x), 0, 0, "loaded");
+    std::filesystem::remove_all(dir);
+    test::check_invalid([&] { nn::multi_head_attention(4, w_in, xt::zeros<float>({E}), w_out, {}); },
+                        "in_proj_bias [3E] or [0]", "[24]");
+}
+
 BOOST_AUTO_TEST_CASE(bad_masks_name_their_shapes) {
     const auto m = random_layer();
     const auto x = test::random_tensor<float, 3>({2, 5, 24}, 1);

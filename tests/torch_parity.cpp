@@ -64,15 +64,20 @@ int main(int argc, char** argv) {
         {"causal", true, options([&](auto& o) { o.attn_mask = causal, o.average_attn_weights = false; })},
     };
     int failed = 0;
-    for (const auto& c : cases) {
-        const auto& keys = c.self ? x : memory;
-        const auto r = mha.forward(x, keys, keys, c.options);
-        const double output = max_difference(r.output, load(std::string(c.name) + "_output"));
-        const double weights = max_difference(*r.weights, load(std::string(c.name) + "_weights"));
+    const auto compare = [&](const char* name, const auto& r) {
+        const double output = max_difference(r.output, load(std::string(name) + "_output"));
+        const double weights = max_difference(*r.weights, load(std::string(name) + "_weights"));
         const bool ok = output <= 1e-5 && weights <= 1e-5;
         failed += !ok;
-        std::printf("%-28s max |nonlocal - torch|: output %.2g, weights %.2g  %s\n", c.name, output, weights,
+        std::printf("%-28s max |nonlocal - torch|: output %.2g, weights %.2g  %s\n", name, output, weights,
                     ok ? "ok" : "FAILED (tolerance 1e-5)");
+    };
+    for (const auto& c : cases) {
+        const auto& keys = c.self ? x : memory;
+        compare(c.name, mha.forward(x, keys, keys, c.options));
     }
+    // A layer built with bias=False: no bias files.
+    const auto unbiased = nonlocal::nn::multi_head_attention::load_npy(folder + "unbiased_", 4);
+    compare("unbiased", unbiased.forward(x, memory, memory, cases[0].options));
     return failed == 0 ? 0 : 1;
 }

@@ -29,6 +29,9 @@ with torch.no_grad():   # the biases start at 0: make them count
     layer.out_proj.bias.normal_()
 for name, tensor in layer.state_dict().items():
     save(name.replace(".", "_"), tensor)
+unbiased = torch.nn.MultiheadAttention(E, H, bias=False, batch_first=True).eval()   # no bias tensors
+for name, tensor in unbiased.state_dict().items():
+    save("unbiased_" + name.replace(".", "_"), tensor)
 
 x, memory = torch.randn(B, L, E), torch.randn(B, S, E)
 padding = torch.rand(B, S) < 0.25
@@ -56,4 +59,7 @@ with torch.no_grad():
                                 need_weights=True, average_attn_weights=average)
         save(name + "_output", output)
         save(name + "_weights", weights)
+    output, weights = unbiased(x, memory, memory, key_padding_mask=padding, need_weights=True)
+    save("unbiased_output", output)
+    save("unbiased_weights", weights)
 print(f"wrote nn.MultiheadAttention (torch {torch.__version__}) cases into {folder}")

@@ -6,8 +6,8 @@
 /// Weight layout (E = embed_dim, h = num_heads, E divisible by h):
 /// - `in_proj_weight` [3E, E]: rows [0, E) project queries, [E, 2E) keys, [2E, 3E) values
 ///   (each y = x W^T + b, as `nn.Linear`);
-/// - `in_proj_bias` [3E];
-/// - `out_proj.weight` [E, E] and `out_proj.bias` [E].
+/// - `in_proj_bias` [3E], or empty for a layer built with `bias=False`;
+/// - `out_proj.weight` [E, E] and `out_proj.bias` [E] (empty: `bias=False`).
 /// Head i uses features [i E / h, (i + 1) E / h) of the projections, and the
 /// scale is 1 / sqrt(E / h). Export from PyTorch with, for each name,
 /// `numpy.save(name + ".npy", module.state_dict()[name].numpy())`, writing
@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <optional>
@@ -113,11 +114,12 @@ struct multi_head_attention {
         const std::size_t E = embed_dim;
         detail::require(E > 0 && num_heads > 0 && E % num_heads == 0 &&
                             in_proj_weight.shape() == std::array<std::size_t, 2>{3 * E, E} &&
-                            in_proj_bias.size() == 3 * E &&
-                            out_proj_weight.shape() == std::array<std::size_t, 2>{E, E} && out_proj_bias.size() == E,
+                            (in_proj_bias.size() == 3 * E || in_proj_bias.size() == 0) &&
+                            out_proj_weight.shape() == std::array<std::size_t, 2>{E, E} &&
+                            (out_proj_bias.size() == E || out_proj_bias.size() == 0),
                         "nn::multi_head_attention", [&] {
-                            return "expected in_proj_weight [3E, E], in_proj_bias [3E], out_proj_weight [E, E], "
-                                   "out_proj_bias [E] with num_heads dividing E; got " +
+                            return "expected in_proj_weight [3E, E], in_proj_bias [3E] or [0], out_proj_weight "
+                                   "[E, E], out_proj_bias [E] or [0] with num_heads dividing E; got " +
                                    detail::shape_string(in_proj_weight.shape()) + ", " +
                                    detail::shape_string(in_proj_bias.shape()) + ", " +
                                    detail::shape_string(out_proj_weight.shape()) + ", " +
@@ -128,11 +130,16 @@ struct multi_head_attention {
 
     /// Loads `<prefix>in_proj_weight.npy`, `<prefix>in_proj_bias.npy`,
     /// `<prefix>out_proj_weight.npy` and `<prefix>out_proj_bias.npy` (float32, or float64 or
-    /// integers converted to float). Throws `std::runtime_error` naming a file that cannot be
-    /// read, and `std::invalid_argument` naming one of another element type or rank.
+    /// integers converted to float); a layer saved with `bias=False` has no bias files, and
+    /// loads without them. Throws `std::runtime_error` naming a file that cannot be read, and
+    /// `std::invalid_argument` naming one of another element type or rank.
     static multi_head_attention load_npy(const std::string& prefix, std::size_t num_heads) {
-        return {num_heads, load_weights<2>(prefix + "in_proj_weight.npy"), load_weights<1>(prefix + "in_proj_bias.npy"),
-                load_weights<2>(prefix + "out_proj_weight.npy"), load_weights<1>(prefix + "out_proj_bias.npy")};
+        const auto bias = [&](const std::string& name) {
+            const std::string path = prefix + name;
+            return std::filesystem::exists(path) ? load_weights<1>(path) : xt::xtensor<float, 1>();
+        };
+        return {num_heads, load_weights<2>(prefix + "in_proj_weight.npy"), bias("in_proj_bias.npy"),
+                load_weights<2>(prefix + "out_proj_weight.npy"), bias("out_proj_bias.npy")};
     }
 
     /// Attention of `query` [B, L, E] over `key` and `value` [B, S, E] (or [L, E] and
@@ -173,7 +180,8 @@ struct multi_head_attention {
         const auto project = [&](const detail::contiguous<float, R>& x, std::size_t rows, std::size_t part) {
             const row_matrix<const float> w{in_proj_weight.data() + part * E * E, E, E};
             const auto y = simd::linear_rows<Arch>(row_matrix<const float>{x.data(), B * rows, E}, w,
-                                                     in_proj_bias.data() + part * E, threads);
+                                                     in_proj_bias.size() ? in_proj_bias.data() + part * E : nullptr,
+                                                     threads);
             xt::xtensor<float, 4> heads = xt::empty<float>({B, h, rows, hd});
             for (std::size_t b = 0; b < B; ++b)
                 for (std::size_t t = 0; t < rows; ++t)
@@ -207,7 +215,8 @@ struct multi_head_attention {
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t head = 0; head < h; ++head)
                 for (std::size_t t = 0; t < L; ++t) std::copy_n(&o(b, head, t, 0), hd, &merged(b * L + t, head * hd));
-        auto y = simd::linear_rows<Arch>(as_rows(merged), as_rows(out_proj_weight), out_proj_bias.data(), threads);
+        auto y = simd::linear_rows<Arch>(as_rows(merged), as_rows(out_proj_weight),
+                                         out_proj_bias.size() ? out_proj_bias.data() : nullptr, threads);
         result.output = xt::empty<float>(q.shape());
         std::copy(y.begin(), y.end(), result.output.begin());
         return result;
