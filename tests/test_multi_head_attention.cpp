@@ -183,6 +183,25 @@ BOOST_AUTO_TEST_CASE(fully_masked_queries_and_unbatched_inputs) {
     for (std::size_t i = 1; i < L; ++i) BOOST_TEST(xt::sum(xt::view(*r.weights, i))() == 1.0f, boost::test_tools::tolerance(1e-5f));
 }
 
+BOOST_AUTO_TEST_CASE(a_float_causal_mask_skips_tiles_as_a_boolean_one) {
+    // PyTorch's generate_square_subsequent_mask: 0 on and below the diagonal, -inf above. Its
+    // -inf pairs leave the neighborhood, so the tiles above the diagonal are skipped whole,
+    // and the layer gives what causal{} gives.
+    const std::size_t L = 130;
+    xt::xtensor<float, 2> square = xt::zeros<float>({L, L});
+    for (std::size_t i = 0; i < L; ++i)
+        for (std::size_t j = i + 1; j < L; ++j) square(i, j) = -INFINITY;
+    nn::attention_options o;
+    o.attn_bias = square;
+    const auto policies = o.masks(true, 1, 4, L, L);
+    BOOST_TEST((policies.pairs.coverage(0, 64, 64, 128) == tile_coverage::none));
+    BOOST_TEST((policies.pairs.coverage(64, 128, 0, 64) == tile_coverage::full));
+    BOOST_TEST((policies.pairs.coverage(0, 64, 0, 64) == tile_coverage::partial));
+    const auto m = random_layer();
+    const auto x = test::random_tensor<float, 3>({2, L, 24}, 31);
+    test::check_close(m.forward(x, x, x, o).output, m(x, x, x, causal{}), 1e-6, 1e-5, "float causal mask");
+}
+
 BOOST_AUTO_TEST_CASE(a_layer_without_biases) {
     // bias=False in PyTorch: no in_proj_bias nor out_proj.bias. Empty biases are none, and
     // load_npy reads a layer saved without the files; the result is the layer with zero biases.

@@ -48,7 +48,7 @@ struct attention_options {
     /// [L, S] or [B * H, L, S]: pairs not attended (PyTorch's boolean attn_mask).
     std::optional<xt::xarray<bool>> attn_mask;
     /// [L, S] or [B * H, L, S]: added to the scaled logits, -inf dropping the pair (PyTorch's
-    /// float attn_mask).
+    /// float attn_mask); tiles of -inf are skipped, as a boolean mask's are.
     std::optional<xt::xarray<float>> attn_bias;
     /// Whether to return the attention weights, and averaged over the heads or per head.
     bool need_weights = false;
@@ -77,14 +77,18 @@ struct attention_options {
             require_shape("key_padding_mask", *key_padding_mask, {batched ? shape{B, S} : shape{S}});
             p.keys = key_mask(!*key_padding_mask);
         }
-        if (attn_mask) {
-            require_shape("attn_mask", *attn_mask, {shape{L, S}, shape{B * H, L, S}});
-            p.pairs = element_mask(!*attn_mask);
-        }
+        if (attn_mask) require_shape("attn_mask", *attn_mask, {shape{L, S}, shape{B * H, L, S}});
         if (attn_bias) {
             require_shape("attn_bias", *attn_bias, {shape{L, S}, shape{B * H, L, S}});
             p.bias = *attn_bias;
         }
+        // The pairs an additive mask drops (-inf) leave the neighborhood too, so that the tiles
+        // they fill are skipped: PyTorch's float causal mask runs as a boolean one does.
+        constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+        const bool drops = attn_bias && xt::any(xt::equal(*attn_bias, minus_inf));
+        if (attn_mask && drops) p.pairs = element_mask(xt::xarray<bool>(!*attn_mask && xt::not_equal(*attn_bias, minus_inf)));
+        else if (attn_mask) p.pairs = element_mask(!*attn_mask);
+        else if (drops) p.pairs = element_mask(xt::not_equal(*attn_bias, minus_inf));
         return p;
     }
 };
