@@ -297,6 +297,13 @@ concept sliced_policy = requires(const P& p, slice_index at, std::size_t count) 
     p.check_slices(count, count);
 };
 
+/// The instance of policy `p` for slice `at`: `p.for_slice(at)` when it has one, `p` otherwise.
+template <class P>
+auto of_slice(const P& p, slice_index at) {
+    if constexpr (sliced_policy<P>) return p.for_slice(at);
+    else return (void)at, p;
+}
+
 template <class P>
 void check_slices(const P& p, std::size_t items, std::size_t heads) {
     if constexpr (sliced_policy<P>) p.check_slices(items, heads);

@@ -135,8 +135,7 @@ public:
                 for (std::size_t r = 0; r < Rows; ++r) admitted_[r] += T(keep[c * Rows + r]);
     }
 
-    /// Counts keys admitted to query r (for `count`), or `keys` for every query.
-    void admit(std::size_t r, T keys) noexcept { admitted_[r] += keys; }
+    /// Counts `keys` admitted keys for every query (for `count`).
     void admit_all(std::size_t keys) noexcept {
         for (std::size_t r = 0; r < count_; ++r) admitted_[r] += T(keys);
     }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
 #include "nonlocal/concepts.hpp"
 
@@ -74,15 +75,9 @@ struct intersection {
     auto for_slice(slice_index at) const
         requires detail::sliced_policy<First> || detail::sliced_policy<Second>
     {
-        return intersection<decltype(of_slice(first, at)), decltype(of_slice(second, at))>{of_slice(first, at),
-                                                                                          of_slice(second, at)};
-    }
-
-private:
-    template <class N>
-    static auto of_slice(const N& nb, slice_index at) {
-        if constexpr (detail::sliced_policy<N>) return nb.for_slice(at);
-        else return (void)at, nb;
+        auto a = detail::of_slice(first, at);
+        auto b = detail::of_slice(second, at);
+        return intersection<decltype(a), decltype(b)>{std::move(a), std::move(b)};
     }
 };
 

@@ -54,11 +54,11 @@ struct attention_options {
     bool need_weights = false;
     bool average_attn_weights = true;
 
-    /// The masks as policies of `weighted_aggregate`, checked against the shapes.
+    /// The boolean masks (and the -inf entries of `attn_bias`) as neighborhoods of
+    /// `weighted_aggregate`, checked against the shapes, with `attn_bias`'s shape.
     struct policies {
         key_mask keys;
         element_mask pairs;
-        xt::xarray<float> bias;
     };
     policies masks(bool batched, std::size_t B, std::size_t H, std::size_t L, std::size_t S) const {
         using shape = std::vector<std::size_t>;
@@ -78,15 +78,13 @@ struct attention_options {
             p.keys = key_mask(!*key_padding_mask);
         }
         if (attn_mask) require_shape("attn_mask", *attn_mask, {shape{L, S}, shape{B * H, L, S}});
-        if (attn_bias) {
-            require_shape("attn_bias", *attn_bias, {shape{L, S}, shape{B * H, L, S}});
-            p.bias = *attn_bias;
-        }
+        if (attn_bias) require_shape("attn_bias", *attn_bias, {shape{L, S}, shape{B * H, L, S}});
         // The pairs an additive mask drops (-inf) leave the neighborhood too, so that the tiles
         // they fill are skipped: PyTorch's float causal mask runs as a boolean one does.
         constexpr float minus_inf = -std::numeric_limits<float>::infinity();
         const bool drops = attn_bias && xt::any(xt::equal(*attn_bias, minus_inf));
-        if (attn_mask && drops) p.pairs = element_mask(xt::xarray<bool>(!*attn_mask && xt::not_equal(*attn_bias, minus_inf)));
+        if (attn_mask && drops)
+            p.pairs = element_mask(xt::xarray<bool>(!*attn_mask && xt::not_equal(*attn_bias, minus_inf)));
         else if (attn_mask) p.pairs = element_mask(!*attn_mask);
         else if (drops) p.pairs = element_mask(xt::not_equal(*attn_bias, minus_inf));
         return p;
@@ -212,7 +210,7 @@ struct multi_head_attention {
                     if (!options.key_padding_mask && !options.attn_mask) return attend(similarity, neighborhood);
                 return attend(similarity, intersect(intersect(neighborhood, masks.keys), masks.pairs));
             };
-            return options.attn_bias ? masked(with_pair_bias(scaled_dot_product{}, masks.bias))
+            return options.attn_bias ? masked(with_pair_bias(scaled_dot_product{}, *options.attn_bias))
                                      : masked(scaled_dot_product{});
         }();
         xt::xtensor<float, 2> merged = xt::empty<float>({B * L, E});

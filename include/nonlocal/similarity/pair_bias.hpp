@@ -49,8 +49,7 @@ public:
     with_pair_bias for_slice(slice_index at) const {
         with_pair_bias copy = *this;
         copy.bias_ = bias_.for_slice(at);
-        if constexpr (detail::sliced_policy<Base>) copy.base = base.for_slice(at);
-        else if constexpr (detail::has_for_head<Base>) copy.base = base.for_head(at.head);
+        detail::with_head<4>(base, at, [&](const Base& b) { copy.base = b; });
         return copy;
     }
 
