@@ -120,8 +120,20 @@ void mha_need_weights(benchmark::State& state) {
 BENCHMARK(mha)->ArgNames({"n", "E", "h"})->Args({1024, 512, 8})->Unit(benchmark::kMillisecond);
 BENCHMARK(mha_need_weights)->ArgNames({"n", "E", "h"})->Args({1024, 512, 8})->Unit(benchmark::kMillisecond);
 
-/// nn::linear: x [n, in] W^T for W [out, in], the projections of attention layers and MLPs.
+/// nn::linear_layer: x [n, in] W^T + b for W [out, in], the projections of attention layers
+/// and MLPs, W^T packed once when the layer is built.
 void linear(benchmark::State& state) {
+    const std::size_t n = state.range(0), in = state.range(1), out = state.range(2);
+    const auto x = randn(n, in, 9);
+    const nonlocal::nn::linear_layer<float> layer(randn(out, in, 10), xt::zeros<float>({out}));
+    for (auto _ : state) {
+        auto y = layer(x);
+        benchmark::DoNotOptimize(y.data());
+    }
+    report(state, 2.0 * n * in * out, 0);
+}
+/// nn::linear(x, W): the weight packed for each product, as a one-off projection does.
+void linear_packing_each_call(benchmark::State& state) {
     const std::size_t n = state.range(0), in = state.range(1), out = state.range(2);
     const auto x = randn(n, in, 9), w = randn(out, in, 10);
     for (auto _ : state) {
@@ -134,6 +146,7 @@ void linear(benchmark::State& state) {
 #define NONLOCAL_LINEAR_SHAPES ->ArgNames({"n", "in", "out"})->Args({197, 768, 3072})->Args({197, 3072, 768}) \
     ->Args({197, 768, 2304})->Args({1024, 512, 1536})->Unit(benchmark::kMillisecond)
 BENCHMARK(linear) NONLOCAL_LINEAR_SHAPES;
+BENCHMARK(linear_packing_each_call) NONLOCAL_LINEAR_SHAPES;
 
 /// A Transformer encoder layer (norm first, GELU) of L tokens, E features, h heads and an MLP of
 /// 4E; each query sees `keys` keys of the neighborhood.

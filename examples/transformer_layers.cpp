@@ -1,7 +1,7 @@
 // A ViT-Tiny forward pass and a MobileViT transformer from nonlocal's nn layers:
 // patch embedding (nn::linear over flattened 16 x 16 patches), class token and
 // position embedding, encoder layers (nn::transformer_encoder_layer, pre-norm, GELU)
-// and the final norm; then MobileViT's transformer over a 32 x 32 feature map, its
+// the final norm and the classification head (nn::linear_layer); then MobileViT's transformer over a 32 x 32 feature map, its
 // attention restricted by patch_group instead of unfolding the map.
 //
 //   transformer_layers [PREFIX]
@@ -15,6 +15,7 @@
 #include <string>
 
 #include <xtensor/xrandom.hpp>
+#include <xtensor/xsort.hpp>
 #include <xtensor/xview.hpp>
 
 namespace nn = nonlocal::nn;
@@ -66,8 +67,13 @@ int main(int argc, char** argv) {
     }
     const nn::layer_norm final_norm(xt::ones<float>({E}), xt::zeros<float>({E}));
     const xt::xtensor<float, 1> class_token = xt::view(final_norm(tokens), 0);
-    std::printf("ViT-Tiny/16, %zu layers: %zu tokens of %zu features in %.1f ms; class token [%zu], first values %.4f %.4f\n",
-                depth, tokens.shape(0), E, seconds_since(t0) * 1e3, class_token.size(), class_token(0), class_token(1));
+    // The classification head: a linear layer, its W^T packed once when it is built.
+    const nn::linear_layer<float> head(random_weight(1000, E), xt::zeros<float>({1000}));
+    const auto logits = head(xt::xtensor<float, 2>(xt::view(class_token, xt::newaxis(), xt::all())));
+    std::printf("ViT-Tiny/16, %zu layers: %zu tokens of %zu features in %.1f ms; class token [%zu], first values "
+                "%.4f %.4f; %zu logits, the largest for class %zu\n",
+                depth, tokens.shape(0), E, seconds_since(t0) * 1e3, class_token.size(), class_token(0), class_token(1),
+                logits.shape(1), std::size_t(xt::argmax(logits)()));
 
     // MobileViT: a 32 x 32 map of 96 features, 2 x 2 patches. Its transformer unfolds the map
     // into 4 sequences of 256 patches, one per offset in the patch; patch_group attends within

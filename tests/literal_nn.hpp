@@ -44,8 +44,8 @@ inline xt::xtensor<double, 2> literal_self_attention(const xt::xtensor<double, 2
                                               const std::function<bool(std::size_t, std::size_t)>& allowed) {
     const std::size_t L = x.shape(0), E = m.embed_dim, hd = E / m.num_heads;
     const auto part = [&](std::size_t p) {
-        const xt::xtensor<float, 2> w = xt::view(m.in_proj_weight, xt::range(p * E, (p + 1) * E), xt::all());
-        const xt::xtensor<float, 1> b = xt::view(m.in_proj_bias, xt::range(p * E, (p + 1) * E));
+        const xt::xtensor<float, 2> w = xt::view(m.in_proj.weight(), xt::range(p * E, (p + 1) * E), xt::all());
+        const xt::xtensor<float, 1> b = xt::view(m.in_proj.bias(), xt::range(p * E, (p + 1) * E));
         return literal_linear(x, w, b);
     };
     const auto q = part(0), k = part(1), v = part(2);
@@ -65,7 +65,7 @@ inline xt::xtensor<double, 2> literal_self_attention(const xt::xtensor<double, 2
             for (std::size_t j = 0; j < L; ++j)
                 for (std::size_t c = 0; c < hd; ++c) merged(i, head * hd + c) += w[j] / total * v(j, head * hd + c);
         }
-    return literal_linear(merged, m.out_proj_weight, m.out_proj_bias);
+    return literal_linear(merged, m.out_proj.weight(), m.out_proj.bias());
 }
 
 /// nn.MultiheadAttention over queries xq [B, L, E] and keys and values xkv [B, S, E], literally,
@@ -83,8 +83,8 @@ inline literal_attention literal_masked_attention(
     const std::size_t hd = E / H;
     literal_attention r{xt::zeros<double>({B, L, E}), xt::zeros<double>({B, H, L, S})};
     const auto part = [&](const xt::xtensor<double, 2>& x, std::size_t p) {
-        const xt::xtensor<float, 2> w = xt::view(m.in_proj_weight, xt::range(p * E, (p + 1) * E), xt::all());
-        const xt::xtensor<float, 1> b = xt::view(m.in_proj_bias, xt::range(p * E, (p + 1) * E));
+        const xt::xtensor<float, 2> w = xt::view(m.in_proj.weight(), xt::range(p * E, (p + 1) * E), xt::all());
+        const xt::xtensor<float, 1> b = xt::view(m.in_proj.bias(), xt::range(p * E, (p + 1) * E));
         return literal_linear(x, w, b);
     };
     for (std::size_t b = 0; b < B; ++b) {
@@ -109,7 +109,7 @@ inline literal_attention literal_masked_attention(
                     for (std::size_t c = 0; c < hd; ++c) merged(i, head * hd + c) += w * v(j, head * hd + c);
                 }
             }
-        xt::view(r.output, b) = literal_linear(merged, m.out_proj_weight, m.out_proj_bias);
+        xt::view(r.output, b) = literal_linear(merged, m.out_proj.weight(), m.out_proj.bias());
     }
     return r;
 }

@@ -40,22 +40,26 @@ BOOST_AUTO_TEST_CASE(matches_a_plain_loop_and_loads_npy) {
     const xt::xtensor<float, 2> x0 = xt::view(x, 0);
     const xt::xtensor<float, 2> y0 = xt::view(m(x, x, x), 0);
     test::check_close(m(x0, x0, x0), y0, 1e-6, 1e-6, "unbatched");
+    // Self-attention projects query, key and value in one pass over x (the three parts of
+    // in_proj); three tensors holding the same values go part by part: the same bits.
+    const xt::xtensor<float, 3> x_key = x, x_value = x;
+    BOOST_TEST(m(x, x_key, x_value) == m(x, x, x));
 
     const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mha";
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "layer0_").string();
-    xt::dump_npy(prefix + "in_proj_weight.npy", m.in_proj_weight);
-    xt::dump_npy(prefix + "in_proj_bias.npy", m.in_proj_bias);
-    xt::dump_npy(prefix + "out_proj_weight.npy", m.out_proj_weight);
-    xt::dump_npy(prefix + "out_proj_bias.npy", m.out_proj_bias);
+    xt::dump_npy(prefix + "in_proj_weight.npy", m.in_proj.weight());
+    xt::dump_npy(prefix + "in_proj_bias.npy", m.in_proj.bias());
+    xt::dump_npy(prefix + "out_proj_weight.npy", m.out_proj.weight());
+    xt::dump_npy(prefix + "out_proj_bias.npy", m.out_proj.bias());
     const auto loaded = nn::multi_head_attention::load_npy(prefix, h);
     BOOST_TEST(loaded(x, x, x) == m(x, x, x));
     // numpy.save of float64 weights: the same floats, converted on loading.
     const std::string wide = (dir / "layer0_f64_").string();
-    xt::dump_npy(wide + "in_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(m.in_proj_weight)));
-    xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(m.in_proj_bias)));
-    xt::dump_npy(wide + "out_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(m.out_proj_weight)));
-    xt::dump_npy(wide + "out_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(m.out_proj_bias)));
+    xt::dump_npy(wide + "in_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(m.in_proj.weight())));
+    xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(m.in_proj.bias())));
+    xt::dump_npy(wide + "out_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(m.out_proj.weight())));
+    xt::dump_npy(wide + "out_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(m.out_proj.bias())));
     BOOST_TEST(nn::multi_head_attention::load_npy(wide, h)(x, x, x) == m(x, x, x));
     // A missing file, a bias of rank 2 and an element type that is not a number are named.
     BOOST_CHECK_EXCEPTION(nn::multi_head_attention::load_npy(prefix + "missing_", h), std::runtime_error,
@@ -168,7 +172,7 @@ BOOST_AUTO_TEST_CASE(fully_masked_queries_and_unbatched_inputs) {
                                               false, false, false, false, true, true};
     o.need_weights = true;
     const auto r = m.forward(x, memory, memory, o);
-    for (std::size_t c = 0; c < 24; ++c) BOOST_TEST(r.output(0, c) == m.out_proj_bias(c));
+    for (std::size_t c = 0; c < 24; ++c) BOOST_TEST(r.output(0, c) == m.out_proj.bias()(c));
     BOOST_TEST(xt::all(xt::equal(xt::view(*r.weights, 0), 0.0f)));
     const xt::xtensor<float, 3> xb = xt::reshape_view(x, {std::size_t(1), L, std::size_t(24)});
     const xt::xtensor<float, 3> mb = xt::reshape_view(memory, {std::size_t(1), S, std::size_t(24)});

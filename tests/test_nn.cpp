@@ -2,6 +2,7 @@
 #include <nonlocal/nonlocal.hpp>
 
 #include <functional>
+#include <limits>
 
 #include <xtensor/xview.hpp>
 
@@ -32,12 +33,14 @@ BOOST_AUTO_TEST_CASE(linear_matches_literal) {
 }
 
 BOOST_AUTO_TEST_CASE(linear_on_awkward_shapes_against_double) {
-    // Rows around the micro-kernel's 6 and past a block of rows (96 with AVX2, 384 with
-    // AVX-512), depths past a depth block (256 with AVX2, 64 with AVX-512), columns around
-    // the vector widths and the panels (16 with AVX2, 64 with AVX-512), and empty sizes.
-    const std::array<std::size_t, 3> shapes[] = {{0, 5, 3},    {1, 1, 1},     {1, 17, 9},    {5, 7, 8},
-                                                 {6, 8, 16},   {7, 9, 17},    {13, 255, 33}, {97, 257, 65},
-                                                 {103, 600, 7}, {400, 70, 40}, {12, 0, 5},    {3, 4, 0}};
+    // Rows around the micro-kernel's 6 and past a block of rows (2 MiB of x: 700 rows of 800
+    // floats make two), depths past a depth block (4096), columns around the vector widths
+    // and the panels (64 floats; the micro-kernel's 16 with AVX2 and 64 with AVX-512), and
+    // empty sizes.
+    const std::array<std::size_t, 3> shapes[] = {{0, 5, 3},     {1, 1, 1},      {1, 17, 9},    {5, 7, 8},
+                                                 {6, 8, 16},    {7, 9, 17},     {13, 255, 33}, {97, 257, 65},
+                                                 {103, 600, 7}, {400, 70, 40},  {12, 0, 5},    {3, 4, 0},
+                                                 {9, 33, 130},  {13, 4099, 20}, {700, 800, 17}};
     test::for_each_arch([&](auto arch) {
         using Arch = decltype(arch);
         for (const auto& [n, in, out] : shapes) {
@@ -62,6 +65,106 @@ BOOST_AUTO_TEST_CASE(linear_on_awkward_shapes_against_double) {
             BOOST_TEST(on_three == nn::linear<Arch>(x, w));
         }
     });
+}
+
+/// The literal x W^T + b in double.
+template <class T>
+xt::xtensor<double, 2> literal_linear(const xt::xtensor<T, 2>& x, const xt::xtensor<T, 2>& w,
+                                      const xt::xtensor<T, 1>& b) {
+    const std::size_t n = x.shape(0), in = x.shape(1), out = w.shape(0);
+    xt::xtensor<double, 2> y = xt::empty<double>({n, out});
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t o = 0; o < out; ++o) {
+            double s = b.size() ? double(b(o)) : 0.0;
+            for (std::size_t c = 0; c < in; ++c) s += double(x(i, c)) * double(w(o, c));
+            y(i, o) = s;
+        }
+    return y;
+}
+
+BOOST_AUTO_TEST_CASE(linear_in_double_against_double) {
+    // Panels of 32 doubles, vectors of 2, 4 and 8.
+    const std::array<std::size_t, 3> shapes[] = {{0, 3, 2}, {1, 1, 1}, {7, 9, 31}, {13, 40, 33}, {6, 5, 72}};
+    test::for_each_arch([&](auto arch) {
+        using Arch = decltype(arch);
+        for (const auto& [n, in, out] : shapes) {
+            const auto x = test::random_tensor<double, 2>({n, in}, unsigned(n + 3));
+            const auto w = test::random_tensor<double, 2>({out, in}, unsigned(out + 4));
+            const auto b = test::random_tensor<double, 1>({out}, unsigned(out + 5));
+            test::check_close(nn::linear<Arch>(x, w, b), literal_linear(x, w, b), 1e-14 * double(in + 1), 1e-13,
+                              std::string(Arch::name()) + " double: [" + std::to_string(n) + ", " +
+                                  std::to_string(in) + "] x [" + std::to_string(out) + ", " + std::to_string(in) +
+                                  "]^T");
+        }
+    });
+}
+
+BOOST_AUTO_TEST_CASE(linear_layer_packs_once_and_applies_its_epilogue) {
+    // By hand: x = [1, 2], W = [[1, 0], [0, 1], [1, -1]], b = [0.5, -3, 0]:
+    // x W^T + b = [1.5, -1, -1]; ReLU [1.5, 0, 0]; GELU(v) = v Phi(v): GELU(1.5) = 1.5 x 0.9331928,
+    // GELU(-1) = -Phi(-1) = -0.1586553.
+    const xt::xtensor<float, 2> x1{{1, 2}}, w1{{1, 0}, {0, 1}, {1, -1}};
+    const xt::xtensor<float, 1> b1{0.5f, -3.f, 0.f};
+    const nn::linear_layer<float> small(w1, b1);
+    const xt::xtensor<float, 2> plain{{1.5f, -1.f, -1.f}}, relu{{1.5f, 0.f, 0.f}};
+    BOOST_TEST(small(x1) == plain);
+    BOOST_TEST(small(x1, execution::seq, simd::activation::relu) == relu);
+    const auto gelu = small(x1, execution::seq, simd::activation::gelu);
+    BOOST_TEST(std::abs(gelu(0, 1) - -0.15865525f) < 1e-6f);
+    BOOST_TEST(std::abs(gelu(0, 0) - 1.3997892f) < 1e-6f);
+
+    test::for_each_arch([&](auto arch) {
+        using Arch = decltype(arch);
+        for (const auto& [n, in, out] : {std::array<std::size_t, 3>{7, 19, 45}, {13, 64, 129}, {1, 3, 300}}) {
+            const auto x = test::random_tensor<float, 2>({n, in}, 11), w = test::random_tensor<float, 2>({out, in}, 12);
+            const auto b = test::random_tensor<float, 1>({out}, 13);
+            const nn::linear_layer<float> layer(w, b, 3);
+            const std::string what = std::string(Arch::name()) + " [" + std::to_string(out) + ", " +
+                                     std::to_string(in) + "]";
+            // The layer's packing in three parts gives the same values as packing in one.
+            const auto y = layer.template operator()<Arch>(x);
+            BOOST_TEST(y == nn::linear<Arch>(x, w, b), what);
+            test::check_close(y, literal_linear(x, w, b), 1e-6 * double(in + 1), 1e-5, what);
+            // The activation as the GEMM stores, and the array's activation after it.
+            xt::xtensor<float, 2> activated = y;
+            simd::activate<Arch>(simd::activation::gelu, activated.data(), activated.size());
+            test::check_close(layer.template operator()<Arch>(x, execution::seq, simd::activation::gelu), activated,
+                              1e-7, 1e-6, what + " gelu");
+            // A residual added as the results are stored.
+            const auto residual = test::random_tensor<float, 2>({n, out}, 14);
+            xt::xtensor<float, 2> sum = residual;
+            simd::linear_rows<Arch>(as_rows(x), layer.packed(),
+                                    simd::store_rows<float>{sum.data(), out, {layer.bias_data()}, true});
+            const xt::xtensor<float, 2> added = residual + y;
+            BOOST_TEST(sum == added, what + " residual");
+            // One part alone writes its columns and no others.
+            for (std::size_t part = 0; part < 3; ++part) {
+                xt::xtensor<float, 2> z = xt::full_like(y, std::numeric_limits<float>::quiet_NaN());
+                simd::linear_rows<Arch>(as_rows(x), layer.packed(), layer.packed().part(part),
+                                        simd::store_rows<float>{z.data(), out, {layer.bias_data()}});
+                for (std::size_t i = 0; i < n; ++i)
+                    for (std::size_t o = 0; o < out; ++o) {
+                        const bool mine = o / (out / 3) == part;
+                        BOOST_TEST((mine ? z(i, o) == y(i, o) : std::isnan(z(i, o))), what << " part " << part);
+                    }
+            }
+            // The same on two threads, bit for bit.
+            BOOST_TEST(layer.template operator()<Arch>(x, execution::parallel_policy{2}) == y, what);
+        }
+    });
+}
+
+BOOST_AUTO_TEST_CASE(linear_layer_names_bad_shapes) {
+    const xt::xtensor<float, 2> w = xt::zeros<float>({6, 4});
+    test::check_invalid([&] { nn::linear_layer<float>(w, xt::zeros<float>({5})); }, "nn::linear_layer",
+                        "weight [6, 4]", "bias [5]");
+    test::check_invalid([&] { nn::linear_layer<float>(w, {}, 4); }, "nn::linear_layer", "4 parts");
+    const nn::linear_layer<float> layer(w);
+    BOOST_TEST(layer.bias_data() == nullptr);
+    const xt::xtensor<float, 2> x = xt::zeros<float>({2, 3});
+    test::check_invalid([&] { layer(x); }, "nn::linear_layer", "x [2, 3]", "weight [6, 4]");
+    test::check_invalid([&] { simd::linear_rows(as_rows(x), layer.packed(), simd::store_rows<float>{nullptr, 6}); },
+                        "simd::linear_rows", "x [2, 3]", "4 inputs");
 }
 
 namespace {

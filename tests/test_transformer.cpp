@@ -32,9 +32,9 @@ xt::xtensor<double, 3> literal_encoder(const xt::xtensor<float, 3>& x, const nn:
     const std::size_t B = x.shape(0), L = x.shape(1), E = x.shape(2);
     xt::xtensor<double, 3> y = xt::empty<double>({B, L, E});
     const auto mlp = [&](const xt::xtensor<double, 2>& in) {
-        xt::xtensor<double, 2> hidden = test::literal_linear(in, layer.mlp.linear1_weight, layer.mlp.linear1_bias);
+        xt::xtensor<double, 2> hidden = test::literal_linear(in, layer.mlp.linear1.weight(), layer.mlp.linear1.bias());
         for (double& h : hidden) h = literal_activation(layer.mlp.kind, h);
-        return test::literal_linear(hidden, layer.mlp.linear2_weight, layer.mlp.linear2_bias);
+        return test::literal_linear(hidden, layer.mlp.linear2.weight(), layer.mlp.linear2.bias());
     };
     for (std::size_t b = 0; b < B; ++b) {
         xt::xtensor<double, 2> h = xt::cast<double>(xt::view(x, b));
@@ -174,15 +174,15 @@ BOOST_AUTO_TEST_CASE(loads_pytorch_state_dict_files) {
     const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_transformer";
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "blocks_0_").string();
-    xt::dump_npy(prefix + "self_attn_in_proj_weight.npy", layer.self_attn.in_proj_weight);
-    xt::dump_npy(prefix + "self_attn_in_proj_bias.npy", layer.self_attn.in_proj_bias);
-    xt::dump_npy(prefix + "self_attn_out_proj_weight.npy", layer.self_attn.out_proj_weight);
-    xt::dump_npy(prefix + "self_attn_out_proj_bias.npy", layer.self_attn.out_proj_bias);
-    xt::dump_npy(prefix + "linear1_weight.npy", layer.mlp.linear1_weight);
-    xt::dump_npy(prefix + "linear1_bias.npy", layer.mlp.linear1_bias);
+    xt::dump_npy(prefix + "self_attn_in_proj_weight.npy", layer.self_attn.in_proj.weight());
+    xt::dump_npy(prefix + "self_attn_in_proj_bias.npy", layer.self_attn.in_proj.bias());
+    xt::dump_npy(prefix + "self_attn_out_proj_weight.npy", layer.self_attn.out_proj.weight());
+    xt::dump_npy(prefix + "self_attn_out_proj_bias.npy", layer.self_attn.out_proj.bias());
+    xt::dump_npy(prefix + "linear1_weight.npy", layer.mlp.linear1.weight());
+    xt::dump_npy(prefix + "linear1_bias.npy", layer.mlp.linear1.bias());
     // float64, as numpy.save writes a double array.
-    xt::dump_npy(prefix + "linear2_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(layer.mlp.linear2_weight)));
-    xt::dump_npy(prefix + "linear2_bias.npy", layer.mlp.linear2_bias);
+    xt::dump_npy(prefix + "linear2_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(layer.mlp.linear2.weight())));
+    xt::dump_npy(prefix + "linear2_bias.npy", layer.mlp.linear2.bias());
     xt::dump_npy(prefix + "norm1_weight.npy", layer.norm1.weight);
     xt::dump_npy(prefix + "norm1_bias.npy", layer.norm1.bias);
     xt::dump_npy(prefix + "norm2_weight.npy", layer.norm2.weight);

@@ -1,10 +1,12 @@
 #pragma once
 /// @file nn/linear.hpp
-/// y = x W^T + b with PyTorch's `nn.Linear` layout.
+/// y = x W^T + b with PyTorch's `nn.Linear` layout: `linear_layer`, whose W^T is packed
+/// once when it is built, and `linear`, which packs the weight for one product.
 
 #include <concepts>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include <xtensor/xtensor.hpp>
 
@@ -15,6 +17,62 @@
 #include "nonlocal/execution.hpp"
 
 namespace nonlocal::nn {
+
+/// A linear layer, y = x W^T + b, as PyTorch's `nn.Linear`: weight [out, in], bias [out]
+/// or none (`bias=False`). W^T is packed for the GEMM once, when the layer is built, so
+/// applying the layer reads the packed panels directly; the weight and the bias are
+/// therefore read-only. `parts` cuts the outputs into equal blocks that can be computed
+/// alone (`simd::packed_weight`), as the query, key and value rows of an in-projection.
+template <class T = float>
+class linear_layer {
+public:
+    linear_layer() = default;
+
+    /// Throws `std::invalid_argument` unless bias is [out] or empty and `parts` divides out.
+    explicit linear_layer(xt::xtensor<T, 2> weight, xt::xtensor<T, 1> bias = {}, std::size_t parts = 1)
+        : weight_(std::move(weight)), bias_(std::move(bias)) {
+        detail::require((bias_.size() == 0 || bias_.size() == weight_.shape(0)) && parts > 0 &&
+                            weight_.shape(0) % parts == 0,
+                        "nn::linear_layer", [&] {
+                            return "weight " + detail::shape_string(weight_.shape()) + " and bias " +
+                                   detail::shape_string(bias_.shape()) + " must be [out, in] and [out] or [0], with " +
+                                   std::to_string(parts) + " parts dividing out";
+                        });
+        packed_ = simd::packed_weight<T>(as_rows(weight_), parts);
+    }
+
+    const xt::xtensor<T, 2>& weight() const noexcept { return weight_; }   ///< [out, in]
+    const xt::xtensor<T, 1>& bias() const noexcept { return bias_; }       ///< [out], or [0]
+    std::size_t in_features() const noexcept { return weight_.shape(1); }
+    std::size_t out_features() const noexcept { return weight_.shape(0); }
+    /// W^T as the GEMM reads it, for `simd::linear_rows` with an epilogue of one's own.
+    const simd::packed_weight<T>& packed() const noexcept { return packed_; }
+    /// The bias for `simd::epilogue`: its data, or none.
+    const T* bias_data() const noexcept { return bias_.size() ? bias_.data() : nullptr; }
+
+    /// a(x W^T + b) for x [n, in]: [n, out], on the threads of `policy` (the result does not
+    /// depend on their number). Throws `std::invalid_argument` naming the shapes unless x has
+    /// `in` columns.
+    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
+    xt::xtensor<T, 2> operator()(const xt::xexpression<X>& x, Ex policy = {},
+                                 simd::activation a = simd::activation::identity) const {
+        const detail::contiguous<T, 2> xc(x);
+        detail::require(xc.shape(1) == in_features(), "nn::linear_layer", [&] {
+            return "x " + detail::shape_string(xc.shape()) + " does not fit weight " +
+                   detail::shape_string(weight_.shape()) + " ([out, in])";
+        });
+        xt::xtensor<T, 2> y = xt::empty<T>({xc.shape(0), out_features()});
+        simd::linear_rows<Arch>(xc.matrix(), packed_,
+                                simd::store_rows<T>{y.data(), out_features(), {bias_data(), a}},
+                                detail::thread_count(policy));
+        return y;
+    }
+
+private:
+    xt::xtensor<T, 2> weight_;
+    xt::xtensor<T, 1> bias_;
+    simd::packed_weight<T> packed_;
+};
 
 /// x [n, in], weight [out, in], optional bias [out] -> [n, out], on the threads of
 /// `policy` (the result does not depend on their number).

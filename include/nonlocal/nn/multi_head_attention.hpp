@@ -31,6 +31,7 @@
 
 #include "nonlocal/attention.hpp"
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/nn/linear.hpp"
 #include "nonlocal/simd/linear.hpp"
 #include "nonlocal/detail/npy.hpp"
 #include "nonlocal/execution.hpp"
@@ -102,32 +103,30 @@ struct attention_result {
 struct multi_head_attention {
     std::size_t embed_dim = 0;
     std::size_t num_heads = 0;
-    xt::xtensor<float, 2> in_proj_weight;
-    xt::xtensor<float, 1> in_proj_bias;
-    xt::xtensor<float, 2> out_proj_weight;
-    xt::xtensor<float, 1> out_proj_bias;
+    linear_layer<float> in_proj;    ///< `in_proj_weight` [3E, E] and `in_proj_bias` [3E] or [0], in 3 parts
+    linear_layer<float> out_proj;   ///< `out_proj.weight` [E, E] and `out_proj.bias` [E] or [0]
 
     /// Throws `std::invalid_argument` unless the weights have the shapes above and h divides E.
     multi_head_attention(std::size_t num_heads_, xt::xtensor<float, 2> in_weight, xt::xtensor<float, 1> in_bias,
                          xt::xtensor<float, 2> out_weight, xt::xtensor<float, 1> out_bias)
-        : embed_dim(out_weight.shape(0)), num_heads(num_heads_), in_proj_weight(std::move(in_weight)),
-          in_proj_bias(std::move(in_bias)), out_proj_weight(std::move(out_weight)),
-          out_proj_bias(std::move(out_bias)) {
+        : embed_dim(out_weight.shape(0)), num_heads(num_heads_) {
         const std::size_t E = embed_dim;
         detail::require(E > 0 && num_heads > 0 && E % num_heads == 0 &&
-                            in_proj_weight.shape() == std::array<std::size_t, 2>{3 * E, E} &&
-                            (in_proj_bias.size() == 3 * E || in_proj_bias.size() == 0) &&
-                            out_proj_weight.shape() == std::array<std::size_t, 2>{E, E} &&
-                            (out_proj_bias.size() == E || out_proj_bias.size() == 0),
+                            in_weight.shape() == std::array<std::size_t, 2>{3 * E, E} &&
+                            (in_bias.size() == 3 * E || in_bias.size() == 0) &&
+                            out_weight.shape() == std::array<std::size_t, 2>{E, E} &&
+                            (out_bias.size() == E || out_bias.size() == 0),
                         "nn::multi_head_attention", [&] {
                             return "expected in_proj_weight [3E, E], in_proj_bias [3E] or [0], out_proj_weight "
                                    "[E, E], out_proj_bias [E] or [0] with num_heads dividing E; got " +
-                                   detail::shape_string(in_proj_weight.shape()) + ", " +
-                                   detail::shape_string(in_proj_bias.shape()) + ", " +
-                                   detail::shape_string(out_proj_weight.shape()) + ", " +
-                                   detail::shape_string(out_proj_bias.shape()) + " and num_heads = " +
+                                   detail::shape_string(in_weight.shape()) + ", " +
+                                   detail::shape_string(in_bias.shape()) + ", " +
+                                   detail::shape_string(out_weight.shape()) + ", " +
+                                   detail::shape_string(out_bias.shape()) + " and num_heads = " +
                                    std::to_string(num_heads);
                         });
+        in_proj = linear_layer<float>(std::move(in_weight), std::move(in_bias), 3);
+        out_proj = linear_layer<float>(std::move(out_weight), std::move(out_bias));
     }
 
     /// Loads `<prefix>in_proj_weight.npy`, `<prefix>in_proj_bias.npy`,
@@ -166,6 +165,25 @@ struct multi_head_attention {
                  const attention_options& options, const Nb& neighborhood = {}, Ex policy = {}) const {
         constexpr std::size_t R = detail::static_rank<Q>;
         static_assert(R == 2 || R == 3, "nonlocal::nn::multi_head_attention: inputs are [B, L, E] or [L, E]");
+        std::array<std::size_t, R> shape;
+        std::copy_n(query.derived_cast().shape().begin(), R, shape.begin());
+        attention_result<R> result;
+        result.output = xt::empty<float>(shape);
+        result.weights = forward_to<Arch>(result.output.data(), false, query, key, value, options, neighborhood, policy);
+        return result;
+    }
+
+    /// `forward`'s output written to y [B * L, E] or, when `add`, added to what y holds (the
+    /// residual connection of an encoder layer, in the same pass); the weights when asked for.
+    /// y may hold the inputs themselves: they are read before y is written.
+    template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
+              execution_policy Ex = execution::sequenced_policy>
+    std::optional<xt::xarray<float>> forward_to(float* y, bool add, const xt::xexpression<Q>& query,
+                                                const xt::xexpression<K>& key, const xt::xexpression<V>& value,
+                                                const attention_options& options, const Nb& neighborhood = {},
+                                                Ex policy = {}) const {
+        constexpr std::size_t R = detail::static_rank<Q>;
+        static_assert(R == 2 || R == 3, "nonlocal::nn::multi_head_attention: inputs are [B, L, E] or [L, E]");
         const detail::contiguous<float, R> q(query), k(key), v(value);
         const std::size_t B = R == 3 ? q.shape(0) : 1, L = q.shape(R - 2), S = k.shape(R - 2);
         const std::size_t E = embed_dim, h = num_heads, hd = E / h;
@@ -178,30 +196,46 @@ struct multi_head_attention {
                         });
         const auto masks = options.masks(R == 3, B, h, L, S);
         const int threads = detail::thread_count(policy);
-        // Projections, then [B * L, E] -> [B, h, L, hd].
-        const auto project = [&](const detail::contiguous<float, R>& x, std::size_t rows, std::size_t part) {
-            const row_matrix<const float> w{in_proj_weight.data() + part * E * E, E, E};
-            const auto y = simd::linear_rows<Arch>(row_matrix<const float>{x.data(), B * rows, E}, w,
-                                                     in_proj_bias.size() ? in_proj_bias.data() + part * E : nullptr,
-                                                     threads);
-            xt::xtensor<float, 4> heads = xt::empty<float>({B, h, rows, hd});
-            for (std::size_t b = 0; b < B; ++b)
-                for (std::size_t t = 0; t < rows; ++t)
-                    for (std::size_t head = 0; head < h; ++head)
-                        std::copy_n(&y(b * rows + t, head * hd), hd, &heads(b, head, t, 0));
-            return heads;
-        };
-        attention_result<R> result;
+        std::optional<xt::xarray<float>> weights;
         // The projections live as long as the attention alone: their memory is free again
-        // for the merged heads and the output (held longer, each large block would be new
-        // memory, page-faulted in on every call: a quarter slower here).
+        // for the merged heads (held longer, each large block would be new memory,
+        // page-faulted in on every call: a quarter slower here).
         const xt::xtensor<float, 4> o = [&] {
-            const auto qh = project(q, L, 0), kh = project(k, S, 1), vh = project(v, S, 2);
+            xt::xtensor<float, 4> qh = xt::empty<float>({B, h, L, hd}), kh = xt::empty<float>({B, h, S, hd}),
+                                  vh = xt::empty<float>({B, h, S, hd});
+            // Each projection's GEMM stores its rows [B * rows, E] as heads [B, h, rows, hd].
+            xt::xtensor<float, 4>* heads[3] = {&qh, &kh, &vh};
+            const auto project = [&](const float* x, std::size_t rows, std::span<const simd::packed_weight<float>::panel> panels) {
+                const simd::epilogue<float> bias{in_proj.bias_data()};
+                simd::linear_rows<Arch>(
+                    row_matrix<const float>{x, B * rows, E}, in_proj.packed(), panels,
+                    [&](std::size_t row, std::size_t column, const auto& acc, std::size_t lanes) {
+                        using batch = std::decay_t<decltype(acc)>;
+                        alignas(64) float values[batch::size];
+                        bias(acc, column, lanes).store_aligned(values);
+                        const std::size_t part = column / E, b = row / rows, t = row % rows;
+                        for (std::size_t l = 0; l < lanes;) {
+                            const std::size_t f = column % E + l, head = f / hd, d = f % hd;
+                            const std::size_t count = std::min(lanes - l, hd - d);
+                            std::copy_n(values + l, count, &(*heads[part])(b, head, t, d));
+                            l += count;
+                        }
+                    },
+                    threads);
+            };
+            // Self-attention projects the three parts in one pass over the query.
+            if (q.data() == k.data() && k.data() == v.data() && L == S) {
+                project(q.data(), L, in_proj.packed().panels());
+            } else {
+                project(q.data(), L, in_proj.packed().part(0));
+                project(k.data(), S, in_proj.packed().part(1));
+                project(v.data(), S, in_proj.packed().part(2));
+            }
             const auto attend = [&](const auto& similarity, const auto& nb) {
                 auto a = weighted_aggregate_lse<Arch>(policy, qh, kh, vh, similarity, nb, softmax{});
                 if (options.need_weights)
-                    result.weights = attention_weights<Arch>(qh, kh, a.lse, similarity, nb,
-                                                             options.average_attn_weights, R == 3);
+                    weights = attention_weights<Arch>(qh, kh, a.lse, similarity, nb, options.average_attn_weights,
+                                                      R == 3);
                 return std::move(a.out);
             };
             // The masks narrow the neighborhood; without them a window keeps its own kernel.
@@ -217,11 +251,9 @@ struct multi_head_attention {
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t head = 0; head < h; ++head)
                 for (std::size_t t = 0; t < L; ++t) std::copy_n(&o(b, head, t, 0), hd, &merged(b * L + t, head * hd));
-        auto y = simd::linear_rows<Arch>(as_rows(merged), as_rows(out_proj_weight),
-                                         out_proj_bias.size() ? out_proj_bias.data() : nullptr, threads);
-        result.output = xt::empty<float>(q.shape());
-        std::copy(y.begin(), y.end(), result.output.begin());
-        return result;
+        simd::linear_rows<Arch>(as_rows(std::as_const(merged)), out_proj.packed(),
+                                simd::store_rows<float>{y, E, {out_proj.bias_data()}, add}, threads);
+        return weights;
     }
 
 private:

@@ -43,78 +43,70 @@
 #include "nonlocal/execution.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
 #include "nonlocal/nn/layer_norm.hpp"
+#include "nonlocal/nn/linear.hpp"
 #include "nonlocal/nn/multi_head_attention.hpp"
 
 namespace nonlocal::nn {
 
-/// The activation between the feed-forward layer's two linear maps.
-enum class activation {
-    relu,   ///< x < 0 ? 0 : x (NaN stays NaN)
-    gelu,   ///< x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, PyTorch's exact GELU; 0 at -infinity, its limit
-};
-
-/// x[i] = a(x[i]) for i < n, batches of `Arch` throughout: the last n mod lanes values
-/// go through a padded batch, so every value's result is the same wherever it stands.
-template <class Arch = default_arch>
-void activate(activation a, float* x, std::size_t n) {
-    using batch = xsimd::batch<float, Arch>;
-    constexpr std::size_t lanes = batch::size;
-    const auto apply = [x, n](auto f) {
-        std::size_t i = 0;
-        for (; i + lanes <= n; i += lanes) f(batch::load_unaligned(x + i)).store_unaligned(x + i);
-        if (i == n) return;
-        alignas(64) float tail[batch::size] = {};
-        std::copy(x + i, x + n, tail);
-        f(batch::load_aligned(tail)).store_aligned(tail);
-        std::copy(tail, tail + (n - i), x + i);
-    };
-    if (a == activation::relu) return apply([](batch v) { return xsimd::select(v < batch(0.f), batch(0.f), v); });
-    const batch half(0.5f), one(1.f), inverse_sqrt2(float(std::numbers::sqrt2 / 2));
-    const batch minus_infinity(-std::numeric_limits<float>::infinity());
-    apply([=](batch v) {
-        return xsimd::select(v == minus_infinity, batch(0.f), half * v * (one + xsimd::erf(v * inverse_sqrt2)));
-    });
-}
+/// The activation between the feed-forward layer's two linear maps (`simd::activation`:
+/// identity, relu, gelu), and its application to an array.
+using simd::activation;
+using simd::activate;
 
 /// The feed-forward part of a Transformer layer, linear2(activation(linear1(x))), in
 /// PyTorch's `nn.Linear` layout (`linear1`/`linear2` of `nn.TransformerEncoderLayer`,
 /// `fc1`/`fc2` of timm's ViT MLP).
 struct feed_forward {
-    xt::xtensor<float, 2> linear1_weight;   ///< [F, E]
-    xt::xtensor<float, 1> linear1_bias;     ///< [F]
-    xt::xtensor<float, 2> linear2_weight;   ///< [E, F]
-    xt::xtensor<float, 1> linear2_bias;     ///< [E]
+    linear_layer<float> linear1;   ///< [F, E] and [F]
+    linear_layer<float> linear2;   ///< [E, F] and [E]
     activation kind = activation::relu;
 
     /// Throws `std::invalid_argument` unless the weights have the shapes above with E, F > 0.
     feed_forward(xt::xtensor<float, 2> w1, xt::xtensor<float, 1> b1, xt::xtensor<float, 2> w2,
                  xt::xtensor<float, 1> b2, activation a = activation::relu)
-        : linear1_weight(std::move(w1)), linear1_bias(std::move(b1)), linear2_weight(std::move(w2)),
-          linear2_bias(std::move(b2)), kind(a) {
-        const std::size_t F = linear1_weight.shape(0), E = linear1_weight.shape(1);
-        detail::require(E > 0 && F > 0 && linear1_bias.size() == F &&
-                            linear2_weight.shape() == std::array<std::size_t, 2>{E, F} && linear2_bias.size() == E,
+        : kind(a) {
+        const std::size_t F = w1.shape(0), E = w1.shape(1);
+        detail::require(E > 0 && F > 0 && b1.size() == F && w2.shape() == std::array<std::size_t, 2>{E, F} &&
+                            b2.size() == E,
                         "nn::feed_forward", [&] {
                             return "expected linear1_weight [F, E], linear1_bias [F], linear2_weight [E, F] and "
                                    "linear2_bias [E] with E, F > 0; got " +
-                                   detail::shape_string(linear1_weight.shape()) + ", " +
-                                   detail::shape_string(linear1_bias.shape()) + ", " +
-                                   detail::shape_string(linear2_weight.shape()) + " and " +
-                                   detail::shape_string(linear2_bias.shape());
+                                   detail::shape_string(w1.shape()) + ", " + detail::shape_string(b1.shape()) +
+                                   ", " + detail::shape_string(w2.shape()) + " and " +
+                                   detail::shape_string(b2.shape());
                         });
+        linear1 = linear_layer<float>(std::move(w1), std::move(b1));
+        linear2 = linear_layer<float>(std::move(w2), std::move(b2));
     }
 
-    std::size_t features() const noexcept { return linear1_weight.shape(1); }   ///< E
-    std::size_t hidden() const noexcept { return linear1_weight.shape(0); }     ///< F
+    std::size_t features() const noexcept { return linear1.in_features(); }   ///< E
+    std::size_t hidden() const noexcept { return linear1.out_features(); }    ///< F
 
     /// The tokens x [n, E] through the two linear maps: [n, E], the linear maps on `threads` threads.
     template <class Arch = default_arch>
     xt::xtensor<float, 2> operator()(row_matrix<const float> x, int threads = 1) const {
-        xt::xtensor<float, 2> hidden_values =
-            simd::linear_rows<Arch>(x, as_rows(linear1_weight), linear1_bias.data(), threads);
-        activate<Arch>(kind, hidden_values.data(), hidden_values.size());
-        return simd::linear_rows<Arch>(as_rows(std::as_const(hidden_values)), as_rows(linear2_weight),
-                                         linear2_bias.data(), threads);
+        xt::xtensor<float, 2> y = xt::empty<float>({x.rows, features()});
+        apply<Arch>(x, y.data(), false, threads);
+        return y;
+    }
+
+    /// y [n, E] += the MLP of x [n, E] (a residual connection), y written as the second
+    /// linear map's results leave its GEMM.
+    template <class Arch = default_arch>
+    void add_to(row_matrix<const float> x, float* y, int threads = 1) const {
+        apply<Arch>(x, y, true, threads);
+    }
+
+private:
+    // The bias and the activation applied as linear1's GEMM stores the hidden values, the
+    // bias (and the residual) as linear2's stores its output.
+    template <class Arch>
+    void apply(row_matrix<const float> x, float* y, bool add, int threads) const {
+        xt::xtensor<float, 2> h = xt::empty<float>({x.rows, hidden()});
+        simd::linear_rows<Arch>(x, linear1.packed(),
+                                simd::store_rows<float>{h.data(), hidden(), {linear1.bias_data(), kind}}, threads);
+        simd::linear_rows<Arch>(as_rows(std::as_const(h)), linear2.packed(),
+                                simd::store_rows<float>{y, features(), {linear2.bias_data()}, add}, threads);
     }
 };
 
@@ -179,22 +171,20 @@ struct transformer_encoder_layer {
         std::copy(xc.data(), xc.data() + y.size(), y.begin());
         const std::size_t tokens = y.size() / E;
         const int threads = detail::thread_count(policy);
-        const auto attend = [&](const xt::xtensor<float, R>& in) {
-            return self_attn.template operator()<Arch>(in, in, in, neighborhood, policy);
+        // Each residual is added as the last GEMM of its branch stores its results.
+        const auto attend_add = [&](const xt::xtensor<float, R>& in) {
+            self_attn.template forward_to<Arch>(y.data(), true, in, in, in, {}, neighborhood, policy);
         };
-        const auto feed = [&](const xt::xtensor<float, R>& in) {
-            return mlp.template operator()<Arch>(row_matrix<const float>{in.data(), tokens, E}, threads);
-        };
-        const auto add = [&](const auto& residual) {
-            for (std::size_t i = 0; i < y.size(); ++i) y.data()[i] += residual.data()[i];
+        const auto feed_add = [&](const xt::xtensor<float, R>& in) {
+            mlp.template add_to<Arch>(row_matrix<const float>{in.data(), tokens, E}, y.data(), threads);
         };
         if (norm_first) {
-            add(attend(norm1(y)));
-            add(feed(norm2(y)));
+            attend_add(norm1(y));
+            feed_add(norm2(y));
         } else {
-            add(attend(y));
+            attend_add(y);
             norm1.normalise(y.data(), y.data(), tokens);
-            add(feed(y));
+            feed_add(y);
             norm2.normalise(y.data(), y.data(), tokens);
         }
         return y;

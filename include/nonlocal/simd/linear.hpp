@@ -1,103 +1,261 @@
 #pragma once
 /// @file simd/linear.hpp
-/// y = x W^T (+ b) on row matrices, the projection behind `nn::linear` and the
-/// projected similarities, on the tiled kernels' micro-kernel: W^T is packed
-/// once, [in, out] padded to whole vectors, then each block of rows of x is
-/// broadcast against it.
+/// y = x W^T (+ b) on row matrices, the projection behind the nn layers and the projected
+/// similarities: W^T packed once (`packed_weight`), then a GEMM whose results go through an
+/// epilogue (bias, activation, residual, any layout) while they are still in registers.
 
 #include <algorithm>
 #include <cstddef>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include <xsimd/xsimd.hpp>
 #include <xtensor/xtensor.hpp>
 
 #include "nonlocal/buffer.hpp"
-#include "nonlocal/detail/tensor.hpp"
-#include "nonlocal/row_matrix.hpp"
+#include "nonlocal/detail/errors.hpp"
 #include "nonlocal/execution.hpp"
+#include "nonlocal/row_matrix.hpp"
+#include "nonlocal/simd/activation.hpp"
 #include "nonlocal/simd/gemm.hpp"
 
 namespace nonlocal::simd {
 
-/// x [n, in] times weight^T, weight [out, in] (PyTorch's layout), plus bias [out] when given.
-///
-/// The loops of a Goto / BLIS matrix product, sized for the caches:
-/// - W^T is packed once into panels of P = NV vectors of columns, each [in, P]
-///   contiguous, so a panel's rows stream in order.
-/// - The depth is cut in blocks of KC, so that a panel's block (KC x P values,
-///   16 KiB) stays in the 32 KiB L1 while every row of x passes over it.
-/// - Rows come in blocks of MC, packed as micro-panels of MR rows, [KC][MR] each,
-///   so the micro-kernel's broadcasts read one sequential stream: the block
-///   (MC x KC values, 96 KiB with AVX2) stays in L2 while every panel passes over it.
-///   Reading x's rows unpacked instead gives MR short strided streams per call
-///   (MR rows of KC values, a few cache lines each), which the prefetchers miss.
-/// On `threads` threads the panels are shared out (each writes its own columns of y),
-/// so the result is the same, bit for bit, on any number of threads.
-template <class Arch = default_arch, class T>
-xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight, const T* bias = nullptr,
-                              int threads = 1) {
-    constexpr std::size_t W = xsimd::batch<T, Arch>::size;
-    // MR x NV accumulators + NV panel loads + 1 broadcast within the registers, enough
-    // independent FMAs to cover their latency (2 FMA ports x 4 cycles: at least 8):
-    // AVX-512, 32 registers: 6 rows x 4 vectors = 24 accumulators + 4 + 1 = 29;
-    // 16 registers: 6 x 2 = 12 accumulators + 2 + 1 = 15, each panel load serving 6 FMAs.
-    constexpr std::size_t MR = 6;
-    constexpr std::size_t NV = simd::vector_registers<Arch> >= 32 ? 4 : 2, P = NV * W;
-    constexpr std::size_t KC = std::max<std::size_t>(64, 16384 / (P * sizeof(T)));   // 16 KiB of a panel
-    constexpr std::size_t MC = MR * std::max<std::size_t>(1, 98304 / (KC * sizeof(T)) / MR);   // 96 KiB of x
-    const std::size_t n = x.rows, in = x.cols, out = weight.rows, outp = (out + W - 1) / W * W;
-    const std::size_t padded_rows = (n + MR - 1) / MR * MR;
-    // y's rows one vector longer than its columns: rows of a power-of-two multiple of
-    // 1 KiB (out = 768, 3072) would put the MR rows a micro-kernel updates in one L1 set.
-    const std::size_t ldy = outp + W;
+/// W^T of a linear map, weight [out, in] in PyTorch's layout, packed for `linear_rows`:
+/// panels of up to `panel_width` output columns, each [in][width] contiguous, so that a
+/// panel's rows stream in order under the micro-kernel. The layout does not depend on the
+/// architecture (a panel is 256 bytes wide: 4 AVX-512 vectors, 8 AVX2 ones), so one packing
+/// serves every kernel. The rows of the weight can be cut into `parts` equal blocks (the
+/// query, key and value rows of an in-projection), each starting a panel, so that a part is
+/// multiplied alone or all of them in one pass.
+template <class T>
+class packed_weight {
+public:
+    /// Columns of a panel at most: 256 bytes.
+    static constexpr std::size_t panel_width = 256 / sizeof(T);
+    /// A panel's stored width is a multiple of one AVX-512 vector (64 bytes).
+    static constexpr std::size_t width_step = 64 / sizeof(T);
 
-    // W^T in panels of P columns (the last one `outp - col` wide, padded with zeros to whole vectors).
-    const std::size_t panel_count = (outp + P - 1) / P;
-    buffer<T> panels(in * outp, T(0));
-    detail::parallel_for(panel_count, threads, [&](std::size_t j) {
-        const std::size_t col = j * P, width = std::min(P, outp - col);
-        T* panel = panels.data() + col * in;
-        for (std::size_t c = 0; c < in; ++c)
-            for (std::size_t o = col; o < std::min(col + width, out); ++o) panel[c * width + (o - col)] = weight(o, c);
+    /// Columns [column, column + columns) of y, stored [in][width] from `offset` (width >=
+    /// columns, the columns past `columns` zero).
+    struct panel {
+        std::size_t column, columns, width, offset;
+    };
+
+    packed_weight() = default;
+
+    /// Packs weight [out, in], its rows cut into `parts` equal blocks (parts must divide out),
+    /// the panels shared out among `threads` threads.
+    explicit packed_weight(row_matrix<const T> weight, std::size_t parts = 1, int threads = 1)
+        : in_(weight.cols), out_(weight.rows) {
+        const std::size_t part_rows = parts ? out_ / parts : 0;
+        std::size_t offset = 0;
+        for (std::size_t p = 0; p < parts; ++p) {
+            for (std::size_t c = 0; c < part_rows; c += panel_width) {
+                const std::size_t columns = std::min(panel_width, part_rows - c);
+                const std::size_t width = (columns + width_step - 1) / width_step * width_step;
+                panels_.push_back({p * part_rows + c, columns, width, offset});
+                offset += in_ * width;
+            }
+            part_begin_.push_back(panels_.size());
+        }
+        values_.assign(offset, T(0));
+        detail::parallel_for(panels_.size(), threads, [&](std::size_t j) {
+            const panel& pn = panels_[j];
+            T* to = values_.data() + pn.offset;
+            for (std::size_t o = 0; o < pn.columns; ++o) {
+                const T* from = weight.data + (pn.column + o) * in_;
+                for (std::size_t c = 0; c < in_; ++c) to[c * pn.width + o] = from[c];
+            }
+        });
+    }
+
+    std::size_t in() const noexcept { return in_; }     ///< features of x
+    std::size_t out() const noexcept { return out_; }   ///< features of y
+    std::size_t parts() const noexcept { return part_begin_.size() - 1; }
+
+    /// Every panel, or those of part p.
+    std::span<const panel> panels() const noexcept { return panels_; }
+    std::span<const panel> part(std::size_t p) const noexcept {
+        return std::span<const panel>(panels_).subspan(part_begin_[p], part_begin_[p + 1] - part_begin_[p]);
+    }
+    const T* data(const panel& p) const noexcept { return values_.data() + p.offset; }
+
+private:
+    std::size_t in_ = 0, out_ = 0;
+    std::vector<panel> panels_;
+    std::vector<std::size_t> part_begin_{0};
+    buffer<T> values_;
+};
+
+/// Lanes [0, lanes) of `from` in a batch, the others 0.
+template <class Batch, class T>
+Batch load_lanes(const T* from, std::size_t lanes) noexcept {
+    if (lanes == Batch::size) return Batch::load_unaligned(from);
+    alignas(64) T values[Batch::size] = {};
+    std::copy_n(from, lanes, values);
+    return Batch::load_aligned(values);
+}
+
+/// Lanes [0, lanes) of v to to[0, lanes).
+template <class Batch, class T>
+void store_lanes(const Batch& v, std::size_t lanes, T* to) noexcept {
+    if (lanes == Batch::size) return v.store_unaligned(to);
+    alignas(64) T values[Batch::size];
+    v.store_aligned(values);
+    std::copy_n(values, lanes, to);
+}
+
+/// The elementwise work a layer does on x W^T before storing it: a(x W^T + bias).
+template <class T>
+struct epilogue {
+    const T* bias = nullptr;   ///< [out], or none
+    activation act = activation::identity;
+
+    template <class Batch>
+    Batch operator()(Batch v, std::size_t column, std::size_t lanes) const noexcept {
+        if (bias) v += load_lanes<Batch>(bias + column, lanes);
+        return activate(act, v);
+    }
+};
+
+/// A store of `linear_rows` into rows `ld` apart: y[row, column] = epilogue(x W^T), or, when
+/// `add`, y[row, column] += epilogue(x W^T) (a residual connection).
+template <class T>
+struct store_rows {
+    T* y;
+    std::size_t ld;
+    epilogue<T> then{};
+    bool add = false;
+
+    template <class Batch>
+    void operator()(std::size_t row, std::size_t column, const Batch& v, std::size_t lanes) const noexcept {
+        T* to = y + row * ld + column;
+        const Batch result = then(v, column, lanes);
+        store_lanes(add ? load_lanes<Batch>(to, lanes) + result : result, lanes, to);
+    }
+};
+
+/// x [n, in] times the packed W^T, the columns of `panels` only; each finished vector of y goes
+/// to `store(row, column, v, lanes)`: lane l of v is y[row, column + l] for l < lanes (lanes is
+/// short only at a part's last column, its further lanes 0). Each (row, column) of the panels
+/// is stored once. Throws `std::invalid_argument` unless x has the weight's `in` columns.
+///
+/// The loops of a Goto / BLIS matrix product:
+/// - The micro-kernel keeps MR x NV vectors of y in registers: AVX-512 (32 registers):
+///   6 rows x 4 vectors = 24 accumulators + 4 panel loads + 1 broadcast = 29; 16 registers:
+///   6 x 2 = 12 + 2 + 1 = 15. 24 or 12 independent FMAs a step cover the FMA latency
+///   (2 ports x 4 cycles: at least 8), and each panel load serves 6 FMAs.
+/// - It runs over the whole depth (up to 4096: a panel of 1 MiB of floats streams from L2),
+///   so y is written once, through `store`, never re-read. Deeper products are cut into
+///   equal blocks of at most 4096 whose partial sums wait in a work array.
+/// - Rows of x come in blocks of at most 2 MiB, packed as micro-panels of MR rows, [depth][MR]
+///   each, so the micro-kernel's broadcasts read one sequential stream (rows past n are 0);
+///   every panel passes over a block while it is in cache.
+/// On `threads` threads the panels are shared out, each (row, column) computed by one thread
+/// in the same order, so the result is the same, bit for bit, on any number of threads.
+template <class Arch = default_arch, class T, class Store>
+void linear_rows(row_matrix<const T> x, const packed_weight<T>& w,
+                 std::span<const typename packed_weight<T>::panel> panels, Store&& store, int threads = 1) {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    constexpr std::size_t MR = 6;
+    constexpr std::size_t NV = std::min<std::size_t>(vector_registers<Arch> >= 32 ? 4 : 2, packed_weight<T>::panel_width / W);
+    constexpr std::size_t max_depth = 4096, block_bytes = std::size_t(2) << 20;
+    detail::require(x.cols == w.in(), "simd::linear_rows", [&] {
+        return "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] does not fit a weight of " +
+               std::to_string(w.in()) + " inputs";
     });
-    buffer<T> y(padded_rows * ldy, T(0)), block(MC * KC);
-    for (std::size_t k0 = 0; k0 < in; k0 += KC) {
-        const std::size_t depth = std::min(KC, in - k0);
-        for (std::size_t r0 = 0; r0 < padded_rows; r0 += MC) {
-            const std::size_t rows = std::min(MC, padded_rows - r0);
-            // Rows [r0, r0 + rows) of x's depth block as micro-panels: element (r, p) of
-            // micro-panel m at m MR depth + p MR + r (rows past n are 0).
-            for (std::size_t m = 0; m < rows / MR; ++m)
+    const std::size_t n = x.rows, in = x.cols;
+    if (n == 0 || panels.empty()) return;
+    const std::size_t depth_blocks = std::max<std::size_t>(1, (in + max_depth - 1) / max_depth);
+    const std::size_t kc = std::max<std::size_t>(1, (in + depth_blocks - 1) / depth_blocks);
+    const std::size_t padded_rows = (n + MR - 1) / MR * MR;
+    // Row blocks of equal size, so that the last is not a sliver that each panel is read for.
+    const std::size_t row_blocks = (padded_rows * kc * sizeof(T) + block_bytes - 1) / block_bytes;
+    const std::size_t mc = ((padded_rows + row_blocks - 1) / row_blocks + MR - 1) / MR * MR;
+    // The partial sums of the depth blocks before the last, the panels side by side; rows one
+    // vector longer than the panels, so that the MR rows of a tile do not share an L1 set.
+    std::vector<std::size_t> partial_column(panels.size() + 1, 0);
+    for (std::size_t q = 0; q < panels.size(); ++q) partial_column[q + 1] = partial_column[q] + panels[q].width;
+    const std::size_t ldp = partial_column.back() + W;
+    buffer<T> partial(depth_blocks > 1 ? padded_rows * ldp : 0);
+    buffer<T> block(std::min(mc, padded_rows) * kc);
+    for (std::size_t r0 = 0; r0 < padded_rows; r0 += mc) {
+        const std::size_t rows = std::min(mc, padded_rows - r0);
+        for (std::size_t kb = 0; kb < depth_blocks; ++kb) {
+            const std::size_t k0 = kb * kc, depth = std::min(kc, in - std::min(in, k0));
+            const bool first = kb == 0, last = kb + 1 == depth_blocks;
+            // Element (r, p) of micro-panel m at m MR depth + p MR + r.
+            detail::parallel_for(rows / MR, threads, [&](std::size_t m) {
                 for (std::size_t r = 0; r < MR; ++r) {
                     const std::size_t row = r0 + m * MR + r;
                     T* to = block.data() + m * MR * depth + r;
-                    if (row < n) {
-                        const T* from = x.data + row * in + k0;
-                        for (std::size_t p = 0; p < depth; ++p) to[p * MR] = from[p];
-                    } else {
+                    if (row >= n) {
                         for (std::size_t p = 0; p < depth; ++p) to[p * MR] = T(0);
+                        continue;
                     }
+                    const T* from = x.data + row * in + k0;
+                    for (std::size_t p = 0; p < depth; ++p) to[p * MR] = from[p];
                 }
-            detail::parallel_for(panel_count, threads, [&](std::size_t j) {
-                const std::size_t col = j * P, width = std::min(P, outp - col);
-                const T* b = panels.data() + col * in + k0 * width;
+            });
+            detail::parallel_for(panels.size(), threads, [&](std::size_t q) {
+                const auto& pn = panels[q];
+                const T* b = w.data(pn) + k0 * pn.width;
                 for (std::size_t m = 0; m < rows / MR; ++m) {
+                    const std::size_t row0 = r0 + m * MR;
                     const T* a = block.data() + m * MR * depth;
-                    T* c = y.data() + (r0 + m * MR) * ldy + col;
-                    if (width == P) {
-                        simd::micro_gemm<Arch, MR, NV, true>(depth, a, 1, MR, b, width, c, ldy);
-                    } else {
-                        for (std::size_t v = 0; v < width; v += W)
-                            simd::micro_gemm<Arch, MR, 1, true>(depth, a, 1, MR, b + v, width, c + v, ldy);
-                    }
+                    const auto tile = [&]<std::size_t nv>(std::integral_constant<std::size_t, nv>, std::size_t v0) {
+                        T* sums = partial.data() + row0 * ldp + partial_column[q] + v0;
+                        micro_kernel<Arch, MR, nv>(
+                            depth, strided_rows<T>{a, 1}, MR, strided_rows<T>{b, pn.width}, v0,
+                            [&](std::size_t r, std::size_t v) {
+                                return first ? batch(T(0)) : batch::load_unaligned(sums + r * ldp + v * W);
+                            },
+                            [&](std::size_t r, std::size_t v, const batch& acc) {
+                                const std::size_t row = row0 + r, column = v0 + v * W;
+                                if (!last) acc.store_unaligned(sums + r * ldp + v * W);
+                                else if (row < n && column < pn.columns)
+                                    store(row, pn.column + column, acc, std::min(W, pn.columns - column));
+                            });
+                    };
+                    // Whole tiles of NV vectors, then one of the vectors left (a narrow last panel).
+                    std::size_t v0 = 0;
+                    for (; v0 + NV * W <= pn.width; v0 += NV * W) tile(std::integral_constant<std::size_t, NV>{}, v0);
+                    const std::size_t rest = (pn.width - v0) / W;
+                    [&]<std::size_t... I>(std::index_sequence<I...>) {
+                        ((rest == I + 1 ? tile(std::integral_constant<std::size_t, I + 1>{}, v0) : void()), ...);
+                    }(std::make_index_sequence<NV - 1>{});
                 }
             });
         }
     }
-    xt::xtensor<T, 2> result = xt::empty<T>({n, out});
-    for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t o = 0; o < out; ++o) result(i, o) = y[i * ldy + o] + (bias ? bias[o] : T(0));
-    return result;
+}
+
+/// The same over every panel of w.
+template <class Arch = default_arch, class T, class Store>
+void linear_rows(row_matrix<const T> x, const packed_weight<T>& w, Store&& store, int threads = 1) {
+    linear_rows<Arch>(x, w, w.panels(), store, threads);
+}
+
+/// x [n, in] W^T + bias as a new [n, out] tensor, W^T packed (`bias` [out], or none).
+template <class Arch = default_arch, class T>
+xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, const packed_weight<T>& w, const T* bias, int threads = 1) {
+    xt::xtensor<T, 2> y = xt::empty<T>({x.rows, w.out()});
+    linear_rows<Arch>(x, w, store_rows<T>{y.data(), w.out(), {bias}}, threads);
+    return y;
+}
+
+/// x [n, in] times weight^T, weight [out, in] (PyTorch's layout), plus bias [out] when given:
+/// the weight packed for this one product. A layer that applies its weight again keeps it
+/// packed (`packed_weight`) instead.
+template <class Arch = default_arch, class T>
+xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight, const T* bias = nullptr,
+                              int threads = 1) {
+    return linear_rows<Arch>(x, packed_weight<T>(weight, 1, threads), bias, threads);
 }
 
 }  // namespace nonlocal::simd

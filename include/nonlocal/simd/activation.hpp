@@ -1,0 +1,53 @@
+#pragma once
+/// @file simd/activation.hpp
+/// The activations of feed-forward layers on xsimd batches, so that a GEMM applies
+/// them as it stores its results, and on arrays.
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <numbers>
+
+#include <xsimd/xsimd.hpp>
+
+#include "nonlocal/config.hpp"
+
+namespace nonlocal::simd {
+
+/// An elementwise activation.
+enum class activation {
+    identity,   ///< x
+    relu,       ///< x < 0 ? 0 : x (NaN stays NaN)
+    gelu,       ///< x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, PyTorch's exact GELU; 0 at -infinity, its limit
+};
+
+/// a(v) lane by lane.
+template <class Batch>
+Batch activate(activation a, const Batch& v) noexcept {
+    using T = typename Batch::value_type;
+    switch (a) {
+    case activation::identity: return v;
+    case activation::relu: return xsimd::select(v < Batch(T(0)), Batch(T(0)), v);
+    case activation::gelu: break;
+    }
+    const Batch half(T(0.5)), one(T(1)), inverse_sqrt2(T(std::numbers::sqrt2 / 2));
+    return xsimd::select(v == Batch(-std::numeric_limits<T>::infinity()), Batch(T(0)),
+                         half * v * (one + xsimd::erf(v * inverse_sqrt2)));
+}
+
+/// x[i] = a(x[i]) for i < n, batches of `Arch` throughout: the last n mod lanes values
+/// go through a padded batch, so every value's result is the same wherever it stands.
+template <class Arch = default_arch, class T>
+void activate(activation a, T* x, std::size_t n) {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t lanes = batch::size;
+    std::size_t i = 0;
+    for (; i + lanes <= n; i += lanes) activate(a, batch::load_unaligned(x + i)).store_unaligned(x + i);
+    if (i == n) return;
+    alignas(64) T tail[lanes] = {};
+    std::copy(x + i, x + n, tail);
+    activate(a, batch::load_aligned(tail)).store_aligned(tail);
+    std::copy(tail, tail + (n - i), x + i);
+}
+
+}  // namespace nonlocal::simd
