@@ -187,6 +187,32 @@ void mobilevit_encoder_layer(benchmark::State& state) {
     const std::size_t S = state.range(0);
     run_encoder_layer(state, S * S, nonlocal::patch_group{S, S, 2, 2}, S * S / 4);
 }
+/// ViT-B/16's encoder: 12 layers (L = 197, E = 768, 12 heads, MLP 3072), each with its
+/// own weights, as the whole model runs them (the patch embedding and the head aside).
+void vit_b16_encoder(benchmark::State& state) {
+    const std::size_t L = 197, E = 768, h = 12, F = 4 * E, depth = 12;
+    std::vector<nonlocal::nn::transformer_encoder_layer> layers;
+    for (std::size_t l = 0; l < depth; ++l)
+        layers.emplace_back(nonlocal::nn::multi_head_attention(h, randn(3 * E, E, unsigned(20 + l)) * 0.05f,
+                                                               xt::zeros<float>({3 * E}),
+                                                               randn(E, E, unsigned(40 + l)) * 0.05f, xt::zeros<float>({E})),
+                            nonlocal::nn::feed_forward(randn(F, E, unsigned(60 + l)) * 0.05f, xt::zeros<float>({F}),
+                                                       randn(E, F, unsigned(80 + l)) * 0.05f, xt::zeros<float>({E}),
+                                                       nonlocal::nn::activation::gelu),
+                            nonlocal::nn::layer_norm(xt::ones<float>({E}), xt::zeros<float>({E})),
+                            nonlocal::nn::layer_norm(xt::ones<float>({E}), xt::zeros<float>({E})), true);
+    xt::xtensor<float, 3> x = xt::empty<float>({std::size_t(1), L, E});
+    const auto x2 = randn(L, E, 8);
+    std::copy(x2.begin(), x2.end(), x.begin());
+    const nonlocal::execution::parallel_policy policy{int(state.range(0))};
+    for (auto _ : state) {
+        xt::xtensor<float, 3> y = x;
+        for (const auto& layer : layers) y = layer(y, nonlocal::dense{}, policy);
+        benchmark::DoNotOptimize(y.data());
+    }
+    report(state, double(depth) * (8.0 * L * E * E + 4.0 * L * L * E + 4.0 * L * E * F), 0);
+}
+BENCHMARK(vit_b16_encoder)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 // ViT-S/16 and ViT-B/16; MobileViT-S's first transformer (32 x 32 map, E = 144, 4 heads).
 BENCHMARK(vit_encoder_layer)->ArgNames({"L", "E", "h"})->Args({197, 384, 6})->Args({197, 768, 12})->Unit(benchmark::kMillisecond);
 BENCHMARK(vit_encoder_layer_par)->ArgNames({"L", "E", "h"})->Args({197, 768, 12})->Unit(benchmark::kMillisecond)->UseRealTime();

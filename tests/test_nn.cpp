@@ -121,6 +121,9 @@ BOOST_AUTO_TEST_CASE(linear_layer_packs_once_and_applies_its_epilogue) {
             const nn::linear_layer<float> layer(w, b, 3);
             const std::string what = std::string(Arch::name()) + " [" + std::to_string(out) + ", " +
                                      std::to_string(in) + "]";
+            // Only the packed panels are kept: the weight comes back from them as it was.
+            BOOST_TEST(layer.weight() == w, what);
+            BOOST_TEST(layer.bias() == b, what);
             // The layer's packing in three parts gives the same values as packing in one.
             const auto y = layer.template operator()<Arch>(x);
             BOOST_TEST(y == nn::linear<Arch>(x, w, b), what);

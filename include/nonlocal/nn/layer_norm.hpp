@@ -8,7 +8,10 @@
 #include <cstddef>
 #include <string>
 
+#include <xsimd/xsimd.hpp>
 #include <xtensor/xtensor.hpp>
+
+#include "nonlocal/config.hpp"
 
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/tensor.hpp"
@@ -35,10 +38,11 @@ struct layer_norm {
 
     std::size_t features() const noexcept { return weight.size(); }
 
-    /// The normalised tokens, the shape of x. The mean and the variance (of x - mean, two
-    /// passes: no cancellation for features far from 0) accumulate in double.
+    /// The normalised tokens, the shape of x. The mean and the variance (a second pass) are
+    /// those of x - x[0], accumulated in vectors of floats: features far from 0 lose no
+    /// digits to their offset.
     /// Throws `std::invalid_argument` unless x's last dimension is E.
-    template <class X>
+    template <class Arch = default_arch, class X>
     auto operator()(const xt::xexpression<X>& x) const {
         constexpr std::size_t R = detail::static_rank<X>;
         static_assert(R >= 1 && R <= 3, "nonlocal::nn::layer_norm: tokens are [B, L, E], [L, E] or [E]");
@@ -49,23 +53,51 @@ struct layer_norm {
                    " features";
         });
         xt::xtensor<float, R> y = xt::empty<float>(xc.shape());
-        normalise(xc.data(), y.data(), y.size() / E);
+        normalise<Arch>(xc.data(), y.data(), y.size() / E);
         return y;
     }
 
     /// `tokens` tokens of E features, contiguous: x [tokens, E] to y [tokens, E] (they may be the same).
+    template <class Arch = default_arch>
     void normalise(const float* x, float* y, std::size_t tokens) const {
+        using batch = xsimd::batch<float, Arch>;
+        constexpr std::size_t W = batch::size;
         const std::size_t E = features();
+        const float* w = weight.data();
+        const float* b = bias.data();
         for (std::size_t t = 0; t < tokens; ++t, x += E, y += E) {
-            double sum = 0;
-            for (std::size_t c = 0; c < E; ++c) sum += x[c];
-            const double mean = sum / double(E);
-            double squares = 0;
-            for (std::size_t c = 0; c < E; ++c) squares += (x[c] - mean) * (x[c] - mean);
-            const double inverse_deviation = 1 / std::sqrt(squares / double(E) + eps);
-            for (std::size_t c = 0; c < E; ++c)
-                y[c] = float((x[c] - mean) * inverse_deviation * double(weight(c)) + double(bias(c)));
+            // Everything relative to x[0]: x - x[0] is exact for features within a factor 2
+            // of each other, so features far from 0 lose no digits to their offset (their
+            // mean, rounded to a float near the offset, would).
+            const float shift = x[0];
+            const float mean = sum<Arch>(x, E, [shift](auto v) { return v - decltype(v)(shift); }) / float(E);
+            const auto centred = [shift, mean](auto v) { return (v - decltype(v)(shift)) - decltype(v)(mean); };
+            const float squares = sum<Arch>(x, E, [&](auto v) { return centred(v) * centred(v); });
+            const float inverse_deviation = float(1 / std::sqrt(double(squares) / double(E) + eps));
+            std::size_t c = 0;
+            for (; c + W <= E; c += W)
+                (centred(batch::load_unaligned(x + c)) * batch(inverse_deviation) * batch::load_unaligned(w + c) +
+                 batch::load_unaligned(b + c))
+                    .store_unaligned(y + c);
+            for (; c < E; ++c) y[c] = centred(x[c]) * inverse_deviation * w[c] + b[c];
         }
+    }
+
+private:
+    /// The sum of f(x[c]) in 4 vectors of running sums: independent additions, 4 x W of
+    /// them a step, so that none waits on the one before.
+    template <class Arch, class F>
+    static float sum(const float* x, std::size_t n, F f) noexcept {
+        using batch = xsimd::batch<float, Arch>;
+        constexpr std::size_t W = batch::size;
+        batch acc[4] = {batch(0.f), batch(0.f), batch(0.f), batch(0.f)};
+        std::size_t c = 0;
+        for (; c + 4 * W <= n; c += 4 * W)
+            for (std::size_t k = 0; k < 4; ++k) acc[k] += f(batch::load_unaligned(x + c + k * W));
+        for (; c + W <= n; c += W) acc[0] += f(batch::load_unaligned(x + c));
+        float total = xsimd::hadd((acc[0] + acc[1]) + (acc[2] + acc[3]));
+        for (; c < n; ++c) total += f(x[c]);
+        return total;
     }
 };
 

@@ -19,9 +19,9 @@
 namespace nonlocal::nn {
 
 /// A linear layer, y = x W^T + b, as PyTorch's `nn.Linear`: weight [out, in], bias [out]
-/// or none (`bias=False`). W^T is packed for the GEMM once, when the layer is built, so
-/// applying the layer reads the packed panels directly; the weight and the bias are
-/// therefore read-only. `parts` cuts the outputs into equal blocks that can be computed
+/// or none (`bias=False`). W^T is packed for the GEMM once, when the layer is built, and
+/// only the packed panels are kept: applying the layer reads them directly, and `weight()`
+/// unpacks a copy. `parts` cuts the outputs into equal blocks that can be computed
 /// alone (`simd::packed_weight`), as the query, key and value rows of an in-projection.
 template <class T = float>
 class linear_layer {
@@ -29,22 +29,27 @@ public:
     linear_layer() = default;
 
     /// Throws `std::invalid_argument` unless bias is [out] or empty and `parts` divides out.
-    explicit linear_layer(xt::xtensor<T, 2> weight, xt::xtensor<T, 1> bias = {}, std::size_t parts = 1)
-        : weight_(std::move(weight)), bias_(std::move(bias)) {
-        detail::require((bias_.size() == 0 || bias_.size() == weight_.shape(0)) && parts > 0 &&
-                            weight_.shape(0) % parts == 0,
+    explicit linear_layer(const xt::xtensor<T, 2>& weight, xt::xtensor<T, 1> bias = {}, std::size_t parts = 1)
+        : bias_(std::move(bias)) {
+        detail::require((bias_.size() == 0 || bias_.size() == weight.shape(0)) && parts > 0 &&
+                            weight.shape(0) % parts == 0,
                         "nn::linear_layer", [&] {
-                            return "weight " + detail::shape_string(weight_.shape()) + " and bias " +
+                            return "weight " + detail::shape_string(weight.shape()) + " and bias " +
                                    detail::shape_string(bias_.shape()) + " must be [out, in] and [out] or [0], with " +
                                    std::to_string(parts) + " parts dividing out";
                         });
-        packed_ = simd::packed_weight<T>(as_rows(weight_), parts);
+        packed_ = simd::packed_weight<T>(as_rows(weight), parts);
     }
 
-    const xt::xtensor<T, 2>& weight() const noexcept { return weight_; }   ///< [out, in]
-    const xt::xtensor<T, 1>& bias() const noexcept { return bias_; }       ///< [out], or [0]
-    std::size_t in_features() const noexcept { return weight_.shape(1); }
-    std::size_t out_features() const noexcept { return weight_.shape(0); }
+    /// [out, in], unpacked from the panels.
+    xt::xtensor<T, 2> weight() const {
+        xt::xtensor<T, 2> w = xt::empty<T>({out_features(), in_features()});
+        packed_.unpack(row_matrix<T>{w.data(), out_features(), in_features()});
+        return w;
+    }
+    const xt::xtensor<T, 1>& bias() const noexcept { return bias_; }   ///< [out], or [0]
+    std::size_t in_features() const noexcept { return packed_.in(); }
+    std::size_t out_features() const noexcept { return packed_.out(); }
     /// W^T as the GEMM reads it, for `simd::linear_rows` with an epilogue of one's own.
     const simd::packed_weight<T>& packed() const noexcept { return packed_; }
     /// The bias for `simd::epilogue`: its data, or none.
@@ -58,8 +63,8 @@ public:
                                  simd::activation a = simd::activation::identity) const {
         const detail::contiguous<T, 2> xc(x);
         detail::require(xc.shape(1) == in_features(), "nn::linear_layer", [&] {
-            return "x " + detail::shape_string(xc.shape()) + " does not fit weight " +
-                   detail::shape_string(weight_.shape()) + " ([out, in])";
+            return "x " + detail::shape_string(xc.shape()) + " does not fit weight [" +
+                   std::to_string(out_features()) + ", " + std::to_string(in_features()) + "] ([out, in])";
         });
         xt::xtensor<T, 2> y = xt::empty<T>({xc.shape(0), out_features()});
         simd::linear_rows<Arch>(xc.matrix(), packed_,
@@ -69,7 +74,6 @@ public:
     }
 
 private:
-    xt::xtensor<T, 2> weight_;
     xt::xtensor<T, 1> bias_;
     simd::packed_weight<T> packed_;
 };

@@ -179,13 +179,13 @@ struct transformer_encoder_layer {
             mlp.template add_to<Arch>(row_matrix<const float>{in.data(), tokens, E}, y.data(), threads);
         };
         if (norm_first) {
-            attend_add(norm1(y));
-            feed_add(norm2(y));
+            attend_add(norm1.template operator()<Arch>(y));
+            feed_add(norm2.template operator()<Arch>(y));
         } else {
             attend_add(y);
-            norm1.normalise(y.data(), y.data(), tokens);
+            norm1.template normalise<Arch>(y.data(), y.data(), tokens);
             feed_add(y);
-            norm2.normalise(y.data(), y.data(), tokens);
+            norm2.template normalise<Arch>(y.data(), y.data(), tokens);
         }
         return y;
     }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -71,6 +72,15 @@ public:
                 for (std::size_t c = 0; c < in_; ++c) to[c * pn.width + o] = from[c];
             }
         });
+    }
+
+    /// The weight [out, in] back from the panels, into `weight`.
+    void unpack(row_matrix<T> weight) const noexcept {
+        for (const panel& pn : panels_) {
+            const T* from = values_.data() + pn.offset;
+            for (std::size_t o = 0; o < pn.columns; ++o)
+                for (std::size_t c = 0; c < in_; ++c) weight(pn.column + o, c) = from[c * pn.width + o];
+        }
     }
 
     std::size_t in() const noexcept { return in_; }     ///< features of x
@@ -183,7 +193,8 @@ void linear_rows(row_matrix<const T> x, const packed_weight<T>& w,
     for (std::size_t q = 0; q < panels.size(); ++q) partial_column[q + 1] = partial_column[q] + panels[q].width;
     const std::size_t ldp = partial_column.back() + W;
     buffer<T> partial(depth_blocks > 1 ? padded_rows * ldp : 0);
-    buffer<T> block(std::min(mc, padded_rows) * kc);
+    // Every value of the block is written before it is read: no zeros first.
+    const auto block = std::make_unique_for_overwrite<T[]>(std::min(mc, padded_rows) * kc);
     for (std::size_t r0 = 0; r0 < padded_rows; r0 += mc) {
         const std::size_t rows = std::min(mc, padded_rows - r0);
         for (std::size_t kb = 0; kb < depth_blocks; ++kb) {
@@ -193,7 +204,7 @@ void linear_rows(row_matrix<const T> x, const packed_weight<T>& w,
             detail::parallel_for(rows / MR, threads, [&](std::size_t m) {
                 for (std::size_t r = 0; r < MR; ++r) {
                     const std::size_t row = r0 + m * MR + r;
-                    T* to = block.data() + m * MR * depth + r;
+                    T* to = block.get() + m * MR * depth + r;
                     if (row >= n) {
                         for (std::size_t p = 0; p < depth; ++p) to[p * MR] = T(0);
                         continue;
@@ -205,9 +216,20 @@ void linear_rows(row_matrix<const T> x, const packed_weight<T>& w,
             detail::parallel_for(panels.size(), threads, [&](std::size_t q) {
                 const auto& pn = panels[q];
                 const T* b = w.data(pn) + k0 * pn.width;
+                // The panel this thread likely takes next, fetched into L2 a slice per tile: a
+                // layer's weights come from memory (a model's do not fit the caches), and the
+                // hardware prefetchers stop at every 4 KiB page of a panel.
+                const std::size_t ahead = q + std::size_t(std::max(threads, 1));
+                const char* next = ahead < panels.size()
+                                       ? reinterpret_cast<const char*>(w.data(panels[ahead]) + k0 * panels[ahead].width)
+                                       : nullptr;
+                const std::size_t next_bytes = next ? depth * panels[ahead].width * sizeof(T) : 0;
+                const std::size_t slice = (next_bytes / (rows / MR) + 63) / 64 * 64;
                 for (std::size_t m = 0; m < rows / MR; ++m) {
+                    for (std::size_t at = m * slice; at < std::min(next_bytes, (m + 1) * slice); at += 64)
+                        __builtin_prefetch(next + at, 0, 2);
                     const std::size_t row0 = r0 + m * MR;
-                    const T* a = block.data() + m * MR * depth;
+                    const T* a = block.get() + m * MR * depth;
                     const auto tile = [&]<std::size_t nv>(std::integral_constant<std::size_t, nv>, std::size_t v0) {
                         T* sums = partial.data() + row0 * ldp + partial_column[q] + v0;
                         micro_kernel<Arch, MR, nv>(
