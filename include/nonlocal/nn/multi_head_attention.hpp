@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xreducer.hpp>
@@ -30,6 +31,7 @@
 #include <xtensor/xview.hpp>
 
 #include "nonlocal/attention.hpp"
+#include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/simd/linear.hpp"
@@ -197,61 +199,69 @@ struct multi_head_attention {
         const auto masks = options.masks(R == 3, B, h, L, S);
         const int threads = detail::thread_count(policy);
         std::optional<xt::xarray<float>> weights;
-        // The projections live as long as the attention alone: their memory is free again
-        // for the merged heads (held longer, each large block would be new memory,
-        // page-faulted in on every call: a quarter slower here).
-        const xt::xtensor<float, 4> o = [&] {
-            xt::xtensor<float, 4> qh = xt::empty<float>({B, h, L, hd}), kh = xt::empty<float>({B, h, S, hd}),
-                                  vh = xt::empty<float>({B, h, S, hd});
-            // Each projection's GEMM stores its rows [B * rows, E] as heads [B, h, rows, hd].
-            xt::xtensor<float, 4>* heads[3] = {&qh, &kh, &vh};
-            const auto project = [&](const float* x, std::size_t rows, std::span<const simd::packed_weight<float>::panel> panels) {
-                const simd::epilogue<float> bias{in_proj.bias_data()};
-                simd::linear_rows<Arch>(
-                    row_matrix<const float>{x, B * rows, E}, in_proj.packed(), panels,
-                    [&](std::size_t row, std::size_t column, const auto& acc, std::size_t lanes) {
-                        using batch = std::decay_t<decltype(acc)>;
-                        alignas(64) float values[batch::size];
-                        bias(acc, column, lanes).store_aligned(values);
-                        const std::size_t part = column / E, b = row / rows, t = row % rows;
-                        for (std::size_t l = 0; l < lanes;) {
-                            const std::size_t f = column % E + l, head = f / hd, d = f % hd;
-                            const std::size_t count = std::min(lanes - l, hd - d);
-                            std::copy_n(values + l, count, &(*heads[part])(b, head, t, d));
-                            l += count;
-                        }
-                    },
-                    threads);
-            };
-            // Self-attention projects the three parts in one pass over the query.
-            if (q.data() == k.data() && k.data() == v.data() && L == S) {
-                project(q.data(), L, in_proj.packed().panels());
-            } else {
-                project(q.data(), L, in_proj.packed().part(0));
-                project(k.data(), S, in_proj.packed().part(1));
-                project(v.data(), S, in_proj.packed().part(2));
-            }
-            const auto attend = [&](const auto& similarity, const auto& nb) {
-                auto a = weighted_aggregate_lse<Arch>(policy, qh, kh, vh, similarity, nb, softmax{});
-                if (options.need_weights)
-                    weights = attention_weights<Arch>(qh, kh, a.lse, similarity, nb, options.average_attn_weights,
-                                                      R == 3);
-                return std::move(a.out);
-            };
-            // The masks narrow the neighborhood; without them a window keeps its own kernel.
-            const auto masked = [&](const auto& similarity) {
-                if constexpr (!tiled_neighborhood<Nb>)
-                    if (!options.key_padding_mask && !options.attn_mask) return attend(similarity, neighborhood);
-                return attend(similarity, intersect(intersect(neighborhood, masks.keys), masks.pairs));
-            };
-            return options.attn_bias ? masked(with_pair_bias(scaled_dot_product{}, *options.attn_bias))
-                                     : masked(scaled_dot_product{});
-        }();
-        xt::xtensor<float, 2> merged = xt::empty<float>({B * L, E});
+        // The heads and the merged output in `buffer`s, whose large blocks are kept for the next
+        // call: allocated anew (xtensor's allocator, notably xsimd's aligned one under
+        // XTENSOR_USE_XSIMD), each block is page-faulted in again on every call, which made
+        // this layer twice as slow at n = 1024.
+        const auto heads_of = [&](buffer<float>& data, std::size_t rows) {
+            data.resize(B * h * rows * hd);
+            return xt::adapt(data.data(), data.size(), xt::no_ownership(), std::array<std::size_t, 4>{B, h, rows, hd});
+        };
+        buffer<float> q_data, k_data, v_data, o_data;
+        auto qh = heads_of(q_data, L), kh = heads_of(k_data, S), vh = heads_of(v_data, S), o = heads_of(o_data, L);
+        // Each projection's GEMM stores its rows [B * rows, E] as heads [B, h, rows, hd].
+        float* heads[3] = {q_data.data(), k_data.data(), v_data.data()};
+        const auto project = [&](const float* x, std::size_t rows, std::span<const simd::packed_weight<float>::panel> panels) {
+            const simd::epilogue<float> bias{in_proj.bias_data()};
+            simd::linear_rows<Arch>(
+                row_matrix<const float>{x, B * rows, E}, in_proj.packed(), panels,
+                [&](std::size_t row, std::size_t column, const auto& acc, std::size_t lanes) {
+                    using batch = std::decay_t<decltype(acc)>;
+                    alignas(64) float values[batch::size];
+                    bias(acc, column, lanes).store_aligned(values);
+                    const std::size_t part = column / E, b = row / rows, t = row % rows;
+                    for (std::size_t l = 0; l < lanes;) {
+                        const std::size_t f = column % E + l, head = f / hd, d = f % hd;
+                        const std::size_t count = std::min(lanes - l, hd - d);
+                        std::copy_n(values + l, count, heads[part] + ((b * h + head) * rows + t) * hd + d);
+                        l += count;
+                    }
+                },
+                threads);
+        };
+        // Self-attention projects the three parts in one pass over the query.
+        if (q.data() == k.data() && k.data() == v.data() && L == S) {
+            project(q.data(), L, in_proj.packed().panels());
+        } else {
+            project(q.data(), L, in_proj.packed().part(0));
+            project(k.data(), S, in_proj.packed().part(1));
+            project(v.data(), S, in_proj.packed().part(2));
+        }
+        const auto attend = [&](const auto& similarity, const auto& nb) {
+            if (!options.need_weights)
+                return weighted_aggregate<Arch>(policy, qh, kh, vh, similarity, nb, softmax{}, o);
+            auto a = weighted_aggregate_lse<Arch>(policy, qh, kh, vh, similarity, nb, softmax{});
+            weights = attention_weights<Arch>(qh, kh, a.lse, similarity, nb, options.average_attn_weights, R == 3);
+            std::copy(a.out.begin(), a.out.end(), o.begin());
+        };
+        // The masks narrow the neighborhood; without them a window keeps its own kernel.
+        const auto masked = [&](const auto& similarity) {
+            if constexpr (!tiled_neighborhood<Nb>)
+                if (!options.key_padding_mask && !options.attn_mask) return attend(similarity, neighborhood);
+            return attend(similarity, intersect(intersect(neighborhood, masks.keys), masks.pairs));
+        };
+        if (options.attn_bias) masked(with_pair_bias(scaled_dot_product{}, *options.attn_bias));
+        else masked(scaled_dot_product{});
+        // The heads merged into rows [B * L, E], in q's block (its values are no longer needed).
+        float* merged = q_data.data();
+        std::vector<float> row(E);
         for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t head = 0; head < h; ++head)
-                for (std::size_t t = 0; t < L; ++t) std::copy_n(&o(b, head, t, 0), hd, &merged(b * L + t, head * hd));
-        simd::linear_rows<Arch>(as_rows(std::as_const(merged)), out_proj.packed(),
+            for (std::size_t t = 0; t < L; ++t) {
+                for (std::size_t head = 0; head < h; ++head)
+                    std::copy_n(&o(b, head, t, 0), hd, row.data() + head * hd);
+                std::copy(row.begin(), row.end(), merged + (b * L + t) * E);
+            }
+        simd::linear_rows<Arch>(row_matrix<const float>{merged, B * L, E}, out_proj.packed(),
                                 simd::store_rows<float>{y, E, {out_proj.bias_data()}, add}, threads);
         return weights;
     }
@@ -266,8 +276,8 @@ private:
     /// drops a pair, from the log-sum-exp of the attention's own pass: each weight is
     /// exp(logit - lse), one more pass over the scores (q k^T by the projections' GEMM, the
     /// exponentials a row at a time in vectors). Averaged over the heads when `average`.
-    template <class Arch, class S, class Nb>
-    static xt::xarray<float> attention_weights(const xt::xtensor<float, 4>& q, const xt::xtensor<float, 4>& k,
+    template <class Arch, class QH, class KH, class S, class Nb>
+    static xt::xarray<float> attention_weights(const QH& q, const KH& k,
                                                const xt::xtensor<float, 3>& lse, const S& similarity, const Nb& nb,
                                                bool average, bool batched) {
         const std::size_t B = q.shape(0), h = q.shape(1), L = q.shape(2), S_ = k.shape(2), hd = q.shape(3);

@@ -35,6 +35,7 @@
 #include <xsimd/xsimd.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "nonlocal/buffer.hpp"
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/simd/linear.hpp"
@@ -102,10 +103,11 @@ private:
     // bias (and the residual) as linear2's stores its output.
     template <class Arch>
     void apply(row_matrix<const float> x, float* y, bool add, int threads) const {
-        xt::xtensor<float, 2> h = xt::empty<float>({x.rows, hidden()});
+        // A buffer, whose large blocks are kept for the next call (see multi_head_attention).
+        buffer<float> h(x.rows * hidden());
         simd::linear_rows<Arch>(x, linear1.packed(),
                                 simd::store_rows<float>{h.data(), hidden(), {linear1.bias_data(), kind}}, threads);
-        simd::linear_rows<Arch>(as_rows(std::as_const(h)), linear2.packed(),
+        simd::linear_rows<Arch>(row_matrix<const float>{h.data(), x.rows, hidden()}, linear2.packed(),
                                 simd::store_rows<float>{y, features(), {linear2.bias_data()}, add}, threads);
     }
 };

@@ -104,7 +104,7 @@ template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, 
         [c, ldc](std::size_t r, std::size_t v) {
             return Accumulate ? batch::load_unaligned(c + r * ldc + v * W) : batch(T(0));
         },
-        [c, ldc](std::size_t r, std::size_t v, const batch& acc) { acc.store_unaligned(c + r * ldc + v * W); });
+        [c, ldc](std::size_t r, std::size_t v, batch acc) { acc.store_unaligned(c + r * ldc + v * W); });
 }
 
 /// The micro-kernel with A(r, p) = a[r * a_row + p * a_k] and B(p, c) = b[p * ldb + c].
