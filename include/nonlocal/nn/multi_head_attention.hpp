@@ -272,50 +272,58 @@ private:
         return detail::load_weights<N>(path, "nn::multi_head_attention::load_npy");
     }
 
-    /// softmax(q k^T / sqrt(hd) + bias) of every head [B, h, L, S], 0 where the neighborhood
-    /// drops a pair, from the log-sum-exp of the attention's own pass: each weight is
-    /// exp(logit - lse), one more pass over the scores (q k^T by the projections' GEMM, the
-    /// exponentials a row at a time in vectors). Averaged over the heads when `average`.
+    /// softmax(q k^T / sqrt(hd) + bias) of every head, 0 where the neighborhood drops a pair,
+    /// from the log-sum-exp of the attention's own pass: each weight is exp(logit - lse), one
+    /// more pass over the scores (q k^T by the projections' GEMM, the scale applied as it
+    /// stores; the exponentials a row at a time in vectors, written where they belong).
+    /// [B, L, S] averaged over the heads or [B, h, L, S]; without B for unbatched inputs.
     template <class Arch, class QH, class KH, class S, class Nb>
-    static xt::xarray<float> attention_weights(const QH& q, const KH& k,
-                                               const xt::xtensor<float, 3>& lse, const S& similarity, const Nb& nb,
-                                               bool average, bool batched) {
+    static xt::xarray<float> attention_weights(const QH& q, const KH& k, const xt::xtensor<float, 3>& lse,
+                                               const S& similarity, const Nb& nb, bool average, bool batched) {
         const std::size_t B = q.shape(0), h = q.shape(1), L = q.shape(2), S_ = k.shape(2), hd = q.shape(3);
         constexpr float minus_inf = -std::numeric_limits<float>::infinity();
-        xt::xtensor<float, 4> w = xt::zeros<float>({B, average ? 1 : h, L, S_});
+        std::vector<std::size_t> shape;
+        if (batched) shape.push_back(B);
+        if (!average) shape.push_back(h);
+        shape.insert(shape.end(), {L, S_});
+        xt::xarray<float> weights = xt::zeros<float>(shape);
         const float scale = static_cast<float>(scaled_dot_product{}.scale(hd));
-        std::vector<float> row(S_);
+        buffer<float> logits(L * S_);
+        std::vector<float> row(average ? S_ : 0);
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t head = 0; head < h; ++head) {
                 const slice_index at{b, head, B, h};
-                const auto logits = simd::linear_rows<Arch>(row_matrix<const float>{&q(b, head, 0, 0), L, hd},
-                                                             row_matrix<const float>{&k(b, head, 0, 0), S_, hd});
+                simd::linear_rows<Arch>(row_matrix<const float>{&q(b, head, 0, 0), L, hd},
+                                        simd::packed_weight<float>(row_matrix<const float>{&k(b, head, 0, 0), S_, hd}),
+                                        [&](std::size_t i, std::size_t j, const auto& v, std::size_t lanes) {
+                                            simd::store_lanes(v * std::decay_t<decltype(v)>(scale), lanes,
+                                                              logits.data() + i * S_ + j);
+                                        });
+                float* out = weights.data() + (b * (average ? 1 : h) + (average ? 0 : head)) * L * S_;
                 detail::with_head<4>(similarity, at, [&](const auto& s) {
+                    constexpr bool biased = detail::pair_biased_dot_product<std::decay_t<decltype(s)>>;
                     detail::with_neighborhood(nb, at, [&](const auto& n) {
                         for (std::size_t i = 0; i < L; ++i) {
                             const float top = lse(b, head, i);
                             if (std::isinf(top)) continue;   // no key admitted: the row stays 0
                             // The admitted pairs' logits, -inf elsewhere, then exp(logit - lse).
-                            std::fill(row.begin(), row.end(), minus_inf);
-                            const float* l = &logits(i, 0);
+                            float* target = average ? row.data() : out + i * S_;
+                            const float* l = logits.data() + i * S_;
+                            std::fill(target, target + S_, minus_inf);
                             n.for_each_range(i, extents{L, S_}, [&](key_range r) {
+                                if (!biased && r.stride == 1) return void(std::copy_n(l + r.first, r.count, target + r.first));
                                 for (std::size_t t = 0; t < r.count; ++t) {
                                     const std::size_t j = r.first + t * r.stride;
-                                    row[j] = scale * l[j];
-                                    if constexpr (detail::pair_biased_dot_product<std::decay_t<decltype(s)>>)
-                                        row[j] += static_cast<float>(s.bias(i, j));
+                                    target[j] = l[j];
+                                    if constexpr (biased) target[j] += static_cast<float>(s.bias(i, j));
                                 }
                             });
-                            simd::exp_shifted_sum<Arch>(row.data(), top, S_);
-                            float* out = &w(b, average ? 0 : head, i, 0);
-                            if (average) simd::axpy<Arch>(1.0f / float(h), row.data(), out, S_);
-                            else std::copy(row.begin(), row.end(), out);
+                            simd::exp_shifted_sum<Arch>(target, top, S_);
+                            if (average) simd::axpy<Arch>(1.0f / float(h), target, out + i * S_, S_);
                         }
                     });
                 });
             }
-        xt::xarray<float> weights = average ? xt::xarray<float>(xt::view(w, xt::all(), 0)) : xt::xarray<float>(w);
-        if (!batched) weights = xt::xarray<float>(xt::view(weights, 0));
         return weights;
     }
 };
