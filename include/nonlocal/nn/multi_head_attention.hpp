@@ -254,13 +254,10 @@ struct multi_head_attention {
         else masked(scaled_dot_product{});
         // The heads merged into rows [B * L, E], in q's block (its values are no longer needed).
         float* merged = q_data.data();
-        std::vector<float> row(E);
         for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t t = 0; t < L; ++t) {
+            for (std::size_t t = 0; t < L; ++t)
                 for (std::size_t head = 0; head < h; ++head)
-                    std::copy_n(&o(b, head, t, 0), hd, row.data() + head * hd);
-                std::copy(row.begin(), row.end(), merged + (b * L + t) * E);
-            }
+                    std::copy_n(&o(b, head, t, 0), hd, merged + (b * L + t) * E + head * hd);
         simd::linear_rows<Arch>(row_matrix<const float>{merged, B * L, E}, out_proj.packed(),
                                 simd::store_rows<float>{y, E, {out_proj.bias_data()}, add}, threads);
         return weights;

@@ -25,14 +25,10 @@
 /// norm1_bias.npy, norm2_weight.npy and norm2_bias.npy.
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
-#include <limits>
-#include <numbers>
 #include <string>
 #include <utility>
 
-#include <xsimd/xsimd.hpp>
 #include <xtensor/xtensor.hpp>
 
 #include "nonlocal/buffer.hpp"

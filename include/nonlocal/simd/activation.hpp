@@ -11,6 +11,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "nonlocal/config.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
 
 namespace nonlocal::simd {
 
@@ -41,13 +42,10 @@ template <class Arch = default_arch, class T>
 void activate(activation a, T* x, std::size_t n) {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t lanes = batch::size;
-    std::size_t i = 0;
-    for (; i + lanes <= n; i += lanes) activate(a, batch::load_unaligned(x + i)).store_unaligned(x + i);
-    if (i == n) return;
-    alignas(64) T tail[lanes] = {};
-    std::copy(x + i, x + n, tail);
-    activate(a, batch::load_aligned(tail)).store_aligned(tail);
-    std::copy(tail, tail + (n - i), x + i);
+    for (std::size_t i = 0; i < n; i += lanes) {
+        const std::size_t count = std::min(lanes, n - i);
+        store_lanes(activate(a, load_lanes<batch>(x + i, count)), count, x + i);
+    }
 }
 
 }  // namespace nonlocal::simd

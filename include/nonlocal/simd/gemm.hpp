@@ -55,14 +55,9 @@ inline void keep_in_register(Batch& x) noexcept {
 #endif
 }
 
-/// The micro-kernel itself: accumulator (r, v) starts as `start(r, v)` and ends in
-/// `finish(r, v, acc)`, which lets a caller add C or not, store it anywhere, or apply an
-/// epilogue (bias, activation, residual) while the results are still in registers.
-template <class Arch, std::size_t MR, std::size_t NV, class A, class B, class Start, class Finish>
-[[gnu::always_inline]] inline void micro_kernel(std::size_t depth, A a, std::size_t a_k, B b, std::size_t b_col, Start&& start,
-                         Finish&& finish) {
-    using batch = decltype(start(std::size_t(0), std::size_t(0)));
-    using T = typename batch::value_type;
+template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, class A, class B>
+inline void micro_gemm(std::size_t depth, A a, std::size_t a_k, B b, std::size_t b_col, T* c, std::size_t ldc) noexcept {
+    using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
     static_assert(MR * NV + NV + 1 <= vector_registers<Arch>, "micro-kernel does not fit the registers");
     batch acc[MR][NV];
@@ -71,7 +66,8 @@ template <class Arch, std::size_t MR, std::size_t NV, class A, class B, class St
     for (std::size_t r = 0; r < MR; ++r) {
         ar[r] = a[r];
 #pragma GCC unroll 4
-        for (std::size_t v = 0; v < NV; ++v) acc[r][v] = start(r, v);
+        for (std::size_t v = 0; v < NV; ++v)
+            acc[r][v] = Accumulate ? batch::load_unaligned(c + r * ldc + v * W) : batch(T(0));
     }
     for (std::size_t p = 0; p < depth; ++p) {
         batch bv[NV];
@@ -91,20 +87,7 @@ template <class Arch, std::size_t MR, std::size_t NV, class A, class B, class St
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-        for (std::size_t v = 0; v < NV; ++v) finish(r, v, acc[r][v]);
-}
-
-/// The micro-kernel storing to C [MR][NV W] (ldc apart), added to what C holds when `Accumulate`.
-template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, class A, class B>
-[[gnu::always_inline]] inline void micro_gemm(std::size_t depth, A a, std::size_t a_k, B b, std::size_t b_col, T* c, std::size_t ldc) noexcept {
-    using batch = xsimd::batch<T, Arch>;
-    constexpr std::size_t W = batch::size;
-    micro_kernel<Arch, MR, NV>(
-        depth, a, a_k, b, b_col,
-        [c, ldc](std::size_t r, std::size_t v) {
-            return Accumulate ? batch::load_unaligned(c + r * ldc + v * W) : batch(T(0));
-        },
-        [c, ldc](std::size_t r, std::size_t v, batch acc) { acc.store_unaligned(c + r * ldc + v * W); });
+        for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_unaligned(c + r * ldc + v * W);
 }
 
 /// The micro-kernel with A(r, p) = a[r * a_row + p * a_k] and B(p, c) = b[p * ldb + c].

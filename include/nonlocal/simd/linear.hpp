@@ -22,6 +22,7 @@
 #include "nonlocal/row_matrix.hpp"
 #include "nonlocal/simd/activation.hpp"
 #include "nonlocal/simd/gemm.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
 
 namespace nonlocal::simd {
 
@@ -100,24 +101,6 @@ private:
     std::vector<std::size_t> part_begin_{0};
     buffer<T> values_;
 };
-
-/// Lanes [0, lanes) of `from` in a batch, the others 0.
-template <class Batch, class T>
-Batch load_lanes(const T* from, std::size_t lanes) noexcept {
-    if (lanes == Batch::size) return Batch::load_unaligned(from);
-    alignas(64) T values[Batch::size] = {};
-    std::copy_n(from, lanes, values);
-    return Batch::load_aligned(values);
-}
-
-/// Lanes [0, lanes) of v to to[0, lanes).
-template <class Batch, class T>
-void store_lanes(const Batch& v, std::size_t lanes, T* to) noexcept {
-    if (lanes == Batch::size) return v.store_unaligned(to);
-    alignas(64) T values[Batch::size];
-    v.store_aligned(values);
-    std::copy_n(values, lanes, to);
-}
 
 /// The elementwise work a layer does on x W^T before storing it: a(x W^T + bias).
 template <class T>
@@ -240,17 +223,18 @@ void linear_rows(row_matrix<const T> x, const packed_weight<T>& w,
                     const std::size_t row0 = r0 + m * MR;
                     const T* a = block.get() + m * MR * depth;
                     const auto tile = [&]<std::size_t nv>(std::integral_constant<std::size_t, nv>, std::size_t v0) {
-                        T* sums = partial.data() + row0 * ldp + partial_column[q] + v0;
+                        // This tile's partial sums, when the depth comes in more than one block.
+                        const auto sums = [&] { return partial.data() + row0 * ldp + partial_column[q] + v0; };
                         if (!last) {   // a partial sum, kept for the next depth block
-                            if (first) packed_tile<Arch, MR, nv, false>(depth, a, b + v0, pn.width, sums, ldp);
-                            else packed_tile<Arch, MR, nv, true>(depth, a, b + v0, pn.width, sums, ldp);
+                            if (first) packed_tile<Arch, MR, nv, false>(depth, a, b + v0, pn.width, sums(), ldp);
+                            else packed_tile<Arch, MR, nv, true>(depth, a, b + v0, pn.width, sums(), ldp);
                             return;
                         }
                         alignas(64) T out[MR * nv * W];
                         if (first) {
                             packed_tile<Arch, MR, nv, false>(depth, a, b + v0, pn.width, out, nv * W);
                         } else {
-                            for (std::size_t r = 0; r < MR; ++r) std::copy_n(sums + r * ldp, nv * W, out + r * nv * W);
+                            for (std::size_t r = 0; r < MR; ++r) std::copy_n(sums() + r * ldp, nv * W, out + r * nv * W);
                             packed_tile<Arch, MR, nv, true>(depth, a, b + v0, pn.width, out, nv * W);
                         }
                         for (std::size_t r = 0; r < MR && row0 + r < n; ++r)

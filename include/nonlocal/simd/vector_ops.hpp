@@ -3,6 +3,7 @@
 /// Level-1 vector operations on unaligned rows, written against
 /// `xsimd::batch<T, Arch>` with hand-written scalar tails.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -13,6 +14,24 @@
 #include "nonlocal/config.hpp"
 
 namespace nonlocal::simd {
+
+/// Lanes [0, lanes) of `from` in a batch, the others 0.
+template <class Batch, class T>
+Batch load_lanes(const T* from, std::size_t lanes) noexcept {
+    if (lanes == Batch::size) return Batch::load_unaligned(from);
+    alignas(64) T values[Batch::size] = {};
+    std::copy_n(from, lanes, values);
+    return Batch::load_aligned(values);
+}
+
+/// Lanes [0, lanes) of v to to[0, lanes).
+template <class Batch, class T>
+void store_lanes(const Batch& v, std::size_t lanes, T* to) noexcept {
+    if (lanes == Batch::size) return v.store_unaligned(to);
+    alignas(64) T values[Batch::size];
+    v.store_aligned(values);
+    std::copy_n(values, lanes, to);
+}
 
 /// Dot product of `a[0, n)` and `b[0, n)`.
 ///
