@@ -275,7 +275,9 @@ BENCHMARK(peer_blas_linear) NONLOCAL_LINEAR_SHAPES;
 int main(int argc, char** argv) {
     fma_peak = nonlocal::bench::measure_fma_peak_gflops();
     std::printf("measured fp32 FMA peak, one core, %s: %.1f GFLOP/s\n", xsimd::default_arch::name(), fma_peak);
-#if !NONLOCAL_HAVE_CBLAS
+#if NONLOCAL_HAVE_CBLAS
+    openblas_set_num_threads(1);
+#else
     std::printf("no CBLAS found: the peer_blas_attention and peer_blas_linear benchmarks are skipped\n");
 #endif
     benchmark::Initialize(&argc, argv);

@@ -8,17 +8,19 @@
 #include <functional>
 #include <vector>
 
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
 namespace nonlocal::test {
 
-/// Rows x [n, in] times weight^T [out, in] plus bias, in double.
-inline xt::xtensor<double, 2> literal_linear(const xt::xtensor<double, 2>& x, const xt::xtensor<float, 2>& w,
-                                      const xt::xtensor<float, 1>& b) {
+/// Rows x [n, in] times weight^T [out, in] plus bias [out] (or none), in double.
+template <class T>
+xt::xtensor<double, 2> literal_linear(const xt::xtensor<double, 2>& x, const xt::xtensor<T, 2>& w,
+                                      const xt::xtensor<T, 1>& b) {
     xt::xtensor<double, 2> y = xt::empty<double>({x.shape(0), w.shape(0)});
     for (std::size_t i = 0; i < x.shape(0); ++i)
         for (std::size_t o = 0; o < w.shape(0); ++o) {
-            double s = b(o);
+            double s = b.size() ? b(o) : 0.0;
             for (std::size_t c = 0; c < w.shape(1); ++c) s += x(i, c) * w(o, c);
             y(i, o) = s;
         }
@@ -39,16 +41,28 @@ xt::xtensor<double, 2> literal_layer_norm(const xt::xtensor<T, 2>& x, const nn::
     return y;
 }
 
+/// A projection of the layer applied to x, in double.
+template <class T>
+xt::xtensor<double, 2> literal_projection(const xt::xtensor<double, 2>& x, const nn::linear_layer<T>& p) {
+    return literal_linear(x, p.weight(), p.bias());
+}
+
+/// PyTorch's in_proj_weight and in_proj_bias of a layer: the rows of q_proj, k_proj and v_proj.
+template <class T>
+xt::xtensor<T, 2> in_proj_weight(const nn::basic_multi_head_attention<T>& m) {
+    return xt::concatenate(xt::xtuple(m.q_proj.weight(), m.k_proj.weight(), m.v_proj.weight()));
+}
+template <class T>
+xt::xtensor<T, 1> in_proj_bias(const nn::basic_multi_head_attention<T>& m) {
+    return xt::concatenate(xt::xtuple(m.q_proj.bias(), m.k_proj.bias(), m.v_proj.bias()));
+}
+
 /// Multi-head self-attention of one sequence x [L, E], key j admissible for query i when allowed(i, j).
 inline xt::xtensor<double, 2> literal_self_attention(const xt::xtensor<double, 2>& x, const nn::multi_head_attention& m,
                                               const std::function<bool(std::size_t, std::size_t)>& allowed) {
     const std::size_t L = x.shape(0), E = m.embed_dim, hd = E / m.num_heads;
-    const auto part = [&](std::size_t p) {
-        const xt::xtensor<float, 2> w = xt::view(m.in_proj.weight(), xt::range(p * E, (p + 1) * E), xt::all());
-        const xt::xtensor<float, 1> b = xt::view(m.in_proj.bias(), xt::range(p * E, (p + 1) * E));
-        return literal_linear(x, w, b);
-    };
-    const auto q = part(0), k = part(1), v = part(2);
+    const auto q = literal_projection(x, m.q_proj), k = literal_projection(x, m.k_proj);
+    const auto v = literal_projection(x, m.v_proj);
     xt::xtensor<double, 2> merged = xt::zeros<double>({L, E});
     for (std::size_t head = 0; head < m.num_heads; ++head)
         for (std::size_t i = 0; i < L; ++i) {
@@ -65,31 +79,30 @@ inline xt::xtensor<double, 2> literal_self_attention(const xt::xtensor<double, 2
             for (std::size_t j = 0; j < L; ++j)
                 for (std::size_t c = 0; c < hd; ++c) merged(i, head * hd + c) += w[j] / total * v(j, head * hd + c);
         }
-    return literal_linear(merged, m.out_proj.weight(), m.out_proj.bias());
+    return literal_projection(merged, m.out_proj);
 }
 
-/// nn.MultiheadAttention over queries xq [B, L, E] and keys and values xkv [B, S, E], literally,
-/// with bias(b, head, i, j) added to each scaled logit (-inf: not attended): the output
-/// [B, L, E] and the weights of every head [B, H, L, S]. A query left with no key gets
-/// weights 0 and attention 0 (the output projection's bias alone).
+/// nn.MultiheadAttention over queries xq [B, L, E], keys xk [B, S, kdim] and values
+/// xv [B, S, vdim], literally, with bias(b, head, i, j) added to each scaled logit (-inf: not
+/// attended): the output [B, L, E] and the weights of every head [B, H, L, S]. Query head i
+/// reads key and value head i / (H / kv_heads). A query left with no key gets weights 0 and
+/// attention 0 (the output projection's bias alone).
 struct literal_attention {
     xt::xtensor<double, 3> output;
     xt::xtensor<double, 4> weights;
 };
-inline literal_attention literal_masked_attention(
-    const xt::xtensor<float, 3>& xq, const xt::xtensor<float, 3>& xkv, const nn::multi_head_attention& m,
+template <class T>
+literal_attention literal_masked_attention(
+    const xt::xtensor<T, 3>& xq, const xt::xtensor<T, 3>& xk, const xt::xtensor<T, 3>& xv,
+    const nn::basic_multi_head_attention<T>& m,
     const std::function<double(std::size_t, std::size_t, std::size_t, std::size_t)>& bias) {
-    const std::size_t B = xq.shape(0), L = xq.shape(1), S = xkv.shape(1), E = m.embed_dim, H = m.num_heads;
-    const std::size_t hd = E / H;
+    const std::size_t B = xq.shape(0), L = xq.shape(1), S = xk.shape(1), E = m.embed_dim, H = m.num_heads;
+    const std::size_t hd = E / H, group = H / m.kv_heads();
     literal_attention r{xt::zeros<double>({B, L, E}), xt::zeros<double>({B, H, L, S})};
-    const auto part = [&](const xt::xtensor<double, 2>& x, std::size_t p) {
-        const xt::xtensor<float, 2> w = xt::view(m.in_proj.weight(), xt::range(p * E, (p + 1) * E), xt::all());
-        const xt::xtensor<float, 1> b = xt::view(m.in_proj.bias(), xt::range(p * E, (p + 1) * E));
-        return literal_linear(x, w, b);
-    };
     for (std::size_t b = 0; b < B; ++b) {
-        const xt::xtensor<double, 2> xb = xt::cast<double>(xt::view(xq, b)), mb = xt::cast<double>(xt::view(xkv, b));
-        const auto q = part(xb, 0), k = part(mb, 1), v = part(mb, 2);
+        const auto q = literal_projection(xt::xtensor<double, 2>(xt::cast<double>(xt::view(xq, b))), m.q_proj);
+        const auto k = literal_projection(xt::xtensor<double, 2>(xt::cast<double>(xt::view(xk, b))), m.k_proj);
+        const auto v = literal_projection(xt::xtensor<double, 2>(xt::cast<double>(xt::view(xv, b))), m.v_proj);
         xt::xtensor<double, 2> merged = xt::zeros<double>({L, E});
         for (std::size_t head = 0; head < H; ++head)
             for (std::size_t i = 0; i < L; ++i) {
@@ -97,7 +110,7 @@ inline literal_attention literal_masked_attention(
                 double top = -INFINITY, total = 0;
                 for (std::size_t j = 0; j < S; ++j) {
                     double l = 0;
-                    for (std::size_t c = 0; c < hd; ++c) l += q(i, head * hd + c) * k(j, head * hd + c);
+                    for (std::size_t c = 0; c < hd; ++c) l += q(i, head * hd + c) * k(j, head / group * hd + c);
                     logit[j] = l / std::sqrt(double(hd)) + bias(b, head, i, j);
                     top = std::max(top, logit[j]);
                 }
@@ -106,12 +119,18 @@ inline literal_attention literal_masked_attention(
                 for (std::size_t j = 0; j < S; ++j) {
                     const double w = std::exp(logit[j] - top) / total;
                     r.weights(b, head, i, j) = w;
-                    for (std::size_t c = 0; c < hd; ++c) merged(i, head * hd + c) += w * v(j, head * hd + c);
+                    for (std::size_t c = 0; c < hd; ++c) merged(i, head * hd + c) += w * v(j, head / group * hd + c);
                 }
             }
-        xt::view(r.output, b) = literal_linear(merged, m.out_proj.weight(), m.out_proj.bias());
+        xt::view(r.output, b) = literal_projection(merged, m.out_proj);
     }
     return r;
+}
+/// The same with keys and values from one tensor xkv [B, S, E].
+template <class T, class F>
+literal_attention literal_masked_attention(const xt::xtensor<T, 3>& xq, const xt::xtensor<T, 3>& xkv,
+                                           const nn::basic_multi_head_attention<T>& m, const F& bias) {
+    return literal_masked_attention<T>(xq, xkv, xkv, m, bias);
 }
 
 }  // namespace nonlocal::test

@@ -40,24 +40,20 @@ BOOST_AUTO_TEST_CASE(matches_a_plain_loop_and_loads_npy) {
     const xt::xtensor<float, 2> x0 = xt::view(x, 0);
     const xt::xtensor<float, 2> y0 = xt::view(m(x, x, x), 0);
     test::check_close(m(x0, x0, x0), y0, 1e-6, 1e-6, "unbatched");
-    // Self-attention projects query, key and value in one pass over x (the three parts of
-    // in_proj); three tensors holding the same values go part by part: the same bits.
-    const xt::xtensor<float, 3> x_key = x, x_value = x;
-    BOOST_TEST(m(x, x_key, x_value) == m(x, x, x));
 
     const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mha";
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "layer0_").string();
-    xt::dump_npy(prefix + "in_proj_weight.npy", m.in_proj.weight());
-    xt::dump_npy(prefix + "in_proj_bias.npy", m.in_proj.bias());
+    xt::dump_npy(prefix + "in_proj_weight.npy", test::in_proj_weight(m));
+    xt::dump_npy(prefix + "in_proj_bias.npy", test::in_proj_bias(m));
     xt::dump_npy(prefix + "out_proj_weight.npy", m.out_proj.weight());
     xt::dump_npy(prefix + "out_proj_bias.npy", m.out_proj.bias());
     const auto loaded = nn::multi_head_attention::load_npy(prefix, h);
     BOOST_TEST(loaded(x, x, x) == m(x, x, x));
     // numpy.save of float64 weights: the same floats, converted on loading.
     const std::string wide = (dir / "layer0_f64_").string();
-    xt::dump_npy(wide + "in_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(m.in_proj.weight())));
-    xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(m.in_proj.bias())));
+    xt::dump_npy(wide + "in_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(test::in_proj_weight(m))));
+    xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(test::in_proj_bias(m))));
     xt::dump_npy(wide + "out_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(m.out_proj.weight())));
     xt::dump_npy(wide + "out_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(m.out_proj.bias())));
     BOOST_TEST(nn::multi_head_attention::load_npy(wide, h)(x, x, x) == m(x, x, x));
@@ -81,13 +77,35 @@ BOOST_AUTO_TEST_CASE(bad_weights_and_inputs) {
                                  xt::zeros<float>({24}));
     }, "num_heads = 5");
     test::check_invalid([] {
-        nn::multi_head_attention(4, xt::zeros<float>({70, 24}), xt::zeros<float>({72}), xt::zeros<float>({24, 24}),
+        nn::multi_head_attention(4, xt::zeros<float>({71, 24}), xt::zeros<float>({72}), xt::zeros<float>({24, 24}),
                                  xt::zeros<float>({24}));
-    }, "in_proj_weight [3E, E]", "[70, 24]");
+    }, "in_proj_weight [E + 2 E_kv, E] ([3E, E] without grouped queries)", "[71, 24]");
+    // 70 rows: E_kv = 23, not a whole number of heads of 6 features; 60 rows: E_kv = 18, 3
+    // heads of keys and values, which do not divide 4 query heads.
+    test::check_invalid([] {
+        nn::multi_head_attention(4, xt::zeros<float>({70, 24}), xt::zeros<float>({70}), xt::zeros<float>({24, 24}),
+                                 xt::zeros<float>({24}));
+    }, "k_proj [E_kv, kdim]", "[23, 24]", "num_heads = 4");
+    test::check_invalid([] {
+        nn::multi_head_attention(4, xt::zeros<float>({60, 24}), {}, xt::zeros<float>({24, 24}), {});
+    }, "its heads dividing num_heads", "[18, 24]");
+    // Separate projections: q_proj must be square, v_proj as wide as k_proj.
+    using layer = nn::linear_layer<float>;
+    test::check_invalid([] {
+        nn::multi_head_attention(4, layer(xt::zeros<float>({24, 20})), layer(xt::zeros<float>({24, 10})),
+                                 layer(xt::zeros<float>({24, 7})), layer(xt::zeros<float>({24, 24})));
+    }, "q_proj [E, E]", "got [24, 20]");
+    test::check_invalid([] {
+        nn::multi_head_attention(4, layer(xt::zeros<float>({24, 24})), layer(xt::zeros<float>({24, 10})),
+                                 layer(xt::zeros<float>({12, 7})), layer(xt::zeros<float>({24, 24})));
+    }, "[24, 10], [12, 7]");
     const nn::multi_head_attention m(4, xt::zeros<float>({48, 16}), xt::zeros<float>({48}), xt::zeros<float>({16, 16}),
                                      xt::zeros<float>({16}));
     const xt::xtensor<float, 3> x = xt::zeros<float>({2, 5, 12});
     test::check_invalid([&] { m(x, x, x); }, "query [2, 5, 12]", "E = 16");
+    const xt::xtensor<float, 3> q = xt::zeros<float>({2, 5, 16}), k = xt::zeros<float>({2, 6, 16});
+    const xt::xtensor<float, 3> v = xt::zeros<float>({2, 7, 16});
+    test::check_invalid([&] { m(q, k, v); }, "key [2, 6, 16] and value [2, 7, 16]", "[B, S, kdim]");
 }
 
 namespace {
@@ -223,7 +241,7 @@ BOOST_AUTO_TEST_CASE(a_layer_without_biases) {
     test::check_close(nn::multi_head_attention::load_npy(prefix, 4)(x, x, x), zeros(x, x, x), 0, 0, "loaded");
     std::filesystem::remove_all(dir);
     test::check_invalid([&] { nn::multi_head_attention(4, w_in, xt::zeros<float>({E}), w_out, {}); },
-                        "in_proj_bias [3E] or [0]", "[24]");
+                        "in_proj_bias [E + 2 E_kv] or [0]", "[24]");
 }
 
 BOOST_AUTO_TEST_CASE(bad_masks_name_their_shapes) {
@@ -239,6 +257,108 @@ BOOST_AUTO_TEST_CASE(bad_masks_name_their_shapes) {
     o = {};
     o.attn_bias = xt::xtensor<float, 2>(xt::zeros<float>({5, 6}));
     test::check_invalid([&] { m.forward(x, x, x, o); }, "attn_bias [5, 6]", "must be [5, 5] or [8, 5, 5]");
+}
+
+BOOST_AUTO_TEST_CASE(keys_and_values_of_their_own_widths) {
+    // nn.MultiheadAttention(24, 4, kdim=10, vdim=7): q_proj_weight [24, 24], k_proj_weight
+    // [24, 10], v_proj_weight [24, 7], in_proj_bias [72]; keys [B, S, 10], values [B, S, 7].
+    const std::size_t E = 24, B = 2, L = 11, S = 19;
+    const auto wq = test::random_tensor<float, 2>({E, E}, 41), wk = test::random_tensor<float, 2>({E, 10}, 42);
+    const auto wv = test::random_tensor<float, 2>({E, 7}, 43), w_out = test::random_tensor<float, 2>({E, E}, 44);
+    const auto b_in = test::random_tensor<float, 1>({3 * E}, 45), b_out = test::random_tensor<float, 1>({E}, 46);
+    const auto part = [&](std::size_t p) { return xt::xtensor<float, 1>(xt::view(b_in, xt::range(p * E, (p + 1) * E))); };
+    using layer = nn::linear_layer<float>;
+    const nn::multi_head_attention m(4, layer(wq, part(0)), layer(wk, part(1)), layer(wv, part(2)), layer(w_out, b_out));
+    BOOST_TEST(m.kdim() == 10u);
+    BOOST_TEST(m.vdim() == 7u);
+    BOOST_TEST(m.kv_heads() == 4u);
+    const auto x = test::random_tensor<float, 3>({B, L, E}, 47), keys = test::random_tensor<float, 3>({B, S, 10}, 48);
+    const auto values = test::random_tensor<float, 3>({B, S, 7}, 49);
+    xt::xtensor<bool, 2> padding = xt::zeros<bool>({B, S});
+    xt::view(padding, 1, xt::range(S - 6, S)) = true;
+    nn::attention_options o;
+    o.key_padding_mask = padding;
+    o.need_weights = true;
+    o.average_attn_weights = false;
+    const auto expected = test::literal_masked_attention<float>(x, keys, values, m, [&](std::size_t b, std::size_t,
+                                                                                        std::size_t, std::size_t j) {
+        return padding(b, j) ? -INFINITY : 0.0;
+    });
+    const auto r = m.forward(x, keys, values, o);
+    test::check_close(r.output, expected.output, 1e-5, 1e-4, "kdim 10, vdim 7");
+    test::check_close(*r.weights, expected.weights, 1e-6, 1e-4, "their weights");
+
+    // load_npy reads PyTorch's names for such a layer: q_proj_weight, k_proj_weight, v_proj_weight.
+    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mha_kdim";
+    std::filesystem::create_directories(dir);
+    const std::string prefix = (dir / "layer_").string();
+    xt::dump_npy(prefix + "q_proj_weight.npy", wq);
+    xt::dump_npy(prefix + "k_proj_weight.npy", wk);
+    xt::dump_npy(prefix + "v_proj_weight.npy", wv);
+    xt::dump_npy(prefix + "in_proj_bias.npy", b_in);
+    xt::dump_npy(prefix + "out_proj_weight.npy", w_out);
+    xt::dump_npy(prefix + "out_proj_bias.npy", b_out);
+    BOOST_TEST(nn::multi_head_attention::load_npy(prefix, 4).forward(x, keys, values, o).output == r.output);
+    xt::dump_npy(prefix + "in_proj_bias.npy", part(0));
+    test::check_invalid([&] { nn::multi_head_attention::load_npy(prefix, 4); }, "nn::multi_head_attention::load_npy",
+                        prefix + "in_proj_bias.npy holds [24]; expected [72]");
+    std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(grouped_query_attention) {
+    // 6 query heads of 4 features over 2 key and value heads: in_proj_weight [24 + 2 x 8, 24];
+    // query heads 0-2 read key and value head 0, heads 3-5 head 1.
+    const std::size_t E = 24, B = 2, L = 37;
+    const nn::multi_head_attention m(6, test::random_tensor<float, 2>({E + 16, E}, 51),
+                                     test::random_tensor<float, 1>({E + 16}, 52),
+                                     test::random_tensor<float, 2>({E, E}, 53), test::random_tensor<float, 1>({E}, 54));
+    BOOST_TEST(m.kv_heads() == 2u);
+    BOOST_TEST(m.k_proj.out_features() == 8u);
+    const auto x = test::random_tensor<float, 3>({B, L, E}, 55);
+    const auto pairs = random_mask<2>({L, L}, 56, 0.4);
+    for (const bool is_causal : {false, true}) {
+        nn::attention_options o;
+        o.attn_mask = pairs;
+        o.need_weights = true;
+        o.average_attn_weights = false;
+        const auto expected = test::literal_masked_attention<float>(x, x, m, [&](std::size_t, std::size_t,
+                                                                                 std::size_t i, std::size_t j) {
+            return pairs(i, j) || (is_causal && j > i) ? -INFINITY : 0.0;
+        });
+        const auto r = is_causal ? m.forward(x, x, x, o, causal{}) : m.forward(x, x, x, o);
+        const std::string what = is_causal ? "grouped-query, causal" : "grouped-query";
+        test::check_close(r.output, expected.output, 1e-5, 1e-4, what);
+        test::check_close(*r.weights, expected.weights, 1e-6, 1e-4, what + " weights");
+        const auto two = is_causal ? m.forward(x, x, x, o, causal{}, execution::parallel_policy{2})
+                                   : m.forward(x, x, x, o, dense{}, execution::parallel_policy{2});
+        BOOST_TEST(two.output == r.output, what + " on two threads");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(double_precision) {
+    // The same layer in double, against the literal loops to 1e-12, with masks and weights,
+    // on awkward lengths: one query, keys around the tile and vector widths.
+    const std::size_t E = 24;
+    const nn::basic_multi_head_attention<double> m(
+        4, test::random_tensor<double, 2>({3 * E, E}, 61), test::random_tensor<double, 1>({3 * E}, 62),
+        test::random_tensor<double, 2>({E, E}, 63), test::random_tensor<double, 1>({E}, 64));
+    for (const auto& [L, S] : {std::array<std::size_t, 2>{1, 1}, {1, 9}, {7, 65}, {33, 8}}) {
+        const auto x = test::random_tensor<double, 3>({2, L, E}, 65), memory = test::random_tensor<double, 3>({2, S, E}, 66);
+        const auto padding = random_mask<2>({2, S}, 67, 0.3);
+        nn::attention_options o;
+        o.key_padding_mask = padding;
+        o.need_weights = true;
+        const auto expected = test::literal_masked_attention<double>(x, memory, m, [&](std::size_t b, std::size_t,
+                                                                                       std::size_t, std::size_t j) {
+            return padding(b, j) ? -INFINITY : 0.0;
+        });
+        const auto r = m.forward(x, memory, memory, o);
+        static_assert(std::is_same_v<decltype(r.output), xt::xtensor<double, 3>>);
+        const std::string what = "double, L " + std::to_string(L) + ", S " + std::to_string(S);
+        test::check_close(r.output, expected.output, 1e-12, 1e-11, what);
+        test::check_close(*r.weights, xt::xtensor<double, 3>(xt::mean(expected.weights, {1})), 1e-13, 1e-12,
+                          what + " weights");
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

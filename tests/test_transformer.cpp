@@ -174,8 +174,8 @@ BOOST_AUTO_TEST_CASE(loads_pytorch_state_dict_files) {
     const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_transformer";
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "blocks_0_").string();
-    xt::dump_npy(prefix + "self_attn_in_proj_weight.npy", layer.self_attn.in_proj.weight());
-    xt::dump_npy(prefix + "self_attn_in_proj_bias.npy", layer.self_attn.in_proj.bias());
+    xt::dump_npy(prefix + "self_attn_in_proj_weight.npy", test::in_proj_weight(layer.self_attn));
+    xt::dump_npy(prefix + "self_attn_in_proj_bias.npy", test::in_proj_bias(layer.self_attn));
     xt::dump_npy(prefix + "self_attn_out_proj_weight.npy", layer.self_attn.out_proj.weight());
     xt::dump_npy(prefix + "self_attn_out_proj_bias.npy", layer.self_attn.out_proj.bias());
     xt::dump_npy(prefix + "linear1_weight.npy", layer.mlp.linear1.weight());

@@ -2,8 +2,8 @@
 // tests/torch/mha_parity.py, which writes a layer's weights, inputs, masks of every kind and
 // PyTorch's outputs and attention weights as .npy files, loads them and compares.
 //   torch_parity PYTHON SCRIPT FOLDER
-// Exit status: 0 when every case matches within 1e-5, 1 when one does not, 77 (a skipped
-// test) when the script finds no torch.
+// Exit status: 0 when every case matches within 1e-5 (1e-12 in double), 1 when one does not,
+// 77 (a skipped test) when the script finds no torch.
 #include <nonlocal/nonlocal.hpp>
 
 #include <sys/wait.h>
@@ -18,7 +18,8 @@
 
 namespace {
 
-double max_difference(const xt::xarray<float>& a, const xt::xarray<float>& b) {
+template <class T>
+double max_difference(const xt::xarray<T>& a, const xt::xarray<T>& b) {
     if (a.shape() != b.shape()) return INFINITY;
     return xt::amax(xt::abs(a - b))();
 }
@@ -65,12 +66,15 @@ int main(int argc, char** argv) {
     };
     int failed = 0;
     const auto compare = [&](const char* name, const auto& r) {
-        const double output = max_difference(r.output, load(std::string(name) + "_output"));
-        const double weights = max_difference(*r.weights, load(std::string(name) + "_weights"));
-        const bool ok = output <= 1e-5 && weights <= 1e-5;
+        using T = typename std::decay_t<decltype(r.output)>::value_type;
+        const auto expected = [&](const char* what) { return xt::load_npy<T>(folder + name + "_" + what + ".npy"); };
+        const double output = max_difference<T>(r.output, expected("output"));
+        const double weights = max_difference<T>(*r.weights, expected("weights"));
+        const double tolerance = std::is_same_v<T, double> ? 1e-12 : 1e-5;
+        const bool ok = output <= tolerance && weights <= tolerance;
         failed += !ok;
-        std::printf("%-28s max |nonlocal - torch|: output %.2g, weights %.2g  %s\n", name, output, weights,
-                    ok ? "ok" : "FAILED (tolerance 1e-5)");
+        std::printf("%-28s max |nonlocal - torch|: output %.2g, weights %.2g  %s (tolerance %g)\n", name, output,
+                    weights, ok ? "ok" : "FAILED", tolerance);
     };
     for (const auto& c : cases) {
         const auto& keys = c.self ? x : memory;
@@ -79,5 +83,17 @@ int main(int argc, char** argv) {
     // A layer built with bias=False: no bias files.
     const auto unbiased = nonlocal::nn::multi_head_attention::load_npy(folder + "unbiased_", 4);
     compare("unbiased", unbiased.forward(x, memory, memory, cases[0].options));
+    // kdim = 10 and vdim = 7: q_proj_weight, k_proj_weight and v_proj_weight.
+    const auto narrow = nonlocal::nn::multi_head_attention::load_npy(folder + "narrow_", 4);
+    const xt::xtensor<float, 3> keys = load("narrow_keys"), values = load("narrow_values");
+    compare("narrow", narrow.forward(x, keys, values, options([&](auto& o) {
+        o.key_padding_mask = padding, o.average_attn_weights = false;
+    })));
+    // The first layer in double, with a padding and an additive mask.
+    const auto wide = nonlocal::nn::basic_multi_head_attention<double>::load_npy(folder + "double_", 4);
+    const xt::xtensor<double, 3> x64 = xt::cast<double>(x), memory64 = xt::cast<double>(memory);
+    compare("double", wide.forward(x64, memory64, memory64, options([&](auto& o) {
+        o.key_padding_mask = padding, o.attn_bias = bias;
+    })));
     return failed == 0 ? 0 : 1;
 }

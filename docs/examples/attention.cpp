@@ -60,8 +60,20 @@ int main() {
     auto [masked, weights] = mha.forward(tokens, tokens, tokens, options);  // weights [2, 50, 50]
     std::printf("multi-head attention: [%zu, %zu, %zu], weights [%zu, %zu, %zu]\n", attended.shape(0),
                 attended.shape(1), attended.shape(2), weights->shape(0), weights->shape(1), weights->shape(2));
+
+    // Grouped-query attention: 8 query heads of 8 features over 2 key and value heads.
+    using projection = nonlocal::nn::linear_layer<float>;
+    const auto weight = [](std::size_t out, std::size_t in) {
+        return xt::xtensor<float, 2>(xt::random::randn<float>({out, in}) * 0.1f);
+    };
+    const nonlocal::nn::multi_head_attention gqa(8, projection(weight(E, E)), projection(weight(16, E)),
+                                                 projection(weight(16, E)), projection(weight(E, E)));
+    auto grouped = gqa(tokens, tokens, tokens, nonlocal::causal{});    // [2, 50, 64]
+    std::printf("grouped-query attention: %zu key and value heads for %zu query heads\n", gqa.kv_heads(),
+                gqa.num_heads);
     const bool masks_apply = m.shape() == y.shape() && b.shape() == y.shape() && masked.shape() == attended.shape() &&
-                             std::abs(xt::sum(xt::view(*weights, 0, 0))() - 1.0f) < 1e-5f;
+                             std::abs(xt::sum(xt::view(*weights, 0, 0))() - 1.0f) < 1e-5f &&
+                             grouped.shape() == attended.shape() && gqa.kv_heads() == 2;
     return error < 1e-4 && same_threads && same_lse && lse.shape(2) == 196 && attended.shape(2) == E && masks_apply
                ? 0
                : 1;

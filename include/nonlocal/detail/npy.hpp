@@ -175,11 +175,11 @@ xt::xarray<T> load_npy_as(const std::string& path, std::string_view who) {
     return load_npy_of_type<T>(path, npy_element_type(path), who);
 }
 
-/// A layer's weight file as a float array of rank N (`load_npy_as`), or
+/// A layer's weight file as an array of T of rank N (`load_npy_as`), or
 /// `std::invalid_argument` (from `who`) naming the file when it holds another rank.
-template <std::size_t N>
-xt::xtensor<float, N> load_weights(const std::string& path, std::string_view who) {
-    const xt::xarray<float> a = load_npy_as<float>(path, who);
+template <std::size_t N, class T = float>
+xt::xtensor<T, N> load_weights(const std::string& path, std::string_view who) {
+    const xt::xarray<T> a = load_npy_as<T>(path, who);
     require(a.dimension() == N, who, [&] {
         return path + " holds a " + shape_string(a.shape()) + " array; expected " + std::to_string(N) +
                (N == 1 ? " dimension" : " dimensions");

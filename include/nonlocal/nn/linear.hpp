@@ -21,24 +21,19 @@ namespace nonlocal::nn {
 /// A linear layer, y = x W^T + b, as PyTorch's `nn.Linear`: weight [out, in], bias [out]
 /// or none (`bias=False`). W^T is packed for the GEMM once, when the layer is built, and
 /// only the packed panels are kept: applying the layer reads them directly, and `weight()`
-/// unpacks a copy. `parts` cuts the outputs into equal blocks that can be computed
-/// alone (`simd::packed_weight`), as the query, key and value rows of an in-projection.
+/// unpacks a copy.
 template <class T = float>
 class linear_layer {
 public:
     linear_layer() = default;
 
-    /// Throws `std::invalid_argument` unless bias is [out] or empty and `parts` divides out.
-    explicit linear_layer(const xt::xtensor<T, 2>& weight, xt::xtensor<T, 1> bias = {}, std::size_t parts = 1)
-        : bias_(std::move(bias)) {
-        detail::require((bias_.size() == 0 || bias_.size() == weight.shape(0)) && parts > 0 &&
-                            weight.shape(0) % parts == 0,
-                        "nn::linear_layer", [&] {
-                            return "weight " + detail::shape_string(weight.shape()) + " and bias " +
-                                   detail::shape_string(bias_.shape()) + " must be [out, in] and [out] or [0], with " +
-                                   std::to_string(parts) + " parts dividing out";
-                        });
-        packed_ = simd::packed_weight<T>(as_rows(weight), parts);
+    /// Throws `std::invalid_argument` unless bias is [out] or empty.
+    explicit linear_layer(const xt::xtensor<T, 2>& weight, xt::xtensor<T, 1> bias = {}) : bias_(std::move(bias)) {
+        detail::require(bias_.size() == 0 || bias_.size() == weight.shape(0), "nn::linear_layer", [&] {
+            return "weight " + detail::shape_string(weight.shape()) + " and bias " +
+                   detail::shape_string(bias_.shape()) + " must be [out, in] and [out] or [0]";
+        });
+        packed_ = simd::packed_weight<T>(as_rows(weight));
     }
 
     /// [out, in], unpacked from the panels.

@@ -3,17 +3,22 @@
 /// Multi-head attention with the weights of PyTorch's `nn.MultiheadAttention`,
 /// so that trained weights load from .npy files.
 ///
-/// Weight layout (E = embed_dim, h = num_heads, E divisible by h):
-/// - `in_proj_weight` [3E, E]: rows [0, E) project queries, [E, 2E) keys, [2E, 3E) values
-///   (each y = x W^T + b, as `nn.Linear`);
-/// - `in_proj_bias` [3E], or empty for a layer built with `bias=False`;
-/// - `out_proj.weight` [E, E] and `out_proj.bias` [E] (empty: `bias=False`).
-/// Head i uses features [i E / h, (i + 1) E / h) of the projections, and the
-/// scale is 1 / sqrt(E / h). Export from PyTorch with, for each name,
-/// `numpy.save(name + ".npy", module.state_dict()[name].numpy())`, writing
-/// `out_proj.weight` as `out_proj_weight.npy` and `out_proj.bias` as `out_proj_bias.npy`.
+/// Weight layout (E = embed_dim, h = num_heads, E divisible by h, each y = x W^T + b as
+/// `nn.Linear`):
+/// - `in_proj_weight` [3E, E]: rows [0, E) project queries, [E, 2E) keys, [2E, 3E) values;
+///   or, for a layer built with `kdim` or `vdim` other than E, `q_proj_weight` [E, E],
+///   `k_proj_weight` [E, kdim] and `v_proj_weight` [E, vdim];
+/// - `in_proj_bias` [3E], or none for a layer built with `bias=False`;
+/// - `out_proj.weight` [E, E] and `out_proj.bias` [E] (none: `bias=False`).
+/// Head i uses features [i E / h, (i + 1) E / h) of the projections, and the scale is
+/// 1 / sqrt(E / h). Grouped-query attention projects keys and values to fewer heads,
+/// E_kv = h_kv E / h features, query head i reading key and value head i / (h / h_kv).
+/// Export from PyTorch with, for each name, `numpy.save(name + ".npy",
+/// module.state_dict()[name].numpy())`, writing `out_proj.weight` as `out_proj_weight.npy`
+/// and `out_proj.bias` as `out_proj_bias.npy`.
 
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <filesystem>
 #include <initializer_list>
@@ -95,59 +100,99 @@ struct attention_options {
 };
 
 /// The output of `multi_head_attention::forward`, and its weights when asked for.
-template <std::size_t R>
+template <std::size_t R, class T = float>
 struct attention_result {
-    xt::xtensor<float, R> output;
-    std::optional<xt::xarray<float>> weights;
+    xt::xtensor<T, R> output;
+    std::optional<xt::xarray<T>> weights;
 };
 
-/// y = MultiheadAttention(query, key, value) over float tokens [B, L, E] or [L, E].
-struct multi_head_attention {
-    std::size_t embed_dim = 0;
-    std::size_t num_heads = 0;
-    linear_layer<float> in_proj;    ///< `in_proj_weight` [3E, E] and `in_proj_bias` [3E] or [0], in 3 parts
-    linear_layer<float> out_proj;   ///< `out_proj.weight` [E, E] and `out_proj.bias` [E] or [0]
+/// y = MultiheadAttention(query, key, value) over tokens [B, L, E] or [L, E] of T (float or
+/// double): `multi_head_attention` is the float layer, as PyTorch's default.
+template <class T>
+struct basic_multi_head_attention {
+    static_assert(std::floating_point<T>, "nonlocal::nn::basic_multi_head_attention: T is float or double");
 
-    /// Throws `std::invalid_argument` unless the weights have the shapes above and h divides E.
-    multi_head_attention(std::size_t num_heads_, xt::xtensor<float, 2> in_weight, xt::xtensor<float, 1> in_bias,
-                         xt::xtensor<float, 2> out_weight, xt::xtensor<float, 1> out_bias)
+    std::size_t embed_dim = 0;   ///< E
+    std::size_t num_heads = 0;   ///< h, the query heads, of E / h features each
+    linear_layer<T> q_proj;      ///< [E, E] and [E] or none
+    linear_layer<T> k_proj;      ///< [E_kv, kdim] and [E_kv] or none
+    linear_layer<T> v_proj;      ///< [E_kv, vdim] and [E_kv] or none
+    linear_layer<T> out_proj;    ///< `out_proj.weight` [E, E] and `out_proj.bias` [E] or none
+
+    /// PyTorch's packed in-projection: `in_proj_weight` [E + 2 E_kv, E] (the rows of q, then
+    /// k, then v) and `in_proj_bias` [E + 2 E_kv] or [0], with E_kv = E (`nn.MultiheadAttention`)
+    /// or fewer (grouped-query attention: E_kv / (E / h) key and value heads).
+    /// Throws `std::invalid_argument` unless the weights have these shapes and those the
+    /// members list, h divides E, and the key and value heads divide h.
+    basic_multi_head_attention(std::size_t num_heads_, const xt::xtensor<T, 2>& in_weight,
+                               const xt::xtensor<T, 1>& in_bias, xt::xtensor<T, 2> out_weight,
+                               xt::xtensor<T, 1> out_bias)
         : embed_dim(out_weight.shape(0)), num_heads(num_heads_) {
-        const std::size_t E = embed_dim;
-        detail::require(E > 0 && num_heads > 0 && E % num_heads == 0 &&
-                            in_weight.shape() == std::array<std::size_t, 2>{3 * E, E} &&
-                            (in_bias.size() == 3 * E || in_bias.size() == 0) &&
-                            out_weight.shape() == std::array<std::size_t, 2>{E, E} &&
-                            (out_bias.size() == E || out_bias.size() == 0),
+        const std::size_t E = embed_dim, rows = in_weight.shape(0), kv = rows > E ? (rows - E) / 2 : 0;
+        detail::require(E > 0 && rows == E + 2 * kv && kv > 0 && in_weight.shape(1) == E &&
+                            (in_bias.size() == rows || in_bias.size() == 0),
                         "nn::multi_head_attention", [&] {
-                            return "expected in_proj_weight [3E, E], in_proj_bias [3E] or [0], out_proj_weight "
-                                   "[E, E], out_proj_bias [E] or [0] with num_heads dividing E; got " +
-                                   detail::shape_string(in_weight.shape()) + ", " +
-                                   detail::shape_string(in_bias.shape()) + ", " +
-                                   detail::shape_string(out_weight.shape()) + ", " +
-                                   detail::shape_string(out_bias.shape()) + " and num_heads = " +
-                                   std::to_string(num_heads);
+                            return "expected in_proj_weight [E + 2 E_kv, E] ([3E, E] without grouped queries) and "
+                                   "in_proj_bias [E + 2 E_kv] or [0] with E = " + std::to_string(E) +
+                                   " (out_proj_weight's rows); got " + detail::shape_string(in_weight.shape()) +
+                                   " and " + detail::shape_string(in_bias.shape());
                         });
-        in_proj = linear_layer<float>(std::move(in_weight), std::move(in_bias), 3);
-        out_proj = linear_layer<float>(std::move(out_weight), std::move(out_bias));
+        q_proj = rows_of(in_weight, in_bias, 0, E);
+        k_proj = rows_of(in_weight, in_bias, E, kv);
+        v_proj = rows_of(in_weight, in_bias, E + kv, kv);
+        out_proj = linear_layer<T>(std::move(out_weight), std::move(out_bias));
+        check();
     }
 
-    /// Loads `<prefix>in_proj_weight.npy`, `<prefix>in_proj_bias.npy`,
-    /// `<prefix>out_proj_weight.npy` and `<prefix>out_proj_bias.npy` (float32, or float64 or
-    /// integers converted to float); a layer saved with `bias=False` has no bias files, and
-    /// loads without them. Throws `std::runtime_error` naming a file that cannot be read, and
+    /// Separate projections: PyTorch's `q_proj_weight`, `k_proj_weight` and `v_proj_weight`
+    /// (a layer built with `kdim` or `vdim` other than E), or grouped-query attention.
+    /// Throws `std::invalid_argument` as the other constructor does.
+    basic_multi_head_attention(std::size_t num_heads_, linear_layer<T> q, linear_layer<T> k, linear_layer<T> v,
+                               linear_layer<T> out)
+        : embed_dim(q.out_features()), num_heads(num_heads_), q_proj(std::move(q)), k_proj(std::move(k)),
+          v_proj(std::move(v)), out_proj(std::move(out)) {
+        check();
+    }
+
+    std::size_t head_dim() const noexcept { return embed_dim / num_heads; }                ///< E / h
+    std::size_t kv_heads() const noexcept { return k_proj.out_features() / head_dim(); }   ///< E_kv / (E / h)
+    std::size_t kdim() const noexcept { return k_proj.in_features(); }                     ///< features of key
+    std::size_t vdim() const noexcept { return v_proj.in_features(); }                     ///< features of value
+
+    /// Loads a layer saved as `numpy.save(prefix + name + ".npy", ...)` for each of its
+    /// state_dict's names, dots as underscores: `in_proj_weight`, or `q_proj_weight`,
+    /// `k_proj_weight` and `v_proj_weight` when kdim or vdim differ from E; `in_proj_bias`;
+    /// `out_proj_weight` and `out_proj_bias`. A layer saved with `bias=False` has no bias
+    /// files and loads without them. Files of float32, float64 or integers are converted to
+    /// T. Throws `std::runtime_error` naming a file that cannot be read, and
     /// `std::invalid_argument` naming one of another element type or rank.
-    static multi_head_attention load_npy(const std::string& prefix, std::size_t num_heads) {
-        const auto bias = [&](const std::string& name) {
-            const std::string path = prefix + name;
-            return std::filesystem::exists(path) ? load_weights<1>(path) : xt::xtensor<float, 1>();
-        };
-        return {num_heads, load_weights<2>(prefix + "in_proj_weight.npy"), bias("in_proj_bias.npy"),
-                load_weights<2>(prefix + "out_proj_weight.npy"), bias("out_proj_bias.npy")};
+    static basic_multi_head_attention load_npy(const std::string& prefix, std::size_t num_heads) {
+        constexpr std::string_view who = "nn::multi_head_attention::load_npy";
+        const auto matrix = [&](const char* name) { return detail::load_weights<2, T>(prefix + name + ".npy", who); };
+        const std::string bias_path = prefix + "in_proj_bias.npy", out_bias_path = prefix + "out_proj_bias.npy";
+        const auto in_bias = std::filesystem::exists(bias_path) ? detail::load_weights<1, T>(bias_path, who)
+                                                                : xt::xtensor<T, 1>();
+        auto out_bias = std::filesystem::exists(out_bias_path) ? detail::load_weights<1, T>(out_bias_path, who)
+                                                               : xt::xtensor<T, 1>();
+        if (!std::filesystem::exists(prefix + "q_proj_weight.npy"))
+            return {num_heads, matrix("in_proj_weight"), in_bias, matrix("out_proj_weight"), std::move(out_bias)};
+        auto q = matrix("q_proj_weight"), k = matrix("k_proj_weight"), v = matrix("v_proj_weight");
+        const std::size_t E = q.shape(0), kv = k.shape(0);
+        detail::require(in_bias.size() == 0 || in_bias.size() == E + 2 * kv, who, [&] {
+            return bias_path + " holds " + detail::shape_string(in_bias.shape()) + "; expected [" +
+                   std::to_string(E + 2 * kv) + "] for q_proj_weight " + detail::shape_string(q.shape()) +
+                   " and k_proj_weight " + detail::shape_string(k.shape());
+        });
+        return {num_heads, linear_layer<T>(std::move(q), part_of(in_bias, 0, E)),
+                linear_layer<T>(std::move(k), part_of(in_bias, E, kv)),
+                linear_layer<T>(std::move(v), part_of(in_bias, E + kv, kv)),
+                linear_layer<T>(matrix("out_proj_weight"), std::move(out_bias))};
     }
 
-    /// Attention of `query` [B, L, E] over `key` and `value` [B, S, E] (or [L, E] and
-    /// [S, E]), keys restricted to `neighborhood` (e.g. `causal{}` for a decoder), on the
-    /// threads of `policy` (projections and attention; the result does not depend on their number).
+    /// Attention of `query` [B, L, E] over `key` [B, S, kdim] and `value` [B, S, vdim] (or
+    /// [L, E], [S, kdim] and [S, vdim]), keys restricted to `neighborhood` (e.g. `causal{}`
+    /// for a decoder), on the threads of `policy` (projections and attention; the result does
+    /// not depend on their number).
     template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
               execution_policy Ex = execution::sequenced_policy>
     auto operator()(const xt::xexpression<Q>& query, const xt::xexpression<K>& key, const xt::xexpression<V>& value,
@@ -169,8 +214,8 @@ struct multi_head_attention {
         static_assert(R == 2 || R == 3, "nonlocal::nn::multi_head_attention: inputs are [B, L, E] or [L, E]");
         std::array<std::size_t, R> shape;
         std::copy_n(query.derived_cast().shape().begin(), R, shape.begin());
-        attention_result<R> result;
-        result.output = xt::empty<float>(shape);
+        attention_result<R, T> result;
+        result.output = xt::empty<T>(shape);
         result.weights = forward_to<Arch>(result.output.data(), false, query, key, value, options, neighborhood, policy);
         return result;
     }
@@ -180,63 +225,61 @@ struct multi_head_attention {
     /// y may hold the inputs themselves: they are read before y is written.
     template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
               execution_policy Ex = execution::sequenced_policy>
-    std::optional<xt::xarray<float>> forward_to(float* y, bool add, const xt::xexpression<Q>& query,
-                                                const xt::xexpression<K>& key, const xt::xexpression<V>& value,
-                                                const attention_options& options, const Nb& neighborhood = {},
-                                                Ex policy = {}) const {
+    std::optional<xt::xarray<T>> forward_to(T* y, bool add, const xt::xexpression<Q>& query,
+                                            const xt::xexpression<K>& key, const xt::xexpression<V>& value,
+                                            const attention_options& options, const Nb& neighborhood = {},
+                                            Ex policy = {}) const {
         constexpr std::size_t R = detail::static_rank<Q>;
         static_assert(R == 2 || R == 3, "nonlocal::nn::multi_head_attention: inputs are [B, L, E] or [L, E]");
-        const detail::contiguous<float, R> q(query), k(key), v(value);
+        const detail::contiguous<T, R> q(query), k(key), v(value);
         const std::size_t B = R == 3 ? q.shape(0) : 1, L = q.shape(R - 2), S = k.shape(R - 2);
-        const std::size_t E = embed_dim, h = num_heads, hd = E / h;
-        detail::require(q.shape(R - 1) == E && k.shape(R - 1) == E && v.shape(R - 1) == E &&
+        const std::size_t E = embed_dim, h = num_heads, hd = head_dim();
+        detail::require(q.shape(R - 1) == E && k.shape(R - 1) == kdim() && v.shape(R - 1) == vdim() &&
                             k.shape(R - 2) == v.shape(R - 2) && (R == 2 || (k.shape(0) == B && v.shape(0) == B)),
                         "nn::multi_head_attention", [&] {
                             return "query " + detail::shape_string(q.shape()) + ", key " +
                                    detail::shape_string(k.shape()) + " and value " + detail::shape_string(v.shape()) +
-                                   " must be [B, L, E], [B, S, E] and [B, S, E] with E = " + std::to_string(E);
+                                   " must be [B, L, E], [B, S, kdim] and [B, S, vdim] with E = " + std::to_string(E) +
+                                   ", kdim = " + std::to_string(kdim()) + " and vdim = " + std::to_string(vdim());
                         });
         const auto masks = options.masks(R == 3, B, h, L, S);
         const int threads = detail::thread_count(policy);
-        std::optional<xt::xarray<float>> weights;
+        std::optional<xt::xarray<T>> weights;
         // The heads and the merged output in `buffer`s, whose large blocks are kept for the next
         // call: allocated anew (xtensor's allocator, notably xsimd's aligned one under
         // XTENSOR_USE_XSIMD), each block is page-faulted in again on every call, which made
         // this layer twice as slow at n = 1024.
-        const auto heads_of = [&](buffer<float>& data, std::size_t rows) {
-            data.resize(B * h * rows * hd);
-            return xt::adapt(data.data(), data.size(), xt::no_ownership(), std::array<std::size_t, 4>{B, h, rows, hd});
+        const auto heads_of = [&](buffer<T>& data, std::size_t heads, std::size_t rows) {
+            data.resize(B * heads * rows * hd);
+            return xt::adapt(data.data(), data.size(), xt::no_ownership(),
+                             std::array<std::size_t, 4>{B, heads, rows, hd});
         };
-        buffer<float> q_data, k_data, v_data, o_data;
-        auto qh = heads_of(q_data, L), kh = heads_of(k_data, S), vh = heads_of(v_data, S), o = heads_of(o_data, L);
-        // Each projection's GEMM stores its rows [B * rows, E] as heads [B, h, rows, hd].
-        float* heads[3] = {q_data.data(), k_data.data(), v_data.data()};
-        const auto project = [&](const float* x, std::size_t rows, std::span<const simd::packed_weight<float>::panel> panels) {
-            const simd::epilogue<float> bias{in_proj.bias_data()};
+        buffer<T> q_data, k_data, v_data, o_data;
+        auto qh = heads_of(q_data, h, L), kh = heads_of(k_data, kv_heads(), S), vh = heads_of(v_data, kv_heads(), S);
+        auto o = heads_of(o_data, h, L);
+        // Each projection's GEMM stores its rows [B * rows, heads hd] as [B, heads, rows, hd].
+        const auto project = [&](const linear_layer<T>& proj, const T* x, std::size_t rows, T* heads) {
+            const std::size_t count = proj.out_features() / hd;
+            const simd::epilogue<T> bias{proj.bias_data()};
             simd::linear_rows<Arch>(
-                row_matrix<const float>{x, B * rows, E}, in_proj.packed(), panels,
+                row_matrix<const T>{x, B * rows, proj.in_features()}, proj.packed(),
                 [&](std::size_t row, std::size_t column, const auto& acc, std::size_t lanes) {
                     using batch = std::decay_t<decltype(acc)>;
-                    alignas(64) float values[batch::size];
+                    alignas(64) T values[batch::size];
                     bias(acc, column, lanes).store_aligned(values);
-                    const std::size_t part = column / E, b = row / rows, t = row % rows;
+                    const std::size_t b = row / rows, t = row % rows;
                     for (std::size_t l = 0; l < lanes;) {
-                        const std::size_t f = column % E + l, head = f / hd, d = f % hd;
-                        const std::size_t count = std::min(lanes - l, hd - d);
-                        std::copy_n(values + l, count, heads[part] + ((b * h + head) * rows + t) * hd + d);
-                        l += count;
+                        const std::size_t f = column + l, head = f / hd, d = f % hd;
+                        const std::size_t n = std::min(lanes - l, hd - d);
+                        std::copy_n(values + l, n, heads + ((b * count + head) * rows + t) * hd + d);
+                        l += n;
                     }
                 },
                 threads);
         };
-        // Self-attention projects the three parts in one pass over the query.
-        if (q.data() == k.data() && k.data() == v.data() && L == S) {
-            project(q.data(), L, in_proj.packed().panels());
-        } else {
-            project(q.data(), L, in_proj.packed().part(0));
-            project(k.data(), S, in_proj.packed().part(1));
-            project(v.data(), S, in_proj.packed().part(2));
-        }
+        project(q_proj, q.data(), L, q_data.data());
+        project(k_proj, k.data(), S, k_data.data());
+        project(v_proj, v.data(), S, v_data.data());
         const auto attend = [&](const auto& similarity, const auto& nb) {
             if (!options.need_weights)
                 return weighted_aggregate<Arch>(policy, qh, kh, vh, similarity, nb, softmax{}, o);
@@ -253,70 +296,102 @@ struct multi_head_attention {
         if (options.attn_bias) masked(with_pair_bias(scaled_dot_product{}, *options.attn_bias));
         else masked(scaled_dot_product{});
         // The heads merged into rows [B * L, E], in q's block (its values are no longer needed).
-        float* merged = q_data.data();
+        T* merged = q_data.data();
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t t = 0; t < L; ++t)
                 for (std::size_t head = 0; head < h; ++head)
                     std::copy_n(&o(b, head, t, 0), hd, merged + (b * L + t) * E + head * hd);
-        simd::linear_rows<Arch>(row_matrix<const float>{merged, B * L, E}, out_proj.packed(),
-                                simd::store_rows<float>{y, E, {out_proj.bias_data()}, add}, threads);
+        simd::linear_rows<Arch>(row_matrix<const T>{merged, B * L, E}, out_proj.packed(),
+                                simd::store_rows<T>{y, E, {out_proj.bias_data()}, add}, threads);
         return weights;
     }
 
 private:
-    template <std::size_t N>
-    static xt::xtensor<float, N> load_weights(const std::string& path) {
-        return detail::load_weights<N>(path, "nn::multi_head_attention::load_npy");
+    /// Rows [first, first + count) of an in-projection and its bias (none when it has none).
+    static linear_layer<T> rows_of(const xt::xtensor<T, 2>& weight, const xt::xtensor<T, 1>& bias, std::size_t first,
+                                   std::size_t count) {
+        return linear_layer<T>(xt::xtensor<T, 2>(xt::view(weight, xt::range(first, first + count), xt::all())),
+                               part_of(bias, first, count));
+    }
+    static xt::xtensor<T, 1> part_of(const xt::xtensor<T, 1>& bias, std::size_t first, std::size_t count) {
+        if (bias.size() == 0) return {};
+        return xt::view(bias, xt::range(first, first + count));
+    }
+
+    void check() const {
+        const std::size_t E = embed_dim, h = num_heads;
+        const std::size_t hd = h && E % h == 0 ? E / h : 0, kv = k_proj.out_features();
+        detail::require(E > 0 && hd > 0 && q_proj.in_features() == E && kv > 0 && kv % hd == 0 &&
+                            h % (kv / hd) == 0 && v_proj.out_features() == kv && kdim() > 0 && vdim() > 0 &&
+                            out_proj.in_features() == E && out_proj.out_features() == E,
+                        "nn::multi_head_attention", [&] {
+                            const auto shape = [](const linear_layer<T>& p) {
+                                return "[" + std::to_string(p.out_features()) + ", " + std::to_string(p.in_features()) + "]";
+                            };
+                            return "expected q_proj [E, E], k_proj [E_kv, kdim], v_proj [E_kv, vdim] and out_proj "
+                                   "[E, E] with num_heads dividing E, E_kv a multiple of E / num_heads and its heads "
+                                   "dividing num_heads; got " + shape(q_proj) + ", " + shape(k_proj) + ", " +
+                                   shape(v_proj) + ", " + shape(out_proj) + " and num_heads = " + std::to_string(h);
+                        });
     }
 
     /// softmax(q k^T / sqrt(hd) + bias) of every head, 0 where the neighborhood drops a pair,
     /// from the log-sum-exp of the attention's own pass: each weight is exp(logit - lse), one
     /// more pass over the scores (q k^T by the projections' GEMM, the scale applied as it
-    /// stores; the exponentials a row at a time in vectors, written where they belong).
-    /// [B, L, S] averaged over the heads or [B, h, L, S]; without B for unbatched inputs.
+    /// stores; the exponentials a row at a time in vectors, written where they belong, each
+    /// element of the result written once). [B, L, S] averaged over the heads or
+    /// [B, h, L, S]; without B for unbatched inputs.
     template <class Arch, class QH, class KH, class S, class Nb>
-    static xt::xarray<float> attention_weights(const QH& q, const KH& k, const xt::xtensor<float, 3>& lse,
-                                               const S& similarity, const Nb& nb, bool average, bool batched) {
+    static xt::xarray<T> attention_weights(const QH& q, const KH& k, const xt::xtensor<T, 3>& lse,
+                                           const S& similarity, const Nb& nb, bool average, bool batched) {
         const std::size_t B = q.shape(0), h = q.shape(1), L = q.shape(2), S_ = k.shape(2), hd = q.shape(3);
-        constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+        const std::size_t group = h / k.shape(1);
+        constexpr T minus_inf = -std::numeric_limits<T>::infinity();
         std::vector<std::size_t> shape;
         if (batched) shape.push_back(B);
         if (!average) shape.push_back(h);
         shape.insert(shape.end(), {L, S_});
-        xt::xarray<float> weights = xt::zeros<float>(shape);
-        const float scale = static_cast<float>(scaled_dot_product{}.scale(hd));
-        buffer<float> logits(L * S_);
-        std::vector<float> row(average ? S_ : 0);
+        auto weights = xt::xarray<T>::from_shape(shape);
+        const T scale = static_cast<T>(scaled_dot_product{}.scale(hd));
+        buffer<T> logits(L * S_);
+        std::vector<T> row(average ? S_ : 0);
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t head = 0; head < h; ++head) {
                 const slice_index at{b, head, B, h};
-                simd::linear_rows<Arch>(row_matrix<const float>{&q(b, head, 0, 0), L, hd},
-                                        simd::packed_weight<float>(row_matrix<const float>{&k(b, head, 0, 0), S_, hd}),
+                simd::linear_rows<Arch>(row_matrix<const T>{&q(b, head, 0, 0), L, hd},
+                                        simd::packed_weight<T>(row_matrix<const T>{&k(b, head / group, 0, 0), S_, hd}),
                                         [&](std::size_t i, std::size_t j, const auto& v, std::size_t lanes) {
                                             simd::store_lanes(v * std::decay_t<decltype(v)>(scale), lanes,
                                                               logits.data() + i * S_ + j);
                                         });
-                float* out = weights.data() + (b * (average ? 1 : h) + (average ? 0 : head)) * L * S_;
+                T* out = weights.data() + (b * (average ? 1 : h) + (average ? 0 : head)) * L * S_;
                 detail::with_head<4>(similarity, at, [&](const auto& s) {
                     constexpr bool biased = detail::pair_biased_dot_product<std::decay_t<decltype(s)>>;
                     detail::with_neighborhood(nb, at, [&](const auto& n) {
                         for (std::size_t i = 0; i < L; ++i) {
-                            const float top = lse(b, head, i);
-                            if (std::isinf(top)) continue;   // no key admitted: the row stays 0
+                            const T top = lse(b, head, i);
+                            // The first head of an average writes its row; the others add theirs.
+                            const bool write = !average || head == 0;
+                            if (std::isinf(top)) {   // no key admitted: the row is 0
+                                if (write) std::fill(out + i * S_, out + (i + 1) * S_, T(0));
+                                continue;
+                            }
                             // The admitted pairs' logits, -inf elsewhere, then exp(logit - lse).
-                            float* target = average ? row.data() : out + i * S_;
-                            const float* l = logits.data() + i * S_;
+                            T* target = average ? row.data() : out + i * S_;
+                            const T* l = logits.data() + i * S_;
                             std::fill(target, target + S_, minus_inf);
                             n.for_each_range(i, extents{L, S_}, [&](key_range r) {
                                 if (!biased && r.stride == 1) return void(std::copy_n(l + r.first, r.count, target + r.first));
                                 for (std::size_t t = 0; t < r.count; ++t) {
                                     const std::size_t j = r.first + t * r.stride;
                                     target[j] = l[j];
-                                    if constexpr (biased) target[j] += static_cast<float>(s.bias(i, j));
+                                    if constexpr (biased) target[j] += static_cast<T>(s.bias(i, j));
                                 }
                             });
                             simd::exp_shifted_sum<Arch>(target, top, S_);
-                            if (average) simd::axpy<Arch>(1.0f / float(h), target, out + i * S_, S_);
+                            if (!average) continue;
+                            if (head == 0) std::fill(out + i * S_, out + (i + 1) * S_, T(0));
+                            simd::axpy<Arch>(T(1) / T(h), target, out + i * S_, S_);
                         }
                     });
                 });
@@ -324,5 +399,8 @@ private:
         return weights;
     }
 };
+
+/// The float layer, as PyTorch's default dtype.
+using multi_head_attention = basic_multi_head_attention<float>;
 
 }  // namespace nonlocal::nn

@@ -30,9 +30,7 @@ namespace nonlocal::simd {
 /// panels of up to `panel_width` output columns, each [in][width] contiguous, so that a
 /// panel's rows stream in order under the micro-kernel. The layout does not depend on the
 /// architecture (a panel is 256 bytes wide: 4 AVX-512 vectors, 8 AVX2 ones), so one packing
-/// serves every kernel. The rows of the weight can be cut into `parts` equal blocks (the
-/// query, key and value rows of an in-projection), each starting a panel, so that a part is
-/// multiplied alone or all of them in one pass.
+/// serves every kernel.
 template <class T>
 class packed_weight {
 public:
@@ -49,20 +47,14 @@ public:
 
     packed_weight() = default;
 
-    /// Packs weight [out, in], its rows cut into `parts` equal blocks (parts must divide out),
-    /// the panels shared out among `threads` threads.
-    explicit packed_weight(row_matrix<const T> weight, std::size_t parts = 1, int threads = 1)
-        : in_(weight.cols), out_(weight.rows) {
-        const std::size_t part_rows = parts ? out_ / parts : 0;
+    /// Packs weight [out, in], the panels shared out among `threads` threads.
+    explicit packed_weight(row_matrix<const T> weight, int threads = 1) : in_(weight.cols), out_(weight.rows) {
         std::size_t offset = 0;
-        for (std::size_t p = 0; p < parts; ++p) {
-            for (std::size_t c = 0; c < part_rows; c += panel_width) {
-                const std::size_t columns = std::min(panel_width, part_rows - c);
-                const std::size_t width = (columns + width_step - 1) / width_step * width_step;
-                panels_.push_back({p * part_rows + c, columns, width, offset});
-                offset += in_ * width;
-            }
-            part_begin_.push_back(panels_.size());
+        for (std::size_t c = 0; c < out_; c += panel_width) {
+            const std::size_t columns = std::min(panel_width, out_ - c);
+            const std::size_t width = (columns + width_step - 1) / width_step * width_step;
+            panels_.push_back({c, columns, width, offset});
+            offset += in_ * width;
         }
         values_.assign(offset, T(0));
         detail::parallel_for(panels_.size(), threads, [&](std::size_t j) {
@@ -86,19 +78,13 @@ public:
 
     std::size_t in() const noexcept { return in_; }     ///< features of x
     std::size_t out() const noexcept { return out_; }   ///< features of y
-    std::size_t parts() const noexcept { return part_begin_.size() - 1; }
 
-    /// Every panel, or those of part p.
     std::span<const panel> panels() const noexcept { return panels_; }
-    std::span<const panel> part(std::size_t p) const noexcept {
-        return std::span<const panel>(panels_).subspan(part_begin_[p], part_begin_[p + 1] - part_begin_[p]);
-    }
     const T* data(const panel& p) const noexcept { return values_.data() + p.offset; }
 
 private:
     std::size_t in_ = 0, out_ = 0;
     std::vector<panel> panels_;
-    std::vector<std::size_t> part_begin_{0};
     buffer<T> values_;
 };
 
@@ -141,10 +127,9 @@ template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class T>
                                    std::size_t ldc) noexcept {
     micro_gemm<Arch, MR, nv, Accumulate>(depth, a, 1, MR, b, ldb, c, ldc);
 }
-/// x [n, in] times the packed W^T, the columns of `panels` only; each finished vector of y goes
-/// to `store(row, column, v, lanes)`: lane l of v is y[row, column + l] for l < lanes (lanes is
-/// short only at a part's last column, its further lanes 0). Each (row, column) of the panels
-/// is stored once. Throws `std::invalid_argument` unless x has the weight's `in` columns.
+/// x [n, in] times the packed W^T; each finished vector of y goes to `store(row, column, v,
+/// lanes)`: lane l of v is y[row, column + l] for l < lanes (lanes is short only at the last
+/// column, its further lanes 0). Each (row, column) of y is stored once. Throws `std::invalid_argument` unless x has the weight's `in` columns.
 ///
 /// The loops of a Goto / BLIS matrix product:
 /// - The micro-kernel keeps MR x NV vectors of y in registers: AVX-512 (32 registers):
@@ -160,8 +145,7 @@ template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class T>
 /// On `threads` threads the panels are shared out, each (row, column) computed by one thread
 /// in the same order, so the result is the same, bit for bit, on any number of threads.
 template <class Arch = default_arch, class T, class Store>
-void linear_rows(row_matrix<const T> x, const packed_weight<T>& w,
-                 std::span<const typename packed_weight<T>::panel> panels, Store&& store, int threads = 1) {
+void linear_rows(row_matrix<const T> x, const packed_weight<T>& w, Store&& store, int threads = 1) {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
     constexpr std::size_t MR = 6;
@@ -172,6 +156,7 @@ void linear_rows(row_matrix<const T> x, const packed_weight<T>& w,
                std::to_string(w.in()) + " inputs";
     });
     const std::size_t n = x.rows, in = x.cols;
+    const auto panels = w.panels();
     if (n == 0 || panels.empty()) return;
     const std::size_t depth_blocks = std::max<std::size_t>(1, (in + max_depth - 1) / max_depth);
     const std::size_t kc = std::max<std::size_t>(1, (in + depth_blocks - 1) / depth_blocks);
@@ -257,12 +242,6 @@ void linear_rows(row_matrix<const T> x, const packed_weight<T>& w,
     }
 }
 
-/// The same over every panel of w.
-template <class Arch = default_arch, class T, class Store>
-void linear_rows(row_matrix<const T> x, const packed_weight<T>& w, Store&& store, int threads = 1) {
-    linear_rows<Arch>(x, w, w.panels(), store, threads);
-}
-
 /// x [n, in] W^T + bias as a new [n, out] tensor, W^T packed (`bias` [out], or none).
 template <class Arch = default_arch, class T>
 xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, const packed_weight<T>& w, const T* bias, int threads = 1) {
@@ -277,7 +256,7 @@ xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, const packed_weight<T>& w, 
 template <class Arch = default_arch, class T>
 xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight, const T* bias = nullptr,
                               int threads = 1) {
-    return linear_rows<Arch>(x, packed_weight<T>(weight, 1, threads), bias, threads);
+    return linear_rows<Arch>(x, packed_weight<T>(weight, threads), bias, threads);
 }
 
 }  // namespace nonlocal::simd
