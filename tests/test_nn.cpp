@@ -148,6 +148,22 @@ BOOST_AUTO_TEST_CASE(linear_layer_packs_once_and_applies_its_epilogue) {
             const xt::xtensor<float, 2> stored = xt::view(wide, xt::all(), xt::range(0, out));
             BOOST_TEST(stored == y, what + " rows apart");
             BOOST_TEST(xt::all(xt::isnan(xt::view(wide, xt::all(), xt::range(out, out + 3)))), what + " rows apart");
+            // Two weights side by side in one pass: y = x [W^T W2^T], each part as alone, the
+            // lanes past W's last column not spilling into W2's first (out is not a multiple
+            // of every vector width).
+            const auto w2 = test::random_tensor<float, 2>({out + 2, in}, 15);
+            const simd::packed_weight<float> second(as_rows(w2));
+            const simd::packed_weight<float>* both[] = {&layer.packed(), &second};
+            xt::xtensor<float, 2> joined = xt::empty<float>({n, 2 * out + 2});
+            for (const int threads : {1, 2}) {
+                joined.fill(std::numeric_limits<float>::quiet_NaN());
+                simd::linear_rows<Arch>(as_rows(x), std::span<const simd::packed_weight<float>* const>(both),
+                                        simd::store_rows<float>{joined.data(), 2 * out + 2}, threads);
+                const xt::xtensor<float, 2> left = xt::view(joined, xt::all(), xt::range(0, out));
+                const xt::xtensor<float, 2> right = xt::view(joined, xt::all(), xt::range(out, 2 * out + 2));
+                BOOST_TEST(left == nn::linear<Arch>(x, w), what + " side by side");
+                BOOST_TEST(right == nn::linear<Arch>(x, w2), what + " side by side");
+            }
             // The same on two threads, bit for bit.
             BOOST_TEST(layer.template operator()<Arch>(x, execution::parallel_policy{2}) == y, what);
         }

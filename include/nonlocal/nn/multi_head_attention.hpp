@@ -24,7 +24,9 @@
 #include <initializer_list>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -257,29 +259,45 @@ struct basic_multi_head_attention {
         buffer<T> q_data, k_data, v_data, o_data;
         auto qh = heads_of(q_data, h, L), kh = heads_of(k_data, kv_heads(), S), vh = heads_of(v_data, kv_heads(), S);
         auto o = heads_of(o_data, h, L);
-        // Each projection's GEMM stores its rows [B * rows, heads hd] as [B, heads, rows, hd].
-        const auto project = [&](const linear_layer<T>& proj, const T* x, std::size_t rows, T* heads) {
-            const std::size_t count = proj.out_features() / hd;
-            const simd::epilogue<T> bias{proj.bias_data()};
+        // Each projection's GEMM stores its rows [B * rows, heads hd] as [B, heads, rows, hd];
+        // self-attention's three share one pass over x, their columns side by side.
+        const auto project = [&](std::span<const linear_layer<T>* const> projections, const T* x, std::size_t rows,
+                                 std::span<T* const> heads) {
+            std::vector<const simd::packed_weight<T>*> weights;
+            for (const auto* p : projections) weights.push_back(&p->packed());
             simd::linear_rows<Arch>(
-                row_matrix<const T>{x, B * rows, proj.in_features()}, proj.packed(),
+                row_matrix<const T>{x, B * rows, projections[0]->in_features()},
+                std::span<const simd::packed_weight<T>* const>(weights),
                 [&](std::size_t row, std::size_t column, const auto& acc, std::size_t lanes) {
                     using batch = std::decay_t<decltype(acc)>;
+                    std::size_t part = 0;
+                    while (column >= projections[part]->out_features()) column -= projections[part++]->out_features();
+                    const std::size_t count = projections[part]->out_features() / hd;
                     alignas(64) T values[batch::size];
-                    bias(acc, column, lanes).store_aligned(values);
+                    simd::epilogue<T>{projections[part]->bias_data()}(acc, column, lanes).store_aligned(values);
                     const std::size_t b = row / rows, t = row % rows;
                     for (std::size_t l = 0; l < lanes;) {
                         const std::size_t f = column + l, head = f / hd, d = f % hd;
                         const std::size_t n = std::min(lanes - l, hd - d);
-                        std::copy_n(values + l, n, heads + ((b * count + head) * rows + t) * hd + d);
+                        std::copy_n(values + l, n, heads[part] + ((b * count + head) * rows + t) * hd + d);
                         l += n;
                     }
                 },
                 threads);
         };
-        project(q_proj, q.data(), L, q_data.data());
-        project(k_proj, k.data(), S, k_data.data());
-        project(v_proj, v.data(), S, v_data.data());
+        if (q.data() == k.data() && k.data() == v.data() && L == S && kdim() == E && vdim() == E) {
+            const linear_layer<T>* all[] = {&q_proj, &k_proj, &v_proj};
+            T* const targets[] = {q_data.data(), k_data.data(), v_data.data()};
+            project(all, q.data(), L, targets);
+        } else {
+            for (const auto& [proj, x, rows, target] :
+                 {std::tuple{&q_proj, q.data(), L, q_data.data()}, std::tuple{&k_proj, k.data(), S, k_data.data()},
+                  std::tuple{&v_proj, v.data(), S, v_data.data()}}) {
+                const linear_layer<T>* one[] = {proj};
+                T* const targets[] = {target};
+                project(one, x, rows, targets);
+            }
+        }
         const auto attend = [&](const auto& similarity, const auto& nb) {
             if (!options.need_weights)
                 return weighted_aggregate<Arch>(policy, qh, kh, vh, similarity, nb, softmax{}, o);

@@ -127,9 +127,12 @@ template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class T>
                                    std::size_t ldc) noexcept {
     micro_gemm<Arch, MR, nv, Accumulate>(depth, a, 1, MR, b, ldb, c, ldc);
 }
-/// x [n, in] times the packed W^T; each finished vector of y goes to `store(row, column, v,
-/// lanes)`: lane l of v is y[row, column + l] for l < lanes (lanes is short only at the last
-/// column, its further lanes 0). Each (row, column) of y is stored once. Throws `std::invalid_argument` unless x has the weight's `in` columns.
+/// x [n, in] times the packed W^T of several weights side by side, y = x [W_0^T W_1^T ...]
+/// (the query, key and value projections of self-attention: one pass over x for all three);
+/// each finished vector of y goes to `store(row, column, v, lanes)`: lane l of v is
+/// y[row, column + l] for l < lanes (lanes is short only at a weight's last column, its
+/// further lanes 0), the columns of W_i following those of W_{i-1}. Each (row, column) of
+/// y is stored once. Throws `std::invalid_argument` unless x has each weight's `in` columns.
 ///
 /// The loops of a Goto / BLIS matrix product:
 /// - The micro-kernel keeps MR x NV vectors of y in registers: AVX-512 (32 registers):
@@ -145,18 +148,30 @@ template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class T>
 /// On `threads` threads the panels are shared out, each (row, column) computed by one thread
 /// in the same order, so the result is the same, bit for bit, on any number of threads.
 template <class Arch = default_arch, class T, class Store>
-void linear_rows(row_matrix<const T> x, const packed_weight<T>& w, Store&& store, int threads = 1) {
+void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const> weights, Store&& store,
+                 int threads = 1) {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
     constexpr std::size_t MR = 6;
     constexpr std::size_t NV = std::min<std::size_t>(vector_registers<Arch> >= 32 ? 4 : 2, packed_weight<T>::panel_width / W);
     constexpr std::size_t max_depth = 4096, block_bytes = std::size_t(2) << 20;
-    detail::require(x.cols == w.in(), "simd::linear_rows", [&] {
-        return "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] does not fit a weight of " +
-               std::to_string(w.in()) + " inputs";
-    });
+    // Every weight's panels, their columns numbered from the weight's first column in y.
+    struct panel {
+        const T* data;
+        std::size_t column, columns, width;
+    };
+    std::vector<panel> panels;
+    std::size_t first_column = 0;
+    for (const packed_weight<T>* w : weights) {
+        detail::require(x.cols == w->in(), "simd::linear_rows", [&] {
+            return "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] does not fit a weight of " +
+                   std::to_string(w->in()) + " inputs";
+        });
+        for (const auto& pn : w->panels())
+            panels.push_back({w->data(pn), first_column + pn.column, pn.columns, pn.width});
+        first_column += w->out();
+    }
     const std::size_t n = x.rows, in = x.cols;
-    const auto panels = w.panels();
     if (n == 0 || panels.empty()) return;
     const std::size_t depth_blocks = std::max<std::size_t>(1, (in + max_depth - 1) / max_depth);
     const std::size_t kc = std::max<std::size_t>(1, (in + depth_blocks - 1) / depth_blocks);
@@ -192,13 +207,13 @@ void linear_rows(row_matrix<const T> x, const packed_weight<T>& w, Store&& store
             });
             detail::parallel_for(panels.size(), threads, [&](std::size_t q) {
                 const auto& pn = panels[q];
-                const T* b = w.data(pn) + k0 * pn.width;
+                const T* b = pn.data + k0 * pn.width;
                 // The panel this thread likely takes next, fetched into L2 a slice per tile: a
                 // layer's weights come from memory (a model's do not fit the caches), and the
                 // hardware prefetchers stop at every 4 KiB page of a panel.
                 const std::size_t ahead = q + std::size_t(std::max(threads, 1));
                 const char* next = ahead < panels.size()
-                                       ? reinterpret_cast<const char*>(w.data(panels[ahead]) + k0 * panels[ahead].width)
+                                       ? reinterpret_cast<const char*>(panels[ahead].data + k0 * panels[ahead].width)
                                        : nullptr;
                 const std::size_t next_bytes = next ? depth * panels[ahead].width * sizeof(T) : 0;
                 const std::size_t slice = (next_bytes / (rows / MR) + 63) / 64 * 64;
@@ -240,6 +255,13 @@ void linear_rows(row_matrix<const T> x, const packed_weight<T>& w, Store&& store
             });
         }
     }
+}
+
+/// The same with one weight.
+template <class Arch = default_arch, class T, class Store>
+void linear_rows(row_matrix<const T> x, const packed_weight<T>& w, Store&& store, int threads = 1) {
+    const packed_weight<T>* one[] = {&w};
+    linear_rows<Arch>(x, std::span<const packed_weight<T>* const>(one), store, threads);
 }
 
 /// x [n, in] W^T + bias as a new [n, out] tensor, W^T packed (`bias` [out], or none).
