@@ -15,25 +15,38 @@
 
 namespace nonlocal::simd {
 
-/// An elementwise activation.
+/// An elementwise activation, as PyTorch's modules of the same names compute it. At
+/// -infinity each gives its limit, 0 (PyTorch gives NaN for SiLU and both GELUs).
 enum class activation {
-    identity,   ///< x
-    relu,       ///< x < 0 ? 0 : x (NaN stays NaN)
-    gelu,       ///< x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, PyTorch's exact GELU; 0 at -infinity, its limit
+    identity,    ///< x
+    relu,        ///< x < 0 ? 0 : x (NaN stays NaN)
+    relu6,       ///< min(max(x, 0), 6) (NaN stays NaN)
+    silu,        ///< x sigmoid(x) = x / (1 + exp(-x)), also called swish
+    gelu,        ///< x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, PyTorch's exact GELU; 0 at -infinity, its limit
+    gelu_tanh,   ///< x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2, `nn.GELU(approximate='tanh')`
 };
 
 /// a(v) lane by lane.
 template <class Batch>
 Batch activate(activation a, const Batch& v) noexcept {
     using T = typename Batch::value_type;
+    const Batch zero(T(0)), half(T(0.5)), one(T(1));
+    const Batch minus_infinity(-std::numeric_limits<T>::infinity());
     switch (a) {
     case activation::identity: return v;
-    case activation::relu: return xsimd::select(v < Batch(T(0)), Batch(T(0)), v);
-    case activation::gelu: break;
+    case activation::relu: return xsimd::select(v < zero, zero, v);
+    case activation::relu6: return xsimd::select(v > Batch(T(6)), Batch(T(6)), xsimd::select(v < zero, zero, v));
+    case activation::silu:   // below about -88, exp(-x) overflows: x / inf = -0, the limit
+        return xsimd::select(v == minus_infinity, zero, v / (one + xsimd::exp(-v)));
+    case activation::gelu:
+        return xsimd::select(v == minus_infinity, zero,
+                             half * v * (one + xsimd::erf(v * Batch(T(std::numbers::sqrt2 / 2)))));
+    case activation::gelu_tanh: {
+        const Batch c(T(0.7978845608028654)), k(T(0.044715));   // sqrt(2 / pi)
+        return xsimd::select(v == minus_infinity, zero, half * v * (one + xsimd::tanh(c * (v + k * v * v * v))));
     }
-    const Batch half(T(0.5)), one(T(1)), inverse_sqrt2(T(std::numbers::sqrt2 / 2));
-    return xsimd::select(v == Batch(-std::numeric_limits<T>::infinity()), Batch(T(0)),
-                         half * v * (one + xsimd::erf(v * inverse_sqrt2)));
+    }
+    return v;
 }
 
 /// x[i] = a(x[i]) for i < n, batches of `Arch` throughout: the last n mod lanes values

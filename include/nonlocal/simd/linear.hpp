@@ -48,7 +48,23 @@ public:
     packed_weight() = default;
 
     /// Packs weight [out, in], the panels shared out among `threads` threads.
-    explicit packed_weight(row_matrix<const T> weight, int threads = 1) : in_(weight.cols), out_(weight.rows) {
+    explicit packed_weight(row_matrix<const T> weight, int threads = 1)
+        : packed_weight(
+              weight.cols, weight.rows,
+              [&](std::size_t column, std::size_t columns, std::size_t width, T* to) {
+                  for (std::size_t o = 0; o < columns; ++o) {
+                      const T* from = weight.data + (column + o) * weight.cols;
+                      for (std::size_t c = 0; c < weight.cols; ++c) to[c * width + o] = from[c];
+                  }
+              },
+              threads) {}
+
+    /// Packs the W^T of `out` columns of `in` values that `fill(column, columns, width, to)`
+    /// writes for each panel, W^T[c][column + o] at to[c width + o] for o < columns (the
+    /// rest is 0 already, and may be left so): a convolution's image columns gathered
+    /// straight into the panels. The panels are shared out among `threads` threads.
+    template <class Fill>
+    packed_weight(std::size_t in, std::size_t out, Fill&& fill, int threads = 1) : in_(in), out_(out) {
         std::size_t offset = 0;
         for (std::size_t c = 0; c < out_; c += panel_width) {
             const std::size_t columns = std::min(panel_width, out_ - c);
@@ -59,11 +75,7 @@ public:
         values_.assign(offset, T(0));
         detail::parallel_for(panels_.size(), threads, [&](std::size_t j) {
             const panel& pn = panels_[j];
-            T* to = values_.data() + pn.offset;
-            for (std::size_t o = 0; o < pn.columns; ++o) {
-                const T* from = weight.data + (pn.column + o) * in_;
-                for (std::size_t c = 0; c < in_; ++c) to[c * pn.width + o] = from[c];
-            }
+            fill(pn.column, pn.columns, pn.width, values_.data() + pn.offset);
         });
     }
 

@@ -1,0 +1,253 @@
+#pragma once
+/// @file nn/conv2d.hpp
+/// 2-D convolution with the weights and layout of PyTorch's `nn.Conv2d` (NCHW), in float or
+/// double: stride, zero padding, dilation, groups (depthwise included), optional bias and
+/// an activation applied as the results are stored.
+///
+/// Two algorithms:
+/// - `gemm`: for each batch item and group, y [Cout / g, Ho Wo] = W [Cout / g, K] times
+///   the image's columns [K, Ho Wo] (K = Cin / g kh kw), the columns gathered from the image
+///   straight into the panels `simd::linear_rows` reads (im2col without a matrix of its
+///   own), the panels of output pixels shared out among the threads;
+/// - `direct`: one input channel per group (depthwise), each vector of outputs accumulated
+///   in a register over the kh kw taps from a zero-padded copy of its input plane; the
+///   channels shared out among the threads.
+/// `automatic` takes `direct` for one input channel per group, `gemm` otherwise.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include "nonlocal/buffer.hpp"
+#include "nonlocal/config.hpp"
+#include "nonlocal/detail/errors.hpp"
+#include "nonlocal/detail/tensor.hpp"
+#include "nonlocal/execution.hpp"
+#include "nonlocal/simd/activation.hpp"
+#include "nonlocal/simd/linear.hpp"
+#include "nonlocal/simd/vector_ops.hpp"
+
+namespace nonlocal::detail {
+/// Output length of a window of `kernel` taps `dilation` apart, `stride` apart over `size`
+/// values padded by `padding` on each side; 0 when the window does not fit.
+constexpr std::size_t window_count(std::size_t size, std::size_t kernel, std::size_t stride, std::size_t padding,
+                                   std::size_t dilation) noexcept {
+    const std::size_t span = dilation * (kernel - 1) + 1, padded = size + 2 * padding;
+    return padded < span ? 0 : (padded - span) / stride + 1;
+}
+/// The outputs o in [first, last) whose tap o stride + offset - padding lies in [0, size).
+inline std::pair<std::size_t, std::size_t> outputs_inside(std::size_t outputs, std::size_t size, std::size_t stride,
+                                                          std::size_t offset, std::size_t padding) noexcept {
+    // o stride + offset >= padding, and o stride + offset <= padding + size - 1.
+    const std::size_t first = offset >= padding ? 0 : (padding - offset + stride - 1) / stride;
+    const std::size_t last = padding + size <= offset ? 0 : std::min(outputs, (padding + size - 1 - offset) / stride + 1);
+    return {std::min(first, last), last};
+}
+}  // namespace nonlocal::detail
+
+namespace nonlocal::nn {
+
+/// A pair of sizes along (height, width); one number stands for both, as in PyTorch.
+struct size2 {
+    std::size_t h = 0, w = 0;
+    constexpr size2() = default;
+    constexpr size2(std::size_t both) noexcept : h(both), w(both) {}   // NOLINT: 3 means (3, 3)
+    constexpr size2(std::size_t h_, std::size_t w_) noexcept : h(h_), w(w_) {}
+    friend constexpr bool operator==(size2, size2) = default;
+};
+
+/// How `conv2d` computes (see the file's comment).
+enum class conv_algorithm { automatic, gemm, direct };
+
+/// `nn.Conv2d`'s arguments that its weight does not tell.
+struct conv2d_options {
+    size2 stride = 1;
+    size2 padding = 0;    ///< zeros on each side
+    size2 dilation = 1;
+    std::size_t groups = 1;
+    conv_algorithm algorithm = conv_algorithm::automatic;
+};
+
+/// y = a(conv2d(x, W) + b) with `nn.Conv2d`'s weight [Cout, Cin / groups, kh, kw] and bias
+/// [Cout] or none.
+template <class T = float>
+class conv2d {
+public:
+    conv2d() = default;
+
+    /// Throws `std::invalid_argument` unless groups divide Cout, the kernel is not empty,
+    /// stride and dilation are positive, and bias is [Cout] or [0].
+    explicit conv2d(xt::xtensor<T, 4> weight, xt::xtensor<T, 1> bias = {}, const conv2d_options& options = {},
+                    simd::activation act = simd::activation::identity)
+        : weight_(std::move(weight)), bias_(std::move(bias)), options_(options), act_(act) {
+        const auto& s = weight_.shape();
+        const std::size_t g = options_.groups;
+        detail::require(
+            g > 0 && s[0] > 0 && s[0] % g == 0 && s[1] > 0 && s[2] > 0 && s[3] > 0 && options_.stride.h > 0 &&
+                options_.stride.w > 0 && options_.dilation.h > 0 && options_.dilation.w > 0 &&
+                (bias_.size() == 0 || bias_.size() == s[0]) &&
+                (options_.algorithm != conv_algorithm::direct || s[1] == 1),
+            "nn::conv2d", [&] {
+                return "weight " + detail::shape_string(s) + " [Cout, Cin / groups, kh, kw] with groups = " +
+                       std::to_string(g) + " dividing Cout, bias " + detail::shape_string(bias_.shape()) +
+                       " [Cout] or [0], stride (" + std::to_string(options_.stride.h) + ", " +
+                       std::to_string(options_.stride.w) + ") and dilation (" + std::to_string(options_.dilation.h) +
+                       ", " + std::to_string(options_.dilation.w) +
+                       ") positive; the direct algorithm takes one input channel per group";
+            });
+    }
+
+    const xt::xtensor<T, 4>& weight() const noexcept { return weight_; }   ///< [Cout, Cin / groups, kh, kw]
+    const xt::xtensor<T, 1>& bias() const noexcept { return bias_; }       ///< [Cout], or [0]
+    const conv2d_options& options() const noexcept { return options_; }
+    simd::activation activation() const noexcept { return act_; }
+    std::size_t in_channels() const noexcept { return weight_.shape(1) * options_.groups; }
+    std::size_t out_channels() const noexcept { return weight_.shape(0); }
+    size2 kernel() const noexcept { return {weight_.shape(2), weight_.shape(3)}; }
+
+    /// The output's height and width for an input of `height` x `width`.
+    size2 output_size(std::size_t height, std::size_t width) const noexcept {
+        const conv2d_options& o = options_;
+        return {detail::window_count(height, kernel().h, o.stride.h, o.padding.h, o.dilation.h),
+                detail::window_count(width, kernel().w, o.stride.w, o.padding.w, o.dilation.w)};
+    }
+
+    /// The convolution of x [B, Cin, H, W] (or [Cin, H, W]): [B, Cout, Ho, Wo] (or [Cout, Ho,
+    /// Wo]), on the threads of `policy` (the result does not depend on their number).
+    /// Throws `std::invalid_argument` naming the shapes unless x has Cin channels and the
+    /// padded image holds the dilated kernel.
+    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
+    auto operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
+        constexpr std::size_t R = detail::static_rank<X>;
+        static_assert(R == 3 || R == 4, "nonlocal::nn::conv2d: x is [B, C, H, W] or [C, H, W]");
+        const detail::contiguous<T, R> xc(x);
+        const std::size_t B = R == 4 ? xc.shape(0) : 1, H = xc.shape(R - 2), W = xc.shape(R - 1);
+        const size2 out = output_size(H, W);
+        detail::require(xc.shape(R - 3) == in_channels() && out.h > 0 && out.w > 0, "nn::conv2d", [&] {
+            return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(in_channels()) +
+                   " channels and room for the kernel " + detail::shape_string(weight_.shape()) +
+                   " (dilation " + std::to_string(options_.dilation.h) + ", " + std::to_string(options_.dilation.w) +
+                   ", padding " + std::to_string(options_.padding.h) + ", " + std::to_string(options_.padding.w) + ")";
+        });
+        std::array<std::size_t, R> shape;
+        if constexpr (R == 4) shape = {B, out_channels(), out.h, out.w};
+        else shape = {out_channels(), out.h, out.w};
+        xt::xtensor<T, R> y = xt::empty<T>(shape);
+        apply<Arch>(xc.data(), B, H, W, y.data(), detail::thread_count(policy));
+        return y;
+    }
+
+    /// y [B, Cout, Ho, Wo] = the convolution of x [B, Cin, H, W], raw arrays of the shapes
+    /// `output_size` gives, on `threads` threads.
+    template <class Arch = default_arch>
+    void apply(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads = 1) const {
+        const bool direct = options_.algorithm == conv_algorithm::direct ||
+                            (options_.algorithm == conv_algorithm::automatic && weight_.shape(1) == 1);
+        if (direct) convolve_direct<Arch>(x, B, H, W, y, threads);
+        else convolve_gemm<Arch>(x, B, H, W, y, threads);
+    }
+
+private:
+    xt::xtensor<T, 4> weight_;
+    xt::xtensor<T, 1> bias_;
+    conv2d_options options_;
+    simd::activation act_ = simd::activation::identity;
+
+    template <class Arch>
+    void convolve_gemm(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
+        const std::size_t g = options_.groups, cin = weight_.shape(1), cout = out_channels() / g;
+        const std::size_t kh = kernel().h, kw = kernel().w, K = cin * kh * kw;
+        const size2 out = output_size(H, W), s = options_.stride, p = options_.padding, d = options_.dilation;
+        const std::size_t P = out.h * out.w;
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t group = 0; group < g; ++group) {
+                const T* image = x + (b * in_channels() + group * cin) * H * W;
+                // The columns of the image, K values per output pixel, written into each panel
+                // of pixels [first, first + columns) as [K][width]; what lies in the padding
+                // stays 0. Along a row of outputs the taps of one (channel, ky, kx) are s.w apart.
+                const simd::packed_weight<T> columns(
+                    K, P,
+                    [&](std::size_t first, std::size_t count, std::size_t width, T* to) {
+                        for (std::size_t j = 0; j < count;) {
+                            const std::size_t oy = (first + j) / out.w, ox0 = (first + j) % out.w;
+                            const std::size_t run = std::min(count - j, out.w - ox0);
+                            for (std::size_t c = 0; c < cin; ++c)
+                                for (std::size_t ky = 0; ky < kh; ++ky) {
+                                    const std::size_t iy = oy * s.h + ky * d.h;   // in padded rows
+                                    if (iy < p.h || iy >= p.h + H) continue;
+                                    const T* row = image + (c * H + iy - p.h) * W;
+                                    for (std::size_t kx = 0; kx < kw; ++kx) {
+                                        T* target = to + ((c * kh + ky) * kw + kx) * width + j - ox0;
+                                        const auto [lo, hi] = detail::outputs_inside(out.w, W, s.w, kx * d.w, p.w);
+                                        for (std::size_t ox = std::max(lo, ox0); ox < std::min(hi, ox0 + run); ++ox)
+                                            target[ox] = row[ox * s.w + kx * d.w - p.w];
+                                    }
+                                }
+                            j += run;
+                        }
+                    },
+                    threads);
+                const std::size_t first_channel = group * cout;
+                T* plane = y + (b * out_channels() + first_channel) * P;
+                const T* bias = bias_.size() ? bias_.data() + first_channel : nullptr;
+                simd::linear_rows<Arch>(
+                    row_matrix<const T>{weight_.data() + first_channel * K, cout, K}, columns,
+                    [&](std::size_t channel, std::size_t pixel, const auto& v, std::size_t lanes) {
+                        using batch = std::decay_t<decltype(v)>;
+                        const batch biased = bias ? v + batch(bias[channel]) : v;
+                        simd::store_lanes(simd::activate(act_, biased), lanes, plane + channel * P + pixel);
+                    },
+                    threads);
+            }
+    }
+
+    template <class Arch>
+    void convolve_direct(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
+        using batch = xsimd::batch<T, Arch>;
+        constexpr std::size_t lanes = batch::size;
+        const std::size_t C = out_channels(), per_input = C / options_.groups, kh = kernel().h, kw = kernel().w;
+        const size2 out = output_size(H, W), s = options_.stride, p = options_.padding, d = options_.dilation;
+        // The input plane padded with zeros and its columns dealt into s.w phases, phase r
+        // holding padded columns r, r + s.w, ...: the tap (ky, kx) of outputs ox .. ox + lanes
+        // is then one contiguous load, at row oy s.h + ky d.h, phase kx d.w mod s.w, from
+        // ox + kx d.w / s.w. A phase is long enough for the last vector's lanes past Wo.
+        const std::size_t rows = H + 2 * p.h, vectors = (out.w + lanes - 1) / lanes;
+        const std::size_t phase = vectors * lanes + (kw - 1) * d.w / s.w + 1;
+        std::vector<std::size_t> column_of(kw);   // where tap kx starts in its padded row
+        for (std::size_t kx = 0; kx < kw; ++kx) column_of[kx] = (kx * d.w % s.w) * phase + kx * d.w / s.w;
+        detail::parallel_for(B * C, threads, [&](std::size_t bc) {
+            const std::size_t b = bc / C, c = bc % C;
+            const T* image = x + (b * in_channels() + c / per_input) * H * W;
+            std::vector<T> padded(rows * s.w * phase, T(0));
+            for (std::size_t iy = 0; iy < H; ++iy)
+                for (std::size_t r = 0; r < s.w; ++r) {   // padded columns r + j s.w
+                    T* to = padded.data() + ((iy + p.h) * s.w + r) * phase;
+                    for (std::size_t j = 0, column = r; column < W + p.w; ++j, column += s.w)
+                        if (column >= p.w) to[j] = image[iy * W + column - p.w];
+                }
+            const T* taps = weight_.data() + c * kh * kw;
+            const batch bias(bias_.size() ? bias_(c) : T(0));
+            T* plane = y + bc * out.h * out.w;
+            // 1 + kh kw vectors live per output vector: the accumulator, a tap, a load.
+            for (std::size_t oy = 0; oy < out.h; ++oy)
+                for (std::size_t v = 0; v < vectors; ++v) {
+                    const std::size_t ox = v * lanes;
+                    batch acc = bias;
+                    for (std::size_t ky = 0; ky < kh; ++ky) {
+                        const T* row = padded.data() + (oy * s.h + ky * d.h) * s.w * phase;
+                        for (std::size_t kx = 0; kx < kw; ++kx)
+                            acc = xsimd::fma(batch(taps[ky * kw + kx]), batch::load_unaligned(row + column_of[kx] + ox), acc);
+                    }
+                    simd::store_lanes(simd::activate(act_, acc), std::min(lanes, out.w - ox), plane + oy * out.w + ox);
+                }
+        });
+    }
+};
+
+}  // namespace nonlocal::nn

@@ -1,0 +1,259 @@
+// nn/conv2d.hpp, nn/batch_norm.hpp, nn/pooling.hpp and the activations of simd/activation.hpp:
+// against a literal double-precision convolution on awkward shapes, both algorithms and every
+// architecture, and against values worked out by hand.
+#include <nonlocal/nonlocal.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include <xtensor/xview.hpp>
+
+#include "support.hpp"
+
+using namespace nonlocal;
+
+BOOST_AUTO_TEST_SUITE(test_conv)
+
+namespace {
+
+/// nn.Conv2d's forward pass as written in the documentation, in double.
+template <class T>
+xt::xtensor<double, 4> literal_conv2d(const xt::xtensor<T, 4>& x, const xt::xtensor<T, 4>& w,
+                                      const xt::xtensor<T, 1>& bias, const nn::conv2d_options& o) {
+    const std::size_t B = x.shape(0), H = x.shape(2), W = x.shape(3), Cout = w.shape(0), cpg = w.shape(1);
+    const std::size_t kh = w.shape(2), kw = w.shape(3), per_group = Cout / o.groups;
+    const auto count = [](std::size_t n, std::size_t k, std::size_t s, std::size_t p, std::size_t d) {
+        return (n + 2 * p - d * (k - 1) - 1) / s + 1;
+    };
+    const std::size_t Ho = count(H, kh, o.stride.h, o.padding.h, o.dilation.h);
+    const std::size_t Wo = count(W, kw, o.stride.w, o.padding.w, o.dilation.w);
+    xt::xtensor<double, 4> y = xt::zeros<double>({B, Cout, Ho, Wo});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t co = 0; co < Cout; ++co)
+            for (std::size_t oy = 0; oy < Ho; ++oy)
+                for (std::size_t ox = 0; ox < Wo; ++ox) {
+                    double sum = bias.size() ? double(bias(co)) : 0.0;
+                    for (std::size_t ci = 0; ci < cpg; ++ci)
+                        for (std::size_t ky = 0; ky < kh; ++ky)
+                            for (std::size_t kx = 0; kx < kw; ++kx) {
+                                const long iy = long(oy * o.stride.h + ky * o.dilation.h) - long(o.padding.h);
+                                const long ix = long(ox * o.stride.w + kx * o.dilation.w) - long(o.padding.w);
+                                if (iy < 0 || ix < 0 || iy >= long(H) || ix >= long(W)) continue;
+                                sum += double(x(b, co / per_group * cpg + ci, iy, ix)) * double(w(co, ci, ky, kx));
+                            }
+                    y(b, co, oy, ox) = sum;
+                }
+    return y;
+}
+
+struct conv_case {
+    std::size_t B, Cin, H, W, Cout, kh, kw;
+    nn::size2 stride, padding, dilation;
+    std::size_t groups;
+};
+
+// Odd sizes, strides, dilations, groups, depthwise (with a channel multiplier), 1 x 1, a
+// single pixel, outputs around the panels' 64 pixels and channels that no tile divides.
+const conv_case cases[] = {
+    {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1},        {2, 4, 17, 13, 6, 3, 3, 2, 1, 1, 2},
+    {1, 8, 10, 10, 8, 3, 3, 1, 2, 2, 8},      {1, 16, 5, 33, 16, 3, 3, 2, 1, 1, 16},
+    {3, 5, 6, 6, 7, 1, 1, 1, 0, 1, 1},        {1, 2, 1, 1, 3, 1, 1, 1, 0, 1, 1},
+    {1, 3, 4, 70, 17, 1, 5, {1, 2}, {0, 2}, 1, 1}, {1, 6, 9, 9, 12, 3, 3, 1, 1, 1, 6},
+    {1, 24, 16, 16, 40, 3, 3, 1, 1, 1, 1},    {2, 1, 8, 8, 1, 5, 5, 1, 2, 1, 1},
+    {1, 4, 8, 65, 4, 3, 3, {1, 3}, 1, {2, 1}, 4},
+};
+
+std::string describe(const conv_case& c) {
+    return "x [" + std::to_string(c.B) + ", " + std::to_string(c.Cin) + ", " + std::to_string(c.H) + ", " +
+           std::to_string(c.W) + "], weight [" + std::to_string(c.Cout) + ", " + std::to_string(c.Cin / c.groups) +
+           ", " + std::to_string(c.kh) + ", " + std::to_string(c.kw) + "], groups " + std::to_string(c.groups);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_small_convolution_by_hand) {
+    // x = [[1 2 3] [4 5 6] [7 8 9]], kernel [[1 0] [0 -1]]: each output x(i, j) - x(i + 1, j + 1)
+    // = -4; bias 0.5 gives -3.5. Padding 1, stride 2: the windows at (-1, -1), (-1, 1), (1, -1)
+    // and (1, 1) give -x(0, 0) = -1, -x(0, 2) = -3, -x(2, 0) = -7 and 5 - 9 = -4.
+    const xt::xtensor<float, 3> x{{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}}};
+    const xt::xtensor<float, 4> w{{{{1, 0}, {0, -1}}}};
+    for (const auto algorithm : {nn::conv_algorithm::gemm, nn::conv_algorithm::direct}) {
+        const nn::conv2d<float> plain(w, xt::xtensor<float, 1>{0.5f}, {.algorithm = algorithm});
+        const xt::xtensor<float, 3> expected{{{-3.5f, -3.5f}, {-3.5f, -3.5f}}};
+        BOOST_TEST(plain(x) == expected);
+        const nn::conv2d<float> strided(w, {}, {.stride = 2, .padding = 1, .algorithm = algorithm});
+        const xt::xtensor<float, 3> corners{{{-1.f, -3.f}, {-7.f, -4.f}}};
+        BOOST_TEST(strided(x) == corners);
+        // ReLU as the results are stored: every output is negative.
+        const nn::conv2d<float> relu(w, {}, {.algorithm = algorithm}, simd::activation::relu);
+        BOOST_TEST(xt::all(xt::equal(relu(x), 0.0f)));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(matches_the_literal_convolution) {
+    for (const conv_case& c : cases) {
+        const nn::conv2d_options o{c.stride, c.padding, c.dilation, c.groups};
+        const auto x = test::random_tensor<float, 4>({c.B, c.Cin, c.H, c.W}, 1);
+        const auto w = test::random_tensor<float, 4>({c.Cout, c.Cin / c.groups, c.kh, c.kw}, 2);
+        const auto bias = test::random_tensor<float, 1>({c.Cout}, 3);
+        const auto expected = literal_conv2d(x, w, bias, o);
+        const double atol = 1e-6 * double(c.Cin / c.groups * c.kh * c.kw + 1);
+        test::for_each_arch([&](auto arch) {
+            using Arch = decltype(arch);
+            for (const auto algorithm : {nn::conv_algorithm::gemm, nn::conv_algorithm::direct}) {
+                if (algorithm == nn::conv_algorithm::direct && c.Cin != c.groups) continue;
+                nn::conv2d_options chosen = o;
+                chosen.algorithm = algorithm;
+                const nn::conv2d<float> conv(w, bias, chosen);
+                const std::string what = describe(c) + (algorithm == nn::conv_algorithm::gemm ? " gemm " : " direct ") +
+                                         Arch::name();
+                const auto y = conv.template operator()<Arch>(x);
+                test::check_close(y, expected, atol, 1e-5, what);
+                BOOST_TEST(conv.template operator()<Arch>(x, execution::parallel_policy{2}) == y, what + " two threads");
+            }
+        });
+        // Double precision, the automatic choice.
+        const xt::xtensor<double, 4> xd = xt::cast<double>(x), wd = xt::cast<double>(w);
+        const xt::xtensor<double, 1> bd = xt::cast<double>(bias);
+        test::check_close(nn::conv2d<double>(wd, bd, o)(xd), literal_conv2d(xd, wd, bd, o), 1e-13, 1e-12,
+                          describe(c) + " double");
+    }
+    // Unbatched input: batch item 0.
+    const auto x = test::random_tensor<float, 4>({1, 4, 9, 11}, 4);
+    const nn::conv2d<float> conv(test::random_tensor<float, 4>({6, 2, 3, 3}, 5), {}, {.padding = 1, .groups = 2});
+    const xt::xtensor<float, 3> x0 = xt::view(x, 0);
+    const xt::xtensor<float, 3> y0 = xt::view(conv(x), 0);
+    BOOST_TEST(conv(x0) == y0);
+}
+
+BOOST_AUTO_TEST_CASE(bad_convolutions_name_their_shapes) {
+    const xt::xtensor<float, 4> w = xt::zeros<float>({6, 2, 3, 3});
+    test::check_invalid([&] { nn::conv2d<float>(w, {}, {.groups = 4}); }, "nn::conv2d", "weight [6, 2, 3, 3]",
+                        "groups = 4");
+    test::check_invalid([&] { nn::conv2d<float>(w, xt::zeros<float>({5})); }, "bias [5]");
+    test::check_invalid([&] { nn::conv2d<float>(w, {}, {.stride = 0}); }, "stride (0, 0)");
+    test::check_invalid([&] { nn::conv2d<float>(w, {}, {.algorithm = nn::conv_algorithm::direct}); },
+                        "one input channel per group");
+    const nn::conv2d<float> conv(w, {}, {.groups = 2});
+    test::check_invalid([&] { conv(xt::xtensor<float, 4>(xt::zeros<float>({1, 3, 8, 8}))); }, "x [1, 3, 8, 8]",
+                        "4 channels");
+    test::check_invalid([&] { conv(xt::xtensor<float, 3>(xt::zeros<float>({4, 2, 8}))); }, "x [4, 2, 8]",
+                        "room for the kernel");
+    // An empty batch gives an empty result.
+    BOOST_TEST(conv(xt::xtensor<float, 4>(xt::zeros<float>({0, 4, 5, 5}))).shape(0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_and_its_folding) {
+    // By hand: mean 1, var 3, eps 1, weight 2, bias -1: (x - 1) / 2 * 2 - 1 = x - 2.
+    const nn::batch_norm2d<float> one(xt::xtensor<float, 1>{2}, xt::xtensor<float, 1>{-1}, xt::xtensor<float, 1>{1},
+                                      xt::xtensor<float, 1>{3}, 1.0);
+    const xt::xtensor<float, 3> x{{{0, 1}, {2, 5}}};
+    const xt::xtensor<float, 3> expected{{{-2, -1}, {0, 3}}};
+    BOOST_TEST(one(x) == expected);
+    // affine=False: no weight nor bias.
+    const nn::batch_norm2d<float> plain({}, {}, xt::xtensor<float, 1>{1}, xt::xtensor<float, 1>{4}, 0.0);
+    const xt::xtensor<float, 3> halved{{{-0.5f, 0}, {0.5f, 2}}};
+    BOOST_TEST(plain(x) == halved);
+
+    // A convolution then its norm, against the folded convolution (each algorithm).
+    const std::size_t C = 6;
+    const auto images = test::random_tensor<float, 4>({2, C, 11, 7}, 1);
+    const nn::batch_norm2d<float> norm(test::random_tensor<float, 1>({C}, 2, 0.5, 2),
+                                       test::random_tensor<float, 1>({C}, 3),
+                                       test::random_tensor<float, 1>({C}, 4),
+                                       test::random_tensor<float, 1>({C}, 5, 0.1, 2));
+    for (const std::size_t groups : {std::size_t(1), C}) {
+        const nn::conv2d<float> conv(test::random_tensor<float, 4>({C, C / groups, 3, 3}, 6),
+                                     test::random_tensor<float, 1>({C}, 7), {.padding = 1, .groups = groups});
+        const auto separate = norm(conv(images));
+        test::check_close(nn::fold(conv, norm)(images), separate, 1e-5, 1e-5,
+                          "folded, groups " + std::to_string(groups));
+    }
+    test::check_invalid([&] { nn::batch_norm2d<float>(xt::zeros<float>({3}), xt::zeros<float>({3}), xt::zeros<float>({3}),
+                                                      xt::zeros<float>({2})); },
+                        "nn::batch_norm2d", "running_var [2]");
+    test::check_invalid([&] { norm(xt::xtensor<float, 4>(xt::zeros<float>({1, 5, 2, 2}))); }, "x [1, 5, 2, 2]",
+                        "6 channels");
+    test::check_invalid([&] { nn::fold(nn::conv2d<float>(xt::zeros<float>({4, 1, 1, 1})), norm); }, "nn::fold",
+                        "6 channels", "4 output channels");
+}
+
+BOOST_AUTO_TEST_CASE(pooling_by_hand) {
+    xt::xtensor<float, 3> x = xt::empty<float>({1, 4, 4});
+    for (std::size_t i = 0; i < 16; ++i) x.data()[i] = float(i);
+    const xt::xtensor<float, 3> maxima{{{5, 7}, {13, 15}}}, means{{{2.5f, 4.5f}, {10.5f, 12.5f}}};
+    BOOST_TEST(nn::max_pool2d(x, {.kernel = 2}) == maxima);
+    BOOST_TEST(nn::avg_pool2d(x, {.kernel = 2}) == means);
+    // Kernel 3, stride 2, padding 1: windows over rows and columns [-1, 1] and [1, 3].
+    BOOST_TEST(nn::max_pool2d(x, {.kernel = 3, .stride = 2, .padding = 1}) == maxima);
+    // Dilation 2, kernel 2, stride 1: taps (i, j), (i, j + 2), (i + 2, j) and (i + 2, j + 2)
+    // for i, j in {0, 1}; the largest is (i + 2, j + 2).
+    const xt::xtensor<float, 3> dilated{{{10, 11}, {14, 15}}};
+    BOOST_TEST(nn::max_pool2d(x, {.kernel = 2, .stride = 1, .dilation = 2}) == dilated);
+
+    // ceil_mode on 5 x 5 (0 to 24), kernel 2: a third window starting at 4 covers one row.
+    xt::xtensor<double, 4> five = xt::empty<double>({1, 1, 5, 5});
+    for (std::size_t i = 0; i < 25; ++i) five.data()[i] = double(i);
+    const xt::xtensor<double, 4> floor_max{{{{6, 8}, {16, 18}}}};
+    const xt::xtensor<double, 4> ceil_max{{{{6, 8, 9}, {16, 18, 19}, {21, 23, 24}}}};
+    BOOST_TEST(nn::max_pool2d(five, {.kernel = 2}) == floor_max);
+    BOOST_TEST(nn::max_pool2d(five, {.kernel = 2, .ceil_mode = true}) == ceil_max);
+    // The average of the cut windows is over what they cover: (4 + 9) / 2, 24.
+    const auto ceil_mean = nn::avg_pool2d(five, {.kernel = 2, .ceil_mode = true});
+    BOOST_TEST(ceil_mean(0, 0, 0, 2) == 6.5);
+    BOOST_TEST(ceil_mean(0, 0, 2, 2) == 24.0);
+
+    // Padding 1 on [[1 2] [3 4]], kernel 2, stride 2: each window holds one value, over 4
+    // places with the padding counted, over 1 without.
+    const xt::xtensor<float, 3> small{{{1, 2}, {3, 4}}};
+    const xt::xtensor<float, 3> quarter{{{0.25f, 0.5f}, {0.75f, 1.f}}};
+    BOOST_TEST(nn::avg_pool2d(small, {.kernel = 2, .stride = 2, .padding = 1}) == quarter);
+    BOOST_TEST(nn::avg_pool2d(small, {.kernel = 2, .stride = 2, .padding = 1, .count_include_pad = false}) == small);
+
+    // NaN wins the max, as in PyTorch.
+    xt::xtensor<float, 3> with_nan = x;
+    with_nan(0, 0, 1) = std::numeric_limits<float>::quiet_NaN();
+    const auto m = nn::max_pool2d(with_nan, {.kernel = 2});
+    BOOST_TEST(std::isnan(m(0, 0, 0)));
+    BOOST_TEST(m(0, 1, 1) == 15.f);
+
+    // Adaptive: 5 columns to 3 average [0, 2), [1, 4), [3, 5); to 1 x 1, the global mean.
+    const xt::xtensor<float, 3> row{{{0, 1, 2, 3, 4}}};
+    const xt::xtensor<float, 3> thirds{{{0.5f, 2.f, 3.5f}}};
+    BOOST_TEST(nn::adaptive_avg_pool2d(row, {1, 3}) == thirds);
+    BOOST_TEST(nn::adaptive_avg_pool2d(x, 1)(0, 0, 0) == 7.5f);
+
+    test::check_invalid([&] { nn::max_pool2d(x, {.kernel = 2, .padding = 2}); }, "nn::max_pool2d", "x [1, 4, 4]",
+                        "padding (2, 2)");
+    test::check_invalid([&] { nn::max_pool2d(x, {.kernel = 5}); }, "hold a window");
+    test::check_invalid([&] { nn::avg_pool2d(x, {.kernel = 2, .dilation = 2}); }, "nn::avg_pool2d", "no dilation");
+    test::check_invalid([&] { nn::adaptive_avg_pool2d(x, {0, 2}); }, "nn::adaptive_avg_pool2d", "(0, 2)");
+}
+
+BOOST_AUTO_TEST_CASE(activations_by_hand) {
+    // ReLU6, SiLU and the tanh GELU at a few points, as PyTorch 1.13 gives them; the limits
+    // at -infinity are 0 (PyTorch: NaN for SiLU and GELU).
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> x{-inf, -100.f, -3.f, -1.f, 0.f, 0.5f, 1.f, 3.f, 7.f, inf};
+    const std::vector<float> relu6{0, 0, 0, 0, 0, 0.5f, 1, 3, 6, 6};
+    const std::vector<float> silu{0, -0.f, -0.14227761f, -0.26894143f, 0, 0.31122968f, 0.7310586f, 2.8577225f,
+                                  6.993623f, inf};
+    const std::vector<float> gelu_tanh{0, -0.f, -0.0036374331f, -0.15880799f, 0, 0.345714f, 0.841192f, 2.9963627f,
+                                       7.f, inf};
+    test::for_each_arch([&](auto arch) {
+        using Arch = decltype(arch);
+        for (const auto& [a, expected] : {std::pair{simd::activation::relu6, relu6}, std::pair{simd::activation::silu, silu},
+                                          std::pair{simd::activation::gelu_tanh, gelu_tanh}}) {
+            std::vector<float> y = x;
+            simd::activate<Arch>(a, y.data(), y.size());
+            for (std::size_t i = 0; i < x.size(); ++i)
+                BOOST_TEST((y[i] == expected[i] || std::abs(y[i] - expected[i]) <= 2e-6f * std::max(1.f, std::abs(expected[i]))),
+                           Arch::name() << " activation " << int(a) << " at " << x[i] << ": " << y[i]);
+        }
+        float nan = std::numeric_limits<float>::quiet_NaN();
+        simd::activate<Arch>(simd::activation::relu6, &nan, 1);
+        BOOST_TEST(std::isnan(nan));
+    });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
