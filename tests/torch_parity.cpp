@@ -1,9 +1,10 @@
-// nonlocal::nn::multi_head_attention against PyTorch's nn.MultiheadAttention itself: runs
-// tests/torch/mha_parity.py, which writes a layer's weights, inputs, masks of every kind and
-// PyTorch's outputs and attention weights as .npy files, loads them and compares.
+// nonlocal's nn layers against PyTorch's themselves: runs tests/torch/parity.py, which writes
+// weights, inputs and PyTorch's outputs as .npy files (nn.MultiheadAttention with masks of
+// every kind and its attention weights, nn.Conv2d, nn.BatchNorm2d, pooling, activations and
+// torchvision's VisionTransformer), loads them and compares.
 //   torch_parity PYTHON SCRIPT FOLDER
-// Exit status: 0 when every case matches within 1e-5 (1e-12 in double), 1 when one does not,
-// 77 (a skipped test) when the script finds no torch.
+// Exit status: 0 when every case matches within 1e-5 (1e-12 in double), 1 when one does not, 77 (a skipped test) when the script finds no torch. The ViT
+// cases are skipped with a message when torchvision is not installed.
 #include <nonlocal/nonlocal.hpp>
 
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <xtensor/xnpy.hpp>
@@ -95,5 +97,49 @@ int main(int argc, char** argv) {
     compare("double", wide.forward(x64, memory64, memory64, options([&](auto& o) {
         o.key_padding_mask = padding, o.attn_bias = bias;
     })));
+
+    // Convolutions, batch norm (folded into the convolution before it), pooling, activations.
+    namespace nn = nonlocal::nn;
+    using nonlocal::simd::activation;
+    const auto tensor4 = [&](const std::string& name) { return xt::xtensor<float, 4>(load(name)); };
+    const auto tensor1 = [&](const std::string& name) { return xt::xtensor<float, 1>(load(name)); };
+    const auto check = [&](const char* name, const xt::xarray<float>& ours) {
+        constexpr double tolerance = 1e-5;
+        const double difference = max_difference<float>(ours, load(name));
+        const bool ok = difference <= tolerance;
+        failed += !ok;
+        std::printf("%-28s max |nonlocal - torch|: %.2g  %s (tolerance %g)\n", name, difference, ok ? "ok" : "FAILED",
+                    tolerance);
+    };
+    const xt::xtensor<float, 4> images = tensor4("images");
+    const nn::conv2d<float> grouped(tensor4("grouped_weight"), tensor1("grouped_bias"),
+                                    {.stride = 2, .padding = 1, .groups = 2});
+    const nn::conv2d<float> depthwise(tensor4("depthwise_weight"), {}, {.padding = 2, .dilation = 2, .groups = 8});
+    const nn::batch_norm2d<float> norm(tensor1("norm_weight"), tensor1("norm_bias"), tensor1("norm_running_mean"),
+                                       tensor1("norm_running_var"));
+    const auto features = grouped(images);
+    check("grouped_output", features);
+    check("depthwise_output", depthwise(features));
+    check("norm_output", nn::fold(depthwise, norm)(features));
+    check("max_pool", nn::max_pool2d(features, {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true}));
+    check("avg_pool", nn::avg_pool2d(features, {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true,
+                                                .count_include_pad = false}));
+    check("adaptive_pool", nn::adaptive_avg_pool2d(features, {3, 2}));
+    for (const auto& [name, a] : {std::pair{"silu", activation::silu}, std::pair{"relu6", activation::relu6},
+                                  std::pair{"gelu_tanh", activation::gelu_tanh}}) {
+        xt::xtensor<float, 4> scaled = features * 4.0f;
+        nonlocal::simd::activate(a, scaled.data(), scaled.size());
+        check(name, scaled);
+    }
+
+    // torchvision's VisionTransformer, loaded from its names and from timm's.
+    if (!std::filesystem::exists(folder + "vit_logits.npy")) {
+        std::printf("vit: skipped, torchvision is not installed (Debian: python3-torchvision)\n");
+    } else {
+        const auto vit = nn::vision_transformer::load_torchvision(folder + "vit_", 2);
+        check("vit_logits", vit(tensor4("vit_images")));
+        check("vit_logits_48", vit(tensor4("vit_images_48")));
+        check("timm_logits", nn::vision_transformer::load_timm(folder + "timm_", 2)(tensor4("vit_images")));
+    }
     return failed == 0 ? 0 : 1;
 }

@@ -54,7 +54,7 @@ auto map_planes(const xt::xexpression<X>& x, std::size_t Ho, std::size_t Wo, F&&
     shape[R - 2] = Ho;
     shape[R - 1] = Wo;
     xt::xtensor<T, R> y = xt::empty<T>(shape);
-    const std::size_t planes = Ho * Wo ? y.size() / (Ho * Wo) : 0;
+    const std::size_t planes = Ho && Wo ? y.size() / (Ho * Wo) : 0;
     for (std::size_t i = 0; i < planes; ++i) f(xc.data() + i * H * W, y.data() + i * Ho * Wo);
     return y;
 }

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""PyTorch's layers on random weights and inputs, written as .npy files into the folder given,
+for tests/torch_parity.cpp to compare nonlocal's with: nn.MultiheadAttention with masks of
+every kind, nn.Conv2d, nn.BatchNorm2d, the pooling functions, the activations and, when
+torchvision is installed, its VisionTransformer (its weights also saved under timm's names).
+Exits with status 77 (a skipped test) when numpy or torch is not installed (Debian:
+python3-torch, python3-torchvision)."""
+import os
+import sys
+
+try:
+    import numpy as np
+    import torch
+except ImportError as missing:
+    print(f"skipped: the Python module {missing.name} is not installed (Debian: python3-torch)")
+    sys.exit(77)
+
+folder = sys.argv[1]
+os.makedirs(folder, exist_ok=True)
+
+
+def save(name, tensor, dtype=np.float32):
+    np.save(os.path.join(folder, name + ".npy"), tensor.detach().numpy().astype(dtype))
+
+
+torch.manual_seed(0)
+E, H, B, L, S = 24, 4, 3, 37, 70
+layer = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
+with torch.no_grad():   # the biases start at 0: make them count
+    layer.in_proj_bias.normal_()
+    layer.out_proj.bias.normal_()
+for name, tensor in layer.state_dict().items():
+    save(name.replace(".", "_"), tensor)
+unbiased = torch.nn.MultiheadAttention(E, H, bias=False, batch_first=True).eval()   # no bias tensors
+for name, tensor in unbiased.state_dict().items():
+    save("unbiased_" + name.replace(".", "_"), tensor)
+# kdim and vdim of their own: q_proj_weight, k_proj_weight and v_proj_weight instead of in_proj_weight.
+narrow = torch.nn.MultiheadAttention(E, H, kdim=10, vdim=7, batch_first=True).eval()
+with torch.no_grad():
+    narrow.in_proj_bias.normal_()
+    narrow.out_proj.bias.normal_()
+for name, tensor in narrow.state_dict().items():
+    save("narrow_" + name.replace(".", "_"), tensor)
+# The first layer in double, its weights saved as float64.
+wide = torch.nn.MultiheadAttention(E, H, batch_first=True).double().eval()
+with torch.no_grad():
+    for name, tensor in layer.state_dict().items():
+        wide.state_dict()[name].copy_(tensor.double())
+for name, tensor in wide.state_dict().items():
+    save("double_" + name.replace(".", "_"), tensor, np.float64)
+
+x, memory = torch.randn(B, L, E), torch.randn(B, S, E)
+narrow_keys, narrow_values = torch.randn(B, S, 10), torch.randn(B, S, 7)
+padding = torch.rand(B, S) < 0.25
+padding[2, -20:] = True
+pairs = torch.rand(L, S) < 0.3
+pairs_per_slice = torch.rand(B * H, L, S) < 0.3
+bias = torch.randn(B * H, L, S)
+bias[:, :, :3] = float("-inf")
+causal = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)
+for name, tensor in [("x", x), ("memory", memory), ("narrow_keys", narrow_keys), ("narrow_values", narrow_values), ("padding", padding), ("pairs", pairs),
+                     ("pairs_per_slice", pairs_per_slice), ("bias", bias), ("causal", causal)]:
+    save(name, tensor.float())
+
+# case: (query, key and value, key_padding_mask, attn_mask, average_attn_weights)
+cases = {
+    "padding": (x, memory, padding, None, True),
+    "pairs": (x, memory, None, pairs, False),
+    "pairs_per_slice_and_padding": (x, memory, padding, pairs_per_slice, True),
+    "bias": (x, memory, None, bias, False),
+    "causal": (x, x, None, causal, False),
+}
+with torch.no_grad():
+    for name, (query, keys, key_padding_mask, attn_mask, average) in cases.items():
+        output, weights = layer(query, keys, keys, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+                                need_weights=True, average_attn_weights=average)
+        save(name + "_output", output)
+        save(name + "_weights", weights)
+    output, weights = unbiased(x, memory, memory, key_padding_mask=padding, need_weights=True)
+    save("unbiased_output", output)
+    save("unbiased_weights", weights)
+    output, weights = narrow(x, narrow_keys, narrow_values, key_padding_mask=padding, need_weights=True,
+                             average_attn_weights=False)
+    save("narrow_output", output)
+    save("narrow_weights", weights)
+    output, weights = wide(x.double(), memory.double(), memory.double(), key_padding_mask=padding,
+                           attn_mask=bias.double(), need_weights=True)
+    save("double_output", output, np.float64)
+    save("double_weights", weights, np.float64)
+
+# Convolutions (groups, stride, dilation, depthwise), batch norm, pooling, activations.
+torch.manual_seed(1)
+images = torch.randn(2, 6, 11, 9)
+grouped = torch.nn.Conv2d(6, 8, 3, stride=2, padding=1, groups=2).eval()
+depthwise = torch.nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8, bias=False).eval()
+norm = torch.nn.BatchNorm2d(8).eval()
+with torch.no_grad():
+    norm.weight.uniform_(0.5, 2)
+    norm.bias.normal_()
+    norm.running_mean.normal_()
+    norm.running_var.uniform_(0.2, 2)
+    for name, module in [("grouped", grouped), ("depthwise", depthwise), ("norm", norm)]:
+        for key, value in module.state_dict().items():
+            if key != "num_batches_tracked":
+                save(name + "_" + key, value)
+    features = grouped(images)
+    F = torch.nn.functional
+    cases = {
+        "images": images,
+        "grouped_output": features,
+        "depthwise_output": depthwise(features),
+        "norm_output": norm(depthwise(features)),
+        "max_pool": F.max_pool2d(features, 3, stride=2, padding=1, ceil_mode=True),
+        "avg_pool": F.avg_pool2d(features, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+        "adaptive_pool": F.adaptive_avg_pool2d(features, (3, 2)),
+        "silu": F.silu(features * 4),
+        "relu6": F.relu6(features * 4),
+        "gelu_tanh": F.gelu(features * 4, approximate="tanh"),
+    }
+    for name, tensor in cases.items():
+        save(name, tensor)
+
+try:
+    from torchvision.models.vision_transformer import VisionTransformer, interpolate_embeddings
+except ImportError:
+    print("the ViT cases are skipped: torchvision is not installed (Debian: python3-torchvision)")
+else:
+    torch.manual_seed(2)
+    config = dict(patch_size=8, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32, num_classes=10)
+    vit = VisionTransformer(image_size=32, **config).eval()
+    with torch.no_grad():
+        for parameter in vit.parameters():   # the head and the class token start at 0
+            parameter.normal_(0, 0.3)
+        state = vit.state_dict()
+        for name, tensor in state.items():
+            save("vit_" + name.replace(".", "_"), tensor)
+        # The same weights under timm's names.
+        timm = {"cls_token": "class_token", "pos_embed": "encoder.pos_embedding",
+                "patch_embed.proj.weight": "conv_proj.weight", "patch_embed.proj.bias": "conv_proj.bias",
+                "norm.weight": "encoder.ln.weight", "norm.bias": "encoder.ln.bias",
+                "head.weight": "heads.head.weight", "head.bias": "heads.head.bias"}
+        for i in range(config["num_layers"]):
+            ours, theirs = f"blocks.{i}.", f"encoder.layers.encoder_layer_{i}."
+            for a, b in [("norm1", "ln_1"), ("norm2", "ln_2"), ("mlp.fc1", "mlp.0"), ("mlp.fc2", "mlp.3"),
+                         ("attn.proj", "self_attention.out_proj")]:
+                for w in ("weight", "bias"):
+                    timm[f"{ours}{a}.{w}"] = f"{theirs}{b}.{w}"
+            timm[f"{ours}attn.qkv.weight"] = f"{theirs}self_attention.in_proj_weight"
+            timm[f"{ours}attn.qkv.bias"] = f"{theirs}self_attention.in_proj_bias"
+        for name, source in timm.items():
+            save("timm_" + name.replace(".", "_"), state[source])
+        pictures = torch.randn(2, 3, 32, 32)
+        save("vit_images", pictures)
+        save("vit_logits", vit(pictures))
+        save("timm_logits", vit(pictures))
+        # A 48 x 48 image: the position embedding resampled to a 6 x 6 grid, as torchvision does.
+        larger = VisionTransformer(image_size=48, **config).eval()
+        larger.load_state_dict(interpolate_embeddings(48, 8, state))
+        bigger_pictures = torch.randn(1, 3, 48, 48)
+        save("vit_images_48", bigger_pictures)
+        save("vit_logits_48", larger(bigger_pictures))
+print(f"wrote the cases of torch {torch.__version__} into {folder}")
