@@ -1,18 +1,19 @@
-// A ViT-Tiny forward pass and a MobileViT transformer from nonlocal's nn layers:
-// patch embedding (nn::linear over flattened 16 x 16 patches), class token and
-// position embedding, encoder layers (nn::transformer_encoder_layer, pre-norm, GELU)
-// the final norm and the classification head (nn::linear_layer); then MobileViT's transformer over a 32 x 32 feature map, its
-// attention restricted by patch_group instead of unfolding the map.
+// A ViT-Tiny forward pass and a MobileViT transformer from nonlocal's nn layers: the
+// model (nn::vision_transformer: its conv patch embedding, class token and position
+// embedding, encoder layers, final norm and head) built from random weights; then
+// MobileViT's transformer over a 32 x 32 feature map, its attention restricted by
+// patch_group instead of unfolding the map.
 //
-//   transformer_layers [PREFIX]
+//   transformer_layers [PREFIX HEADS]
 //
-// Weights are random (ViT's initialisation, N(0, 0.02)); with PREFIX, the first
-// ViT layer is loaded from PyTorch files PREFIX*.npy instead (see nn/transformer.hpp).
+// Weights are random (ViT's initialisation, N(0, 0.02)); with PREFIX and HEADS, the ViT is
+// torchvision's, loaded from its state_dict saved as PREFIX*.npy (see nn/vision_transformer.hpp).
 #include <nonlocal/nonlocal.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <xtensor/xrandom.hpp>
 #include <xtensor/xsort.hpp>
@@ -43,37 +44,27 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
     xt::random::seed(7);
-    // ViT-Tiny/16: a 224 x 224 RGB image in 14 x 14 patches of 16 x 16 x 3 = 768 values.
+    // ViT-Tiny/16: 224 x 224 RGB images in 14 x 14 patches of 16 x 16, E = 192, 3 heads.
     const std::size_t size = 224, patch = 16, grid = size / patch, E = 192, heads = 3, depth = 2;
-    const xt::xtensor<float, 3> image = xt::random::rand<float>({size, size, std::size_t(3)});
-    xt::xtensor<float, 2> patches = xt::empty<float>({grid * grid, patch * patch * 3});
-    for (std::size_t r = 0; r < grid; ++r)
-        for (std::size_t c = 0; c < grid; ++c) {
-            const xt::xtensor<float, 3> p =
-                xt::view(image, xt::range(r * patch, (r + 1) * patch), xt::range(c * patch, (c + 1) * patch), xt::all());
-            std::copy(p.begin(), p.end(), &patches(r * grid + c, 0));
-        }
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto embedded = nn::linear(patches, random_weight(E, patch * patch * 3), xt::zeros<float>({E}));
-    xt::xtensor<float, 2> tokens = xt::empty<float>({grid * grid + 1, E});   // class token first
-    xt::view(tokens, 0) = xt::view(random_weight(1, E), 0);
-    xt::view(tokens, xt::range(1, grid * grid + 1)) = embedded;
-    tokens += random_weight(grid * grid + 1, E);   // position embedding
-    for (std::size_t l = 0; l < depth; ++l) {
-        const auto layer = l == 0 && argc > 1
-                               ? nn::transformer_encoder_layer::load_npy(argv[1], heads, {nn::activation::gelu, true})
-                               : random_layer(E, heads);
-        tokens = layer(tokens);
-    }
-    const nn::layer_norm final_norm(xt::ones<float>({E}), xt::zeros<float>({E}));
-    const xt::xtensor<float, 1> class_token = xt::view(final_norm(tokens), 0);
+    std::vector<nn::transformer_encoder_layer> layers;
+    for (std::size_t l = 0; l < depth; ++l) layers.push_back(random_layer(E, heads));
     // The classification head: a linear layer, its W^T packed once when it is built.
-    const nn::linear_layer<float> head(random_weight(1000, E), xt::zeros<float>({1000}));
-    const auto logits = head(xt::xtensor<float, 2>(xt::view(class_token, xt::newaxis(), xt::all())));
-    std::printf("ViT-Tiny/16, %zu layers: %zu tokens of %zu features in %.1f ms; class token [%zu], first values "
-                "%.4f %.4f; %zu logits, the largest for class %zu\n",
-                depth, tokens.shape(0), E, seconds_since(t0) * 1e3, class_token.size(), class_token(0), class_token(1),
-                logits.shape(1), std::size_t(xt::argmax(logits)()));
+    nn::linear_layer<float> head(random_weight(1000, E), xt::zeros<float>({1000}));
+    const nn::vision_transformer vit =
+        argc > 2 ? nn::vision_transformer::load_torchvision(argv[1], std::stoul(argv[2]))
+                 : nn::vision_transformer(
+                       nn::conv2d<float>(xt::random::randn<float>({E, std::size_t(3), patch, patch}, 0.f, 0.02f),
+                                         xt::zeros<float>({E}), {.stride = patch}),
+                       xt::zeros<float>({E}), random_weight(grid * grid + 1, E), std::move(layers),
+                       nn::layer_norm(xt::ones<float>({E}), xt::zeros<float>({E}), 1e-6), std::move(head));
+    const std::size_t side = vit.image_size();
+    const xt::xtensor<float, 4> images = xt::random::rand<float>({std::size_t(1), std::size_t(3), side, side});
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto logits = vit(images);   // [1, classes]
+    std::printf("ViT, %zu layers of %zu features on a %zu x %zu image in %.1f ms: %zu logits, the largest for class "
+                "%zu\n",
+                vit.depth(), vit.embed_dim(), side, side, seconds_since(t0) * 1e3, logits.shape(1),
+                std::size_t(xt::argmax(logits)()));
 
     // MobileViT: a 32 x 32 map of 96 features, 2 x 2 patches. Its transformer unfolds the map
     // into 4 sequences of 256 patches, one per offset in the patch; patch_group attends within
