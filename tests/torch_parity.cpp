@@ -1,7 +1,8 @@
 // nonlocal's nn layers against PyTorch's themselves: runs tests/torch/parity.py, which writes
 // weights, inputs and PyTorch's outputs as .npy files (nn.MultiheadAttention with masks of
-// every kind and its attention weights, nn.Conv2d, nn.BatchNorm2d, pooling, activations and
-// torchvision's VisionTransformer), loads them and compares.
+// every kind and its attention weights, nn.Conv2d, nn.BatchNorm2d, pooling, activations, the
+// non-local block in its usual module layout and torchvision's VisionTransformer), loads them
+// and compares.
 //   torch_parity PYTHON SCRIPT FOLDER
 // Exit status: 0 when every case matches within 1e-5 (1e-12 in double), 1 when one does not, 77 (a skipped test) when the script finds no torch. The ViT
 // cases are skipped with a message when torchvision is not installed.
@@ -131,6 +132,13 @@ int main(int argc, char** argv) {
         nonlocal::simd::activate(a, scaled.data(), scaled.size());
         check(name, scaled);
     }
+
+    // The non-local block, in the re-implementation's layout.
+    const xt::xtensor<float, 4> maps = tensor4("nonlocal_input");
+    check("nonlocal_embedded_gaussian_output",
+          nn::nonlocal_feature_block::load_npy(folder + "nonlocal_embedded_gaussian_", nn::nonlocal_form::embedded_gaussian)(maps));
+    check("nonlocal_concatenation_output",
+          nn::nonlocal_feature_block::load_npy(folder + "nonlocal_concatenation_", nn::nonlocal_form::concatenation)(maps));
 
     // torchvision's VisionTransformer, loaded from its names and from timm's.
     if (!std::filesystem::exists(folder + "vit_logits.npy")) {

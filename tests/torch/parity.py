@@ -120,6 +120,54 @@ with torch.no_grad():
     for name, tensor in cases.items():
         save(name, tensor)
 
+
+
+class NonLocal2D(torch.nn.Module):
+    """The non-local block in the module layout of the widely used PyTorch re-implementation
+    (NONLocalBlock2D: g, theta, phi, W = [conv, BatchNorm], concat_project), embedded
+    Gaussian or concatenation, sub-sampled."""
+
+    def __init__(self, channels, mode):
+        super().__init__()
+        e = channels // 2
+        self.mode = mode
+        self.g = torch.nn.Sequential(torch.nn.Conv2d(channels, e, 1), torch.nn.MaxPool2d(2))
+        self.theta = torch.nn.Conv2d(channels, e, 1)
+        self.phi = torch.nn.Sequential(torch.nn.Conv2d(channels, e, 1), torch.nn.MaxPool2d(2))
+        self.W = torch.nn.Sequential(torch.nn.Conv2d(e, channels, 1), torch.nn.BatchNorm2d(channels))
+        if mode == "concatenation":
+            self.concat_project = torch.nn.Sequential(torch.nn.Conv2d(2 * e, 1, 1, bias=False), torch.nn.ReLU())
+
+    def forward(self, x):
+        b, e = x.size(0), self.theta.out_channels
+        g_x = self.g(x).view(b, e, -1).permute(0, 2, 1)
+        theta_x = self.theta(x).view(b, e, -1)
+        phi_x = self.phi(x).view(b, e, -1)
+        if self.mode == "embedded_gaussian":
+            f = torch.softmax(torch.matmul(theta_x.permute(0, 2, 1), phi_x), dim=-1)
+        else:
+            n, m = theta_x.size(2), phi_x.size(2)
+            pairs = torch.cat([theta_x.unsqueeze(3).repeat(1, 1, 1, m), phi_x.unsqueeze(2).repeat(1, 1, n, 1)], dim=1)
+            f = self.concat_project(pairs).view(b, n, m) / m
+        y = torch.matmul(f, g_x).permute(0, 2, 1).contiguous().view(b, e, *x.size()[2:])
+        return self.W(y) + x
+
+
+torch.manual_seed(3)
+with torch.no_grad():
+    maps = torch.randn(2, 8, 7, 6)
+    save("nonlocal_input", maps)
+    for mode in ("embedded_gaussian", "concatenation"):
+        block = NonLocal2D(8, mode).eval()
+        for parameter in block.parameters():
+            parameter.normal_(0, 0.5)
+        block.W[1].running_mean.normal_()
+        block.W[1].running_var.uniform_(0.2, 2)
+        for name, tensor in block.state_dict().items():
+            if not name.endswith("num_batches_tracked"):
+                save(f"nonlocal_{mode}_" + name.replace(".", "_"), tensor)
+        save(f"nonlocal_{mode}_output", block(maps))
+
 try:
     from torchvision.models.vision_transformer import VisionTransformer, interpolate_embeddings
 except ImportError:

@@ -16,14 +16,27 @@
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmanipulation.hpp>
 #include <xtensor/xtensor.hpp>
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/simd/linear.hpp"
+#include "nonlocal/detail/npy.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
+#include "nonlocal/nn/batch_norm.hpp"
+#include "nonlocal/nn/conv2d.hpp"
+#include "nonlocal/nn/pooling.hpp"
+#include "nonlocal/normalization.hpp"
+#include "nonlocal/simd/linear.hpp"
+#include "nonlocal/similarity/concatenation.hpp"
+#include "nonlocal/similarity/dot_product.hpp"
 #include "nonlocal/weighted_aggregate.hpp"
 
 namespace nonlocal::nn {
@@ -76,6 +89,161 @@ struct nonlocal_block {
         for (std::size_t t = 0; t < z.size(); ++t) z.data()[t] += wy.data()[t];
         return z;
     }
+};
+
+/// The four forms of the non-local block (the rows of the table above).
+enum class nonlocal_form { gaussian, embedded_gaussian, dot_product, concatenation };
+
+/// The non-local block on feature maps [B, C, H, W] or videos [B, C, T, H, W], as Wang et
+/// al. build it and the widely used PyTorch re-implementation (`NONLocalBlock2D`,
+/// `NONLocalBlock3D`) lays out its weights:
+///
+///     theta, phi, g: 1 x 1 convolutions to e channels (C / 2 by default), with biases;
+///     phi and g followed by 2 x 2 max pooling of each frame when sub-sampled;
+///     y_i = (1 / C_i) sum_j f(theta x_i, phi x_j) g x_j over every position j of the map
+///     (of the pooled map), the form choosing f and C (Gaussian: f on x itself);
+///     z = x + BatchNorm(W_z y), W_z a 1 x 1 convolution back to C channels, the norm folded in.
+class nonlocal_feature_block {
+public:
+    /// `theta` and `phi` are unused (none) in the Gaussian form; `concat_weight` [2 e] only
+    /// in the concatenation form (f = ReLU(w[:e] . theta x_i + w[e:] . phi x_j)). Throws
+    /// `std::invalid_argument` naming the shapes unless every convolution is 1 x 1 with
+    /// stride 1 and no padding, g, theta and phi map C to e channels and w_z e to C.
+    nonlocal_feature_block(nonlocal_form form, conv2d<float> g, std::optional<conv2d<float>> theta,
+                           std::optional<conv2d<float>> phi, conv2d<float> w_z, bool sub_sample,
+                           xt::xtensor<float, 1> concat_weight = {})
+        : form_(form), g_(std::move(g)), theta_(std::move(theta)), phi_(std::move(phi)), w_z_(std::move(w_z)),
+          sub_sample_(sub_sample), concat_weight_(std::move(concat_weight)) {
+        const std::size_t C = g_.in_channels(), e = g_.out_channels();
+        const auto pointwise = [&](const conv2d<float>& c, std::size_t in, std::size_t out) {
+            return c.kernel() == size2(1) && c.options().stride == size2(1) && c.options().padding == size2(0) &&
+                   c.options().groups == 1 && c.in_channels() == in && c.out_channels() == out;
+        };
+        const bool embedded = form_ != nonlocal_form::gaussian;
+        detail::require(pointwise(g_, C, e) && pointwise(w_z_, e, C) && theta_.has_value() == embedded &&
+                            phi_.has_value() == embedded && (!embedded || (pointwise(*theta_, C, e) && pointwise(*phi_, C, e))) &&
+                            concat_weight_.size() == (form_ == nonlocal_form::concatenation ? 2 * e : 0),
+                        "nn::nonlocal_feature_block", [&] {
+                            return "expected 1 x 1 convolutions g, theta and phi [e, C, 1, 1] (no theta and phi in "
+                                   "the Gaussian form), w_z [C, e, 1, 1] and, for concatenation, a weight of 2 e; "
+                                   "got g " + detail::shape_string(g_.weight().shape()) + ", w_z " +
+                                   detail::shape_string(w_z_.weight().shape()) + ", concat_weight " +
+                                   detail::shape_string(concat_weight_.shape());
+                        });
+    }
+
+    std::size_t channels() const noexcept { return g_.in_channels(); }         ///< C
+    std::size_t inter_channels() const noexcept { return g_.out_channels(); }  ///< e
+    nonlocal_form form() const noexcept { return form_; }
+    bool sub_sample() const noexcept { return sub_sample_; }
+
+    /// z for x [B, C, H, W] or [B, C, T, H, W], the same shape, on the threads of `policy`
+    /// (the result does not depend on their number). Throws `std::invalid_argument` unless x
+    /// has C channels (and, sub-sampled, frames of at least 2 x 2).
+    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
+    auto operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
+        constexpr std::size_t R = detail::static_rank<X>;
+        static_assert(R == 4 || R == 5, "nonlocal::nn::nonlocal_feature_block: x is [B, C, H, W] or [B, C, T, H, W]");
+        const detail::contiguous<float, R> xc(x);
+        const std::size_t B = xc.shape(0), C = xc.shape(1), T = R == 5 ? xc.shape(2) : 1;
+        const std::size_t H = xc.shape(R - 2), W = xc.shape(R - 1);
+        detail::require(C == channels() && (!sub_sample_ || (H >= 2 && W >= 2)), "nn::nonlocal_feature_block", [&] {
+            return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(channels()) +
+                   " channels" + (sub_sample_ ? " and frames of at least 2 x 2 (sub-sampled)" : "");
+        });
+        // Frames stacked along the height: a 1 x 1 convolution sees the same pixels.
+        const xt::xtensor<float, 4> maps = xt::adapt(xc.data(), xc.shape(0) * C * T * H * W, xt::no_ownership(),
+                                                     std::array<std::size_t, 4>{B, C, T * H, W});
+        // The tokens [B, positions, channels] of a map [B, c, T H, W], each frame 2 x 2
+        // max-pooled first when asked.
+        const auto tokens = [&](const xt::xtensor<float, 4>& m, bool pool) {
+            const std::size_t c = m.shape(1);
+            xt::xtensor<float, 4> source = m;
+            std::size_t h = H, w = W;
+            if (pool) {
+                const xt::xtensor<float, 4> frames = xt::reshape_view(m, {B, c * T, H, W});
+                source = nn::max_pool2d(frames, {.kernel = 2});
+                h = H / 2, w = W / 2;
+            }
+            const std::size_t P = T * h * w;
+            xt::xtensor<float, 3> t = xt::empty<float>({B, P, c});
+            for (std::size_t b = 0; b < B; ++b)
+                for (std::size_t k = 0; k < c; ++k)
+                    for (std::size_t p = 0; p < P; ++p) t(b, p, k) = source.data()[(b * c + k) * P + p];
+            return t;
+        };
+        const auto values = tokens(g_.template operator()<Arch>(maps, policy), sub_sample_);
+        const auto aggregate = [&](const auto& queries, const auto& keys, const auto& similarity, auto normalization) {
+            return weighted_aggregate<Arch>(policy, queries, keys, values, similarity, dense{}, normalization);
+        };
+        xt::xtensor<float, 3> y;
+        if (form_ == nonlocal_form::gaussian) {
+            y = aggregate(tokens(maps, false), tokens(maps, sub_sample_), dot_product{}, softmax{});
+        } else {
+            const auto queries = tokens(theta_->template operator()<Arch>(maps, policy), false);
+            const auto keys = tokens(phi_->template operator()<Arch>(maps, policy), sub_sample_);
+            const std::size_t e = inter_channels();
+            if (form_ == nonlocal_form::embedded_gaussian) y = aggregate(queries, keys, dot_product{}, softmax{});
+            else if (form_ == nonlocal_form::dot_product) y = aggregate(queries, keys, dot_product{}, count{});
+            else y = aggregate(queries, keys, concatenation(xt::eye<double>(e), xt::eye<double>(e), concat_weight_), count{});
+        }
+        // y [B, N, e] back to a map [B, e, T H, W], through W_z, plus x.
+        const std::size_t N = T * H * W, e = inter_channels();
+        xt::xtensor<float, 4> y_map = xt::empty<float>({B, e, T * H, W});
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t k = 0; k < e; ++k)
+                for (std::size_t p = 0; p < N; ++p) y_map.data()[(b * e + k) * N + p] = y(b, p, k);
+        xt::xtensor<float, R> z = xt::empty<float>(xc.shape());
+        w_z_.template apply<Arch>(y_map.data(), B, T * H, W, z.data(), detail::thread_count(policy));
+        for (std::size_t i = 0; i < z.size(); ++i) z.data()[i] += xc.data()[i];
+        return z;
+    }
+
+    /// Loads the PyTorch re-implementation's state_dict (`NONLocalBlock2D` or `NONLocalBlock3D`
+    /// of the given form) saved as one .npy per name, dots as underscores: `g`, `theta`,
+    /// `phi` (`g.0`, `phi.0` when sub-sampled, which is how sub-sampling is recognised), `W.0`
+    /// and `W.1` (the convolution and its BatchNorm, folded; `W` alone without the norm),
+    /// `concat_project.0` for concatenation. 1 x 1 x 1 convolutions of the 3-D block load
+    /// as 1 x 1. Throws `std::runtime_error` naming a file that cannot be read and
+    /// `std::invalid_argument` naming one of another shape.
+    static nonlocal_feature_block load_npy(const std::string& prefix, nonlocal_form form) {
+        constexpr std::string_view who = "nn::nonlocal_feature_block::load_npy";
+        const auto path = [&](const std::string& name) { return prefix + name + ".npy"; };
+        const auto has = [&](const std::string& name) { return std::filesystem::exists(path(name)); };
+        const auto conv = [&](const std::string& name) {
+            const xt::xarray<float> w = detail::load_npy_as<float>(path(name + "_weight"), who);
+            detail::require((w.dimension() == 4 || w.dimension() == 5) && w.size() == w.shape(0) * w.shape(1), who, [&] {
+                return path(name + "_weight") + " holds " + detail::shape_string(w.shape()) +
+                       "; expected a 1 x 1 convolution [out, in, 1, 1] or [out, in, 1, 1, 1]";
+            });
+            xt::xtensor<float, 4> weight = xt::reshape_view(w, {w.shape(0), w.shape(1), std::size_t(1), std::size_t(1)});
+            xt::xtensor<float, 1> bias;
+            if (has(name + "_bias")) bias = detail::load_weights<1>(path(name + "_bias"), who);
+            return conv2d<float>(std::move(weight), std::move(bias));
+        };
+        const bool sub_sample = has("g_0_weight");
+        const std::string pooled = sub_sample ? "_0" : "";
+        const bool embedded = form != nonlocal_form::gaussian;
+        std::optional<conv2d<float>> theta, phi;
+        if (embedded) theta = conv("theta"), phi = conv("phi" + pooled);
+        conv2d<float> w_z = has("W_0_weight") ? conv("W_0") : conv("W");
+        if (has("W_1_weight")) {
+            const auto vector = [&](const std::string& name) { return detail::load_weights<1>(path(name), who); };
+            w_z = fold(w_z, batch_norm2d<float>(vector("W_1_weight"), vector("W_1_bias"), vector("W_1_running_mean"),
+                                                vector("W_1_running_var")));
+        }
+        xt::xtensor<float, 1> concat;
+        if (form == nonlocal_form::concatenation) concat = xt::flatten(conv("concat_project_0").weight());
+        return {form, conv("g" + pooled), std::move(theta), std::move(phi), std::move(w_z), sub_sample, std::move(concat)};
+    }
+
+private:
+    nonlocal_form form_;
+    conv2d<float> g_;
+    std::optional<conv2d<float>> theta_, phi_;
+    conv2d<float> w_z_;
+    bool sub_sample_;
+    xt::xtensor<float, 1> concat_weight_;
 };
 
 }  // namespace nonlocal::nn
