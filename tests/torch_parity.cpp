@@ -1,8 +1,8 @@
 // nonlocal's nn layers against PyTorch's themselves: runs tests/torch/parity.py, which writes
 // weights, inputs and PyTorch's outputs as .npy files (nn.MultiheadAttention with masks of
 // every kind and its attention weights, nn.Conv2d, nn.BatchNorm2d, pooling, activations, the
-// non-local block in its usual module layout and torchvision's VisionTransformer), loads them
-// and compares.
+// non-local block and MobileViT's block in their usual module layouts, torchvision's
+// VisionTransformer), loads them and compares.
 //   torch_parity PYTHON SCRIPT FOLDER
 // Exit status: 0 when every case matches within 1e-5 (1e-12 in double), 1 when one does not, 77 (a skipped test) when the script finds no torch. The ViT
 // cases are skipped with a message when torchvision is not installed.
@@ -139,6 +139,9 @@ int main(int argc, char** argv) {
           nn::nonlocal_feature_block::load_npy(folder + "nonlocal_embedded_gaussian_", nn::nonlocal_form::embedded_gaussian)(maps));
     check("nonlocal_concatenation_output",
           nn::nonlocal_feature_block::load_npy(folder + "nonlocal_concatenation_", nn::nonlocal_form::concatenation)(maps));
+
+    // MobileViT's block in timm's layout.
+    check("mvit_output", nn::mobilevit_block::load_timm(folder + "mvit_", 2)(tensor4("mvit_input")));
 
     // torchvision's VisionTransformer, loaded from its names and from timm's.
     if (!std::filesystem::exists(folder + "vit_logits.npy")) {

@@ -40,6 +40,7 @@
 #include "nonlocal/nn/batch_norm.hpp"
 #include "nonlocal/nn/conv2d.hpp"
 #include "nonlocal/nn/linear.hpp"
+#include "nonlocal/nn/mobilevit.hpp"
 #include "nonlocal/nn/pooling.hpp"
 #include "nonlocal/nn/position_encoding.hpp"
 #include "nonlocal/nn/nonlocal_block.hpp"

@@ -168,6 +168,94 @@ with torch.no_grad():
                 save(f"nonlocal_{mode}_" + name.replace(".", "_"), tensor)
         save(f"nonlocal_{mode}_output", block(maps))
 
+
+
+class ConvNormAct(torch.nn.Module):
+    """timm's ConvNormAct as MobileViT uses it: conv (no bias, padding k // 2), bn, SiLU."""
+
+    def __init__(self, cin, cout, k):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2, bias=False)
+        self.bn = torch.nn.BatchNorm2d(cout)
+
+    def forward(self, x):
+        return F.silu(self.bn(self.conv(x)))
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        attention = torch.softmax(q @ k.transpose(-2, -1) * (d // self.heads) ** -0.5, dim=-1)
+        return self.proj((attention @ v).transpose(1, 2).reshape(b, n, d))
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(dim, 2 * dim), torch.nn.Linear(2 * dim, dim)
+
+    def forward(self, x):
+        return self.fc2(F.silu(self.fc1(x)))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.norm1, self.attn = torch.nn.LayerNorm(dim), Attention(dim, heads)
+        self.norm2, self.mlp = torch.nn.LayerNorm(dim), Mlp(dim)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class MobileVitBlock(torch.nn.Module):
+    """timm's MobileVitBlock (v1) in its module layout, 2 x 2 patches, on maps the patch divides."""
+
+    def __init__(self, channels, dim, out, depth, heads):
+        super().__init__()
+        self.conv_kxk = ConvNormAct(channels, channels, 3)
+        self.conv_1x1 = torch.nn.Conv2d(channels, dim, 1, bias=False)
+        self.transformer = torch.nn.Sequential(*[Block(dim, heads) for _ in range(depth)])
+        self.norm = torch.nn.LayerNorm(dim)
+        self.conv_proj = ConvNormAct(dim, out, 1)
+        self.conv_fusion = ConvNormAct(channels + out, out, 3)
+
+    def forward(self, x):
+        shortcut, y = x, self.conv_1x1(self.conv_kxk(x))
+        b, c, h, w = y.shape
+        nh, nw = h // 2, w // 2
+        y = y.reshape(b * c * nh, 2, nw, 2).transpose(1, 2)
+        y = y.reshape(b, c, nh * nw, 4).transpose(1, 3).reshape(b * 4, nh * nw, -1)
+        y = self.norm(self.transformer(y))
+        y = y.contiguous().view(b, 4, nh * nw, -1).transpose(1, 3).reshape(b * c * nh, nw, 2, 2)
+        y = y.transpose(1, 2).reshape(b, c, h, w)
+        return self.conv_fusion(torch.cat((shortcut, self.conv_proj(y)), dim=1))
+
+
+torch.manual_seed(4)
+with torch.no_grad():
+    mvit = MobileVitBlock(channels=6, dim=8, out=6, depth=2, heads=2).eval()
+    for parameter in mvit.parameters():
+        parameter.normal_(0, 0.4)
+    for module in mvit.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.normal_()
+            module.running_var.uniform_(0.2, 2)
+    for name, tensor in mvit.state_dict().items():
+        if not name.endswith("num_batches_tracked"):
+            save("mvit_" + name.replace(".", "_"), tensor)
+    feature_map = torch.randn(2, 6, 8, 6)
+    save("mvit_input", feature_map)
+    save("mvit_output", mvit(feature_map))
+
 try:
     from torchvision.models.vision_transformer import VisionTransformer, interpolate_embeddings
 except ImportError:
