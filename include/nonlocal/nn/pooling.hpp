@@ -90,7 +90,8 @@ template <class X>
 auto max_pool2d(const xt::xexpression<X>& x, const pool2d_options& o) {
     using T = detail::value_type_of<X>;
     std::size_t Ho, Wo;
-    const auto [H, W] = detail_pool::checked_size("nn::max_pool2d", x, o, Ho, Wo);
+    const auto size = detail_pool::checked_size("nn::max_pool2d", x, o, Ho, Wo);
+    const std::size_t H = size[0], W = size[1];   // not a structured binding: the lambda captures them
     const size2 s = o.stride == size2(0) ? o.kernel : o.stride, p = o.padding, d = o.dilation;
     return detail_pool::map_planes(x, Ho, Wo, [&](const T* in, T* out) {
         for (std::size_t oy = 0; oy < Ho; ++oy)
@@ -124,7 +125,8 @@ auto avg_pool2d(const xt::xexpression<X>& x, const pool2d_options& o) {
                std::to_string(o.dilation.w) + ")";
     });
     std::size_t Ho, Wo;
-    const auto [H, W] = detail_pool::checked_size("nn::avg_pool2d", x, o, Ho, Wo);
+    const auto size = detail_pool::checked_size("nn::avg_pool2d", x, o, Ho, Wo);
+    const std::size_t H = size[0], W = size[1];
     const size2 s = o.stride == size2(0) ? o.kernel : o.stride, p = o.padding;
     return detail_pool::map_planes(x, Ho, Wo, [&](const T* in, T* out) {
         for (std::size_t oy = 0; oy < Ho; ++oy)
