@@ -86,4 +86,13 @@ private:
 template <class E>
 using value_type_of = typename std::decay_t<E>::value_type;
 
+/// to[b][j][i] = from[b][i][j] for each of `batches` [rows, cols] matrices: channel-first
+/// maps [B, C, P] as tokens [B, P, C], and back.
+template <class T>
+void transpose_each(const T* from, std::size_t batches, std::size_t rows, std::size_t cols, T* to) noexcept {
+    for (std::size_t b = 0; b < batches; ++b, from += rows * cols, to += rows * cols)
+        for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t j = 0; j < cols; ++j) to[j * rows + i] = from[i * cols + j];
+}
+
 }  // namespace nonlocal::detail

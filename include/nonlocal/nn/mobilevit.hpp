@@ -88,16 +88,12 @@ public:
         // The map's pixels as tokens [B, H W, D], through the layers and the norm, and back.
         const std::size_t D = transformer_dim();
         xt::xtensor<float, 3> tokens = xt::empty<float>({B, P, D});
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t d = 0; d < D; ++d)
-                for (std::size_t p = 0; p < P; ++p) tokens(b, p, d) = local.data()[(b * D + d) * P + p];
+        detail::transpose_each(local.data(), B, D, P, tokens.data());
         const patch_group groups{H, W, patch_.h, patch_.w};
         for (const auto& layer : transformer_) tokens = layer.template operator()<Arch>(tokens, groups, policy);
         norm_.template normalise<Arch>(tokens.data(), tokens.data(), B * P);
         xt::xtensor<float, 4> global = xt::empty<float>({B, D, H, W});
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t d = 0; d < D; ++d)
-                for (std::size_t p = 0; p < P; ++p) global.data()[(b * D + d) * P + p] = tokens(b, p, d);
+        detail::transpose_each(tokens.data(), B, P, D, global.data());
         xt::xtensor<float, 4> projected = conv_proj_.template operator()<Arch>(global, policy);
         if (!conv_fusion_) return projected;
         // [x, projected] along the channels.
@@ -121,7 +117,6 @@ public:
         constexpr std::string_view who = "nn::mobilevit_block::load_timm";
         const auto path = [&](const std::string& name) { return prefix + name + ".npy"; };
         const auto has = [&](const std::string& name) { return std::filesystem::exists(path(name)); };
-        const auto matrix = [&](const std::string& name) { return detail::load_weights<2>(path(name), who); };
         const auto vector = [&](const std::string& name) { return detail::load_weights<1>(path(name), who); };
         // A ConvNormAct: the convolution, padding k / 2, its batch norm folded, SiLU.
         const auto conv_norm_act = [&](const std::string& name) {
@@ -132,21 +127,9 @@ public:
                                                   vector(name + "_bn_running_mean"), vector(name + "_bn_running_var")));
         };
         std::vector<transformer_encoder_layer> layers;
-        for (std::size_t i = 0; has("transformer_" + std::to_string(i) + "_norm1_weight"); ++i) {
-            const std::string at = "transformer_" + std::to_string(i) + "_";
-            const auto optional_vector = [&](const std::string& name) {
-                return has(name) ? vector(name) : xt::xtensor<float, 1>();
-            };
-            layers.emplace_back(multi_head_attention(num_heads, matrix(at + "attn_qkv_weight"),
-                                                     optional_vector(at + "attn_qkv_bias"),
-                                                     matrix(at + "attn_proj_weight"),
-                                                     optional_vector(at + "attn_proj_bias")),
-                                feed_forward(matrix(at + "mlp_fc1_weight"), vector(at + "mlp_fc1_bias"),
-                                             matrix(at + "mlp_fc2_weight"), vector(at + "mlp_fc2_bias"),
-                                             simd::activation::silu),
-                                layer_norm(vector(at + "norm1_weight"), vector(at + "norm1_bias")),
-                                layer_norm(vector(at + "norm2_weight"), vector(at + "norm2_bias")), true);
-        }
+        for (std::size_t i = 0; has("transformer_" + std::to_string(i) + "_norm1_weight"); ++i)
+            layers.push_back(transformer_encoder_layer::load_timm(prefix + "transformer_" + std::to_string(i) + "_",
+                                                                 num_heads, simd::activation::silu, 1e-5));
         std::optional<conv2d<float>> fusion;
         if (has("conv_fusion_conv_weight")) fusion = conv_norm_act("conv_fusion");
         return {conv_norm_act("conv_kxk"),

@@ -167,9 +167,7 @@ public:
             }
             const std::size_t P = T * h * w;
             xt::xtensor<float, 3> t = xt::empty<float>({B, P, c});
-            for (std::size_t b = 0; b < B; ++b)
-                for (std::size_t k = 0; k < c; ++k)
-                    for (std::size_t p = 0; p < P; ++p) t(b, p, k) = source.data()[(b * c + k) * P + p];
+            detail::transpose_each(source.data(), B, c, P, t.data());
             return t;
         };
         const auto values = tokens(g_.template operator()<Arch>(maps, policy), sub_sample_);
@@ -190,9 +188,7 @@ public:
         // y [B, N, e] back to a map [B, e, T H, W], through W_z, plus x.
         const std::size_t N = T * H * W, e = inter_channels();
         xt::xtensor<float, 4> y_map = xt::empty<float>({B, e, T * H, W});
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t k = 0; k < e; ++k)
-                for (std::size_t p = 0; p < N; ++p) y_map.data()[(b * e + k) * N + p] = y(b, p, k);
+        detail::transpose_each(y.data(), B, N, e, y_map.data());
         xt::xtensor<float, R> z = xt::empty<float>(xc.shape());
         w_z_.template apply<Arch>(y_map.data(), B, T * H, W, z.data(), detail::thread_count(policy));
         for (std::size_t i = 0; i < z.size(); ++i) z.data()[i] += xc.data()[i];

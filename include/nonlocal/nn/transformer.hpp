@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -149,6 +150,27 @@ struct transformer_encoder_layer {
                              vector("linear2_bias"), o.kind),
                 layer_norm(vector("norm1_weight"), vector("norm1_bias"), o.layer_norm_eps),
                 layer_norm(vector("norm2_weight"), vector("norm2_bias"), o.layer_norm_eps), o.norm_first};
+    }
+
+    /// Loads one block of timm's ViT layout (`blocks.N.` of a `VisionTransformer`,
+    /// `transformer.N.` of a `MobileVitBlock`) saved as `load_npy`'s files are: `norm1`,
+    /// `attn.qkv` (its bias optional), `attn.proj`, `norm2`, `mlp.fc1`, `mlp.fc2`; norm first,
+    /// with the MLP's activation and the norms' eps the model builds it with (ViT: GELU,
+    /// 1e-6; MobileViT: SiLU, 1e-5). Throws as `load_npy`.
+    static transformer_encoder_layer load_timm(const std::string& prefix, std::size_t num_heads, activation kind,
+                                               double layer_norm_eps) {
+        constexpr std::string_view who = "nn::transformer_encoder_layer::load_timm";
+        const auto matrix = [&](const char* name) { return detail::load_weights<2>(prefix + name + ".npy", who); };
+        const auto vector = [&](const char* name) { return detail::load_weights<1>(prefix + name + ".npy", who); };
+        const auto optional_vector = [&](const char* name) {
+            return std::filesystem::exists(prefix + name + ".npy") ? vector(name) : xt::xtensor<float, 1>();
+        };
+        return {multi_head_attention(num_heads, matrix("attn_qkv_weight"), optional_vector("attn_qkv_bias"),
+                                     matrix("attn_proj_weight"), optional_vector("attn_proj_bias")),
+                feed_forward(matrix("mlp_fc1_weight"), vector("mlp_fc1_bias"), matrix("mlp_fc2_weight"),
+                             vector("mlp_fc2_bias"), kind),
+                layer_norm(vector("norm1_weight"), vector("norm1_bias"), layer_norm_eps),
+                layer_norm(vector("norm2_weight"), vector("norm2_bias"), layer_norm_eps), true};
     }
 
     /// The layer's output, the shape of x, on the threads of `policy` (the projections, the

@@ -164,15 +164,8 @@ public:
         load.refuse("fc_norm_weight", "a norm after pooling (fc_norm)");
         std::vector<transformer_encoder_layer> layers;
         for (std::size_t i = 0; load.has("blocks_" + std::to_string(i) + "_norm1_weight"); ++i) {
-            const std::string at = "blocks_" + std::to_string(i) + "_";
-            layers.emplace_back(multi_head_attention(num_heads, load.matrix(at + "attn_qkv_weight"),
-                                                     load.optional_vector(at + "attn_qkv_bias"),
-                                                     load.matrix(at + "attn_proj_weight"),
-                                                     load.optional_vector(at + "attn_proj_bias")),
-                                feed_forward(load.matrix(at + "mlp_fc1_weight"), load.vector(at + "mlp_fc1_bias"),
-                                             load.matrix(at + "mlp_fc2_weight"), load.vector(at + "mlp_fc2_bias"),
-                                             activation::gelu),
-                                load.norm(at + "norm1"), load.norm(at + "norm2"), true);
+            layers.push_back(transformer_encoder_layer::load_timm(prefix + "blocks_" + std::to_string(i) + "_",
+                                                                 num_heads, activation::gelu, 1e-6));
         }
         return {load.patch_embedding("patch_embed_proj"), load.token("cls_token"), load.positions("pos_embed"),
                 std::move(layers), load.norm("norm"), load.head("head")};
