@@ -1,6 +1,6 @@
 #pragma once
 // Literal double-precision forms of the nn layers, the oracles of test_multi_head_attention,
-// test_layer_norm and test_transformer: loops as plain as the formulas.
+// test_layer_norm, test_transformer, test_conv and test_mobilevit: loops as plain as the formulas.
 
 #include <nonlocal/nonlocal.hpp>
 
@@ -131,6 +131,42 @@ template <class T, class F>
 literal_attention literal_masked_attention(const xt::xtensor<T, 3>& xq, const xt::xtensor<T, 3>& xkv,
                                            const nn::basic_multi_head_attention<T>& m, const F& bias) {
     return literal_masked_attention<T>(xq, xkv, xkv, m, bias);
+}
+
+/// nn.Conv2d's forward pass as written in the documentation, in double (the bias may be [0]).
+template <class T>
+xt::xtensor<double, 4> literal_conv2d(const xt::xtensor<T, 4>& x, const xt::xtensor<T, 4>& w,
+                                      const xt::xtensor<T, 1>& bias, const nn::conv2d_options& o) {
+    const std::size_t B = x.shape(0), H = x.shape(2), W = x.shape(3), Cout = w.shape(0), cpg = w.shape(1);
+    const std::size_t kh = w.shape(2), kw = w.shape(3), per_group = Cout / o.groups;
+    const auto count = [](std::size_t n, std::size_t k, std::size_t s, std::size_t p, std::size_t d) {
+        return (n + 2 * p - d * (k - 1) - 1) / s + 1;
+    };
+    const std::size_t Ho = count(H, kh, o.stride.h, o.padding.h, o.dilation.h);
+    const std::size_t Wo = count(W, kw, o.stride.w, o.padding.w, o.dilation.w);
+    xt::xtensor<double, 4> y = xt::zeros<double>({B, Cout, Ho, Wo});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t co = 0; co < Cout; ++co)
+            for (std::size_t oy = 0; oy < Ho; ++oy)
+                for (std::size_t ox = 0; ox < Wo; ++ox) {
+                    double sum = bias.size() ? double(bias(co)) : 0.0;
+                    for (std::size_t ci = 0; ci < cpg; ++ci)
+                        for (std::size_t ky = 0; ky < kh; ++ky)
+                            for (std::size_t kx = 0; kx < kw; ++kx) {
+                                const long iy = long(oy * o.stride.h + ky * o.dilation.h) - long(o.padding.h);
+                                const long ix = long(ox * o.stride.w + kx * o.dilation.w) - long(o.padding.w);
+                                if (iy < 0 || ix < 0 || iy >= long(H) || ix >= long(W)) continue;
+                                sum += double(x(b, co / per_group * cpg + ci, iy, ix)) * double(w(co, ci, ky, kx));
+                            }
+                    y(b, co, oy, ox) = sum;
+                }
+    return y;
+}
+
+/// SiLU, v / (1 + e^-v), of each value.
+inline xt::xtensor<double, 4> literal_silu(xt::xtensor<double, 4> v) {
+    for (double& e : v) e = e / (1 + std::exp(-e));
+    return v;
 }
 
 }  // namespace nonlocal::test

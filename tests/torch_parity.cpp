@@ -1,8 +1,8 @@
 // nonlocal's nn layers against PyTorch's themselves: runs tests/torch/parity.py, which writes
 // weights, inputs and PyTorch's outputs as .npy files (nn.MultiheadAttention with masks of
 // every kind and its attention weights, nn.Conv2d, nn.BatchNorm2d, pooling, activations, the
-// non-local block and MobileViT's block in their usual module layouts, torchvision's
-// VisionTransformer), loads them and compares.
+// non-local block, MobileViT's blocks and a small MobileViT in their usual module layouts,
+// bilinear resizing, torchvision's VisionTransformer), loads them and compares.
 //   torch_parity PYTHON SCRIPT FOLDER
 // Exit status: 0 when every case matches within 1e-5 (1e-12 in double), 1 when one does not, 77 (a skipped test) when the script finds no torch. The ViT
 // cases are skipped with a message when torchvision is not installed.
@@ -140,8 +140,22 @@ int main(int argc, char** argv) {
     check("nonlocal_concatenation_output",
           nn::nonlocal_feature_block::load_npy(folder + "nonlocal_concatenation_", nn::nonlocal_form::concatenation)(maps));
 
-    // MobileViT's block in timm's layout.
-    check("mvit_output", nn::mobilevit_block::load_timm(folder + "mvit_", 2)(tensor4("mvit_input")));
+    // MobileViT's block, its inverted residuals and a whole MobileViT in timm's layout.
+    const auto mvit = nn::mobilevit_block::load_timm(folder + "mvit_", 2);
+    check("mvit_output", mvit(tensor4("mvit_input")));
+    check("mvit_odd_output", mvit(tensor4("mvit_odd_input")));
+    check("mv2_output", nn::inverted_residual::load_timm(folder + "mv2_", 1)(tensor4("mvit_input")));
+    check("mv2_strided_output", nn::inverted_residual::load_timm(folder + "mv2_strided_", 2)(tensor4("mvit_input")));
+    check("mobilevit_logits", nn::mobilevit::load_timm(folder + "mobilevit_")(tensor4("mobilevit_images")));
+
+    // Bilinear resizing, with and without antialias.
+    const xt::xtensor<float, 4> planes = tensor4("resize_input");
+    for (const nn::size2 size : {nn::size2{5, 4}, nn::size2{29, 17}, nn::size2{13, 3}})
+        for (const bool antialias : {false, true}) {
+            const std::string name = "resize_" + std::to_string(size.h) + "x" + std::to_string(size.w) +
+                                     (antialias ? "_antialias" : "");
+            check(name.c_str(), nn::resize_bilinear(planes, size, antialias));
+        }
 
     // torchvision's VisionTransformer, loaded from its names and from timm's.
     if (!std::filesystem::exists(folder + "vit_logits.npy")) {

@@ -3,7 +3,8 @@
 for tests/torch_parity.cpp to compare nonlocal's with: nn.MultiheadAttention with masks of
 every kind, nn.Conv2d, nn.BatchNorm2d, the pooling functions, the activations and, when
 torchvision is installed, its VisionTransformer (its weights also saved under timm's names).
-Exits with status 77 (a skipped test) when numpy or torch is not installed (Debian:
+An inverted residual and a
+small MobileViT in timm's module layout, and bilinear resizing. Exits with status 77 (a skipped test) when numpy or torch is not installed (Debian:
 python3-torch, python3-torchvision)."""
 import os
 import sys
@@ -171,15 +172,19 @@ with torch.no_grad():
 
 
 class ConvNormAct(torch.nn.Module):
-    """timm's ConvNormAct as MobileViT uses it: conv (no bias, padding k // 2), bn, SiLU."""
+    """timm's ConvNormAct as MobileViT uses it: conv (no bias, padding ((s - 1) + (k - 1)) // 2),
+    bn, SiLU (or none)."""
 
-    def __init__(self, cin, cout, k):
+    def __init__(self, cin, cout, k, stride=1, groups=1, act=True):
         super().__init__()
-        self.conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2, bias=False)
+        self.conv = torch.nn.Conv2d(cin, cout, k, stride=stride, padding=(stride - 1 + k - 1) // 2, groups=groups,
+                                    bias=False)
         self.bn = torch.nn.BatchNorm2d(cout)
+        self.act = act
 
     def forward(self, x):
-        return F.silu(self.bn(self.conv(x)))
+        x = self.bn(self.conv(x))
+        return F.silu(x) if self.act else x
 
 
 class Attention(torch.nn.Module):
@@ -217,7 +222,8 @@ class Block(torch.nn.Module):
 
 
 class MobileVitBlock(torch.nn.Module):
-    """timm's MobileVitBlock (v1) in its module layout, 2 x 2 patches, on maps the patch divides."""
+    """timm's MobileVitBlock (v1) in its module layout, 2 x 2 patches; a map the patch does not
+    divide is resized bilinearly to the next multiples and back, as timm does."""
 
     def __init__(self, channels, dim, out, depth, heads):
         super().__init__()
@@ -230,31 +236,115 @@ class MobileVitBlock(torch.nn.Module):
 
     def forward(self, x):
         shortcut, y = x, self.conv_1x1(self.conv_kxk(x))
-        b, c, h, w = y.shape
+        b, c, H, W = y.shape
+        h, w = (H + 1) // 2 * 2, (W + 1) // 2 * 2
+        if (h, w) != (H, W):
+            y = F.interpolate(y, size=(h, w), mode="bilinear", align_corners=False)
         nh, nw = h // 2, w // 2
         y = y.reshape(b * c * nh, 2, nw, 2).transpose(1, 2)
         y = y.reshape(b, c, nh * nw, 4).transpose(1, 3).reshape(b * 4, nh * nw, -1)
         y = self.norm(self.transformer(y))
         y = y.contiguous().view(b, 4, nh * nw, -1).transpose(1, 3).reshape(b * c * nh, nw, 2, 2)
         y = y.transpose(1, 2).reshape(b, c, h, w)
+        if (h, w) != (H, W):
+            y = F.interpolate(y, size=(H, W), mode="bilinear", align_corners=False)
         return self.conv_fusion(torch.cat((shortcut, self.conv_proj(y)), dim=1))
+
+
+class InvertedResidual(torch.nn.Module):
+    """timm's BottleneckBlock as MobileViT builds it (bottle_in, linear_out, depthwise kxk): conv1_1x1,
+    conv2_kxk, conv3_1x1, the input added when the channels and the size stay."""
+
+    def __init__(self, cin, cout, stride, ratio):
+        super().__init__()
+        mid = cin * ratio
+        self.conv1_1x1 = ConvNormAct(cin, mid, 1)
+        self.conv2_kxk = ConvNormAct(mid, mid, 3, stride=stride, groups=mid)
+        self.conv3_1x1 = ConvNormAct(mid, cout, 1, act=False)
+        self.residual = cin == cout and stride == 1
+
+    def forward(self, x):
+        y = self.conv3_1x1(self.conv2_kxk(self.conv1_1x1(x)))
+        return x + y if self.residual else y
+
+
+class ClassifierHead(torch.nn.Module):
+    def __init__(self, features, classes):
+        super().__init__()
+        self.fc = torch.nn.Linear(features, classes)
+
+    def forward(self, x):
+        return self.fc(x.mean((2, 3)))
+
+
+class MobileVit(torch.nn.Module):
+    """timm's ByobNet as mobilevit_xxs / _xs / _s configure it, narrower: stem, stages (MV2 blocks,
+    then MV2 + MobileViT block, 4 heads as timm's), final_conv, head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = ConvNormAct(3, 8, 3, stride=2)
+        self.stages = torch.nn.Sequential(
+            torch.nn.Sequential(InvertedResidual(8, 8, 1, 2)),
+            torch.nn.Sequential(InvertedResidual(8, 12, 2, 2), InvertedResidual(12, 12, 1, 2)),
+            torch.nn.Sequential(InvertedResidual(12, 16, 2, 2), MobileVitBlock(16, 16, 16, 2, 4)),
+            torch.nn.Sequential(InvertedResidual(16, 20, 2, 2), MobileVitBlock(20, 24, 20, 1, 4)),
+            torch.nn.Sequential(InvertedResidual(20, 24, 2, 2), MobileVitBlock(24, 24, 24, 1, 4)))
+        self.final_conv = ConvNormAct(24, 40, 1)
+        self.head = ClassifierHead(40, 10)
+
+    def forward(self, x):
+        return self.head(self.final_conv(self.stages(self.stem(x))))
+
+
+def randomise(module, scale=0.4):
+    """Weights of every size (the defaults leave biases and batch norms at the identity)."""
+    for parameter in module.parameters():
+        parameter.normal_(0, scale)
+    for part in module.modules():
+        if isinstance(part, torch.nn.BatchNorm2d):
+            part.running_mean.normal_()
+            part.running_var.uniform_(0.2, 2)
+
+
+def save_state(prefix, module):
+    for name, tensor in module.state_dict().items():
+        if not name.endswith("num_batches_tracked"):
+            save(prefix + name.replace(".", "_"), tensor)
 
 
 torch.manual_seed(4)
 with torch.no_grad():
     mvit = MobileVitBlock(channels=6, dim=8, out=6, depth=2, heads=2).eval()
-    for parameter in mvit.parameters():
-        parameter.normal_(0, 0.4)
-    for module in mvit.modules():
-        if isinstance(module, torch.nn.BatchNorm2d):
-            module.running_mean.normal_()
-            module.running_var.uniform_(0.2, 2)
-    for name, tensor in mvit.state_dict().items():
-        if not name.endswith("num_batches_tracked"):
-            save("mvit_" + name.replace(".", "_"), tensor)
+    randomise(mvit)
+    save_state("mvit_", mvit)
     feature_map = torch.randn(2, 6, 8, 6)
     save("mvit_input", feature_map)
     save("mvit_output", mvit(feature_map))
+    odd_map = torch.randn(1, 6, 5, 7)   # resized to 6 x 8 for the patches, and back
+    save("mvit_odd_input", odd_map)
+    save("mvit_odd_output", mvit(odd_map))
+    for name, block in [("mv2", InvertedResidual(6, 6, 1, 4)), ("mv2_strided", InvertedResidual(6, 10, 2, 2))]:
+        block.eval()
+        randomise(block)
+        save_state(name + "_", block)
+        save(name + "_output", block(feature_map))
+    model = MobileVit().eval()
+    randomise(model, 0.3)
+    save_state("mobilevit_", model)
+    pictures = torch.randn(2, 3, 72, 72)   # maps of 9 x 9, 5 x 5 and 3 x 3 at the MobileViT blocks
+    save("mobilevit_images", pictures)
+    save("mobilevit_logits", model(pictures))
+
+# Bilinear resizing, as F.interpolate computes it, with and without antialias.
+torch.manual_seed(5)
+with torch.no_grad():
+    planes = torch.randn(2, 3, 13, 10)
+    save("resize_input", planes)
+    for size in [(5, 4), (29, 17), (13, 3)]:
+        for antialias in (False, True):
+            name = f"resize_{size[0]}x{size[1]}" + ("_antialias" if antialias else "")
+            save(name, F.interpolate(planes, size=size, mode="bilinear", align_corners=False, antialias=antialias))
 
 try:
     from torchvision.models.vision_transformer import VisionTransformer, interpolate_embeddings

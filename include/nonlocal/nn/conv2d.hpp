@@ -126,7 +126,13 @@ public:
     auto operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
         constexpr std::size_t R = detail::static_rank<X>;
         static_assert(R == 3 || R == 4, "nonlocal::nn::conv2d: x is [B, C, H, W] or [C, H, W]");
-        const detail::contiguous<T, R> xc(x);
+        return operator()<Arch>(detail::contiguous<T, R>(x), policy);
+    }
+
+    /// The same, of an input already borrowed or copied as one row-major array (a block
+    /// that reads its input again, for a residual or a concatenation, borrows it once).
+    template <class Arch = default_arch, std::size_t R, execution_policy Ex = execution::sequenced_policy>
+    xt::xtensor<T, R> operator()(const detail::contiguous<T, R>& xc, Ex policy = {}) const {
         const std::size_t B = R == 4 ? xc.shape(0) : 1, H = xc.shape(R - 2), W = xc.shape(R - 1);
         const size2 out = output_size(H, W);
         detail::require(xc.shape(R - 3) == in_channels() && out.h > 0 && out.w > 0, "nn::conv2d", [&] {

@@ -9,13 +9,20 @@
 ///     fusion:  z = conv_fusion([x, conv_proj(y)])         (both with batch norm and SiLU)
 ///
 /// Unfolding, attending and folding is the encoder layers over the map's pixels with the
-/// neighborhood `patch_group{H, W, ph, pw}`: no copies of the map into patches.
+/// neighborhood `patch_group{H, W, ph, pw}`: no copies of the map into patches. A map the
+/// patch does not divide is resized bilinearly up to the next multiples before the global
+/// part and back after it, as timm does.
+///
+/// `mobilevit` is the whole network as timm's `mobilevit_xxs`, `_xs` and `_s` build it: a
+/// 3 x 3 stem of stride 2, stages of inverted residual (MV2) and MobileViT blocks, a 1 x 1
+/// convolution to the features, global average pooling and the classifier.
 
 #include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -28,8 +35,11 @@
 #include "nonlocal/neighborhood/patch_group.hpp"
 #include "nonlocal/nn/batch_norm.hpp"
 #include "nonlocal/nn/conv2d.hpp"
+#include "nonlocal/nn/inverted_residual.hpp"
 #include "nonlocal/nn/layer_norm.hpp"
+#include "nonlocal/nn/linear.hpp"
 #include "nonlocal/nn/multi_head_attention.hpp"
+#include "nonlocal/nn/resize.hpp"
 #include "nonlocal/nn/transformer.hpp"
 
 namespace nonlocal::nn {
@@ -70,38 +80,38 @@ public:
     size2 patch() const noexcept { return patch_; }
 
     /// The block's output [B, O, H, W] for x [B, C, H, W], on the threads of `policy` (the
-    /// result does not depend on their number). Throws `std::invalid_argument` unless x has
-    /// C channels and the patch divides H and W (timm resizes such a map bilinearly first;
-    /// the block does not).
+    /// result does not depend on their number). Throws `std::invalid_argument` naming the
+    /// shape unless x has C channels and is not empty.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
     xt::xtensor<float, 4> operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
         const detail::contiguous<float, 4> xc(x);
-        const std::size_t B = xc.shape(0), C = xc.shape(1), H = xc.shape(2), W = xc.shape(3), P = H * W;
-        detail::require(C == in_channels() && H % patch_.h == 0 && W % patch_.w == 0 && H > 0 && W > 0,
-                        "nn::mobilevit_block", [&] {
-                            return "x " + detail::shape_string(xc.shape()) + " must have " +
-                                   std::to_string(in_channels()) + " channels and a size that the " +
-                                   std::to_string(patch_.h) + " x " + std::to_string(patch_.w) + " patch divides";
-                        });
-        const xt::xtensor<float, 4> local =
-            conv_1x1_.template operator()<Arch>(conv_kxk_.template operator()<Arch>(x, policy), policy);
-        // The map's pixels as tokens [B, H W, D], through the layers and the norm, and back.
-        const std::size_t D = transformer_dim();
+        const std::size_t B = xc.shape(0), C = xc.shape(1), H = xc.shape(2), W = xc.shape(3);
+        detail::require(C == in_channels() && H > 0 && W > 0, "nn::mobilevit_block", [&] {
+            return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(in_channels()) +
+                   " channels and pixels";
+        });
+        xt::xtensor<float, 4> local =
+            conv_1x1_.template operator()<Arch>(conv_kxk_.template operator()<Arch>(xc, policy), policy);
+        // The global part on a map the patch divides.
+        const size2 map{H, W}, divided{(H + patch_.h - 1) / patch_.h * patch_.h, (W + patch_.w - 1) / patch_.w * patch_.w};
+        if (divided != map) local = resize_bilinear(local, divided);
+        // The map's pixels as tokens [B, Hd Wd, D], through the layers and the norm, and back.
+        const std::size_t D = transformer_dim(), P = divided.h * divided.w;
         xt::xtensor<float, 3> tokens = xt::empty<float>({B, P, D});
         detail::transpose_each(local.data(), B, D, P, tokens.data());
-        const patch_group groups{H, W, patch_.h, patch_.w};
+        const patch_group groups{divided.h, divided.w, patch_.h, patch_.w};
         for (const auto& layer : transformer_) tokens = layer.template operator()<Arch>(tokens, groups, policy);
         norm_.template normalise<Arch>(tokens.data(), tokens.data(), B * P);
-        xt::xtensor<float, 4> global = xt::empty<float>({B, D, H, W});
-        detail::transpose_each(tokens.data(), B, P, D, global.data());
-        xt::xtensor<float, 4> projected = conv_proj_.template operator()<Arch>(global, policy);
+        detail::transpose_each(tokens.data(), B, P, D, local.data());
+        if (divided != map) local = resize_bilinear(local, map);
+        xt::xtensor<float, 4> projected = conv_proj_.template operator()<Arch>(local, policy);
         if (!conv_fusion_) return projected;
         // [x, projected] along the channels.
-        const std::size_t O = projected.shape(1);
+        const std::size_t O = projected.shape(1), HW = H * W;
         xt::xtensor<float, 4> both = xt::empty<float>({B, C + O, H, W});
         for (std::size_t b = 0; b < B; ++b) {
-            std::copy_n(xc.data() + b * C * P, C * P, both.data() + b * (C + O) * P);
-            std::copy_n(projected.data() + b * O * P, O * P, both.data() + (b * (C + O) + C) * P);
+            std::copy_n(xc.data() + b * C * HW, C * HW, both.data() + b * (C + O) * HW);
+            std::copy_n(projected.data() + b * O * HW, O * HW, both.data() + (b * (C + O) + C) * HW);
         }
         return conv_fusion_->template operator()<Arch>(both, policy);
     }
@@ -114,31 +124,22 @@ public:
     /// of eps 1e-5, as timm builds MobileViT v1. Throws `std::runtime_error` naming a file that
     /// cannot be read and `std::invalid_argument` naming one of another shape.
     static mobilevit_block load_timm(const std::string& prefix, std::size_t num_heads = 4, size2 patch = 2) {
-        constexpr std::string_view who = "nn::mobilevit_block::load_timm";
-        const auto path = [&](const std::string& name) { return prefix + name + ".npy"; };
-        const auto has = [&](const std::string& name) { return std::filesystem::exists(path(name)); };
-        const auto vector = [&](const std::string& name) { return detail::load_weights<1>(path(name), who); };
-        // A ConvNormAct: the convolution, padding k / 2, its batch norm folded, SiLU.
-        const auto conv_norm_act = [&](const std::string& name) {
-            xt::xtensor<float, 4> weight = detail::load_weights<4>(path(name + "_conv_weight"), who);
-            const std::size_t k = weight.shape(2);
-            const conv2d<float> conv(std::move(weight), {}, {.padding = k / 2}, simd::activation::silu);
-            return fold(conv, batch_norm2d<float>(vector(name + "_bn_weight"), vector(name + "_bn_bias"),
-                                                  vector(name + "_bn_running_mean"), vector(name + "_bn_running_var")));
-        };
+        const detail::weight_files<float> files{prefix, "nn::mobilevit_block::load_timm"};
+        const std::size_t C = files.tensor<4>("conv_kxk_conv_weight").shape(1);
+        conv2d<float> conv_kxk = load_conv_norm_act(files.below("conv_kxk_"), C, 1, simd::activation::silu);
+        conv2d<float> conv_1x1(files.tensor<4>("conv_1x1_weight"));
         std::vector<transformer_encoder_layer> layers;
-        for (std::size_t i = 0; has("transformer_" + std::to_string(i) + "_norm1_weight"); ++i)
+        for (std::size_t i = 0; files.has("transformer_" + std::to_string(i) + "_norm1_weight"); ++i)
             layers.push_back(transformer_encoder_layer::load_timm(prefix + "transformer_" + std::to_string(i) + "_",
                                                                  num_heads, simd::activation::silu, 1e-5));
+        conv2d<float> conv_proj = load_conv_norm_act(files.below("conv_proj_"), conv_1x1.out_channels(), 1,
+                                                     simd::activation::silu);
         std::optional<conv2d<float>> fusion;
-        if (has("conv_fusion_conv_weight")) fusion = conv_norm_act("conv_fusion");
-        return {conv_norm_act("conv_kxk"),
-                conv2d<float>(detail::load_weights<4>(path("conv_1x1_weight"), who)),
-                std::move(layers),
-                layer_norm(vector("norm_weight"), vector("norm_bias")),
-                conv_norm_act("conv_proj"),
-                std::move(fusion),
-                patch};
+        if (files.has("conv_fusion_conv_weight"))
+            fusion = load_conv_norm_act(files.below("conv_fusion_"), C + conv_proj.out_channels(), 1, simd::activation::silu);
+        return {std::move(conv_kxk), std::move(conv_1x1), std::move(layers),
+                layer_norm(files.vector("norm_weight"), files.vector("norm_bias"), 1e-5),
+                std::move(conv_proj), std::move(fusion), patch};
     }
 
 private:
@@ -148,6 +149,110 @@ private:
     conv2d<float> conv_proj_;
     std::optional<conv2d<float>> conv_fusion_;
     size2 patch_;
+};
+
+/// MobileViT (v1) for classification over float images [B, 3, H, W] (see the file's comment).
+class mobilevit {
+public:
+    /// A block of a stage: an inverted residual (MV2) or a MobileViT block.
+    using block = std::variant<inverted_residual, mobilevit_block>;
+
+    /// The stem, the blocks of every stage in order, the convolution to the features and the
+    /// classifier (none: `operator()` gives the pooled features). Throws
+    /// `std::invalid_argument` naming the channels where one part does not feed the next.
+    mobilevit(conv2d<float> stem, std::vector<block> blocks, conv2d<float> final_conv,
+              std::optional<linear_layer<float>> head = std::nullopt)
+        : stem_(std::move(stem)), blocks_(std::move(blocks)), final_conv_(std::move(final_conv)), head_(std::move(head)) {
+        std::size_t channels = stem_.out_channels(), index = 0;
+        for (const block& b : blocks_) {
+            const std::size_t in = std::visit([](const auto& part) { return part.in_channels(); }, b);
+            detail::require(in == channels, "nn::mobilevit", [&] {
+                return "block " + std::to_string(index) + " takes " + std::to_string(in) + " channels; the part before it gives " +
+                       std::to_string(channels);
+            });
+            channels = std::visit([](const auto& part) { return part.out_channels(); }, b);
+            ++index;
+        }
+        detail::require(final_conv_.in_channels() == channels && (!head_ || head_->in_features() == final_conv_.out_channels()),
+                        "nn::mobilevit", [&] {
+                            return "final_conv " + detail::shape_string(final_conv_.weight().shape()) + " must take the last block's " +
+                                   std::to_string(channels) + " channels and the head its output channels";
+                        });
+    }
+
+    const std::vector<block>& blocks() const noexcept { return blocks_; }
+    std::size_t num_features() const noexcept { return final_conv_.out_channels(); }
+    const std::optional<linear_layer<float>>& head() const noexcept { return head_; }
+
+    /// The logits [B, classes] of images [B, C, H, W] (the pooled features [B, F] without a
+    /// head), on the threads of `policy` (the result does not depend on their number).
+    /// Throws `std::invalid_argument` naming the shape when the images do not fit the stem
+    /// or are too small for the network's strides.
+    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
+    xt::xtensor<float, 2> operator()(const xt::xexpression<X>& images, Ex policy = {}) const {
+        const xt::xtensor<float, 4> maps = features<Arch>(images, policy);
+        const std::size_t B = maps.shape(0), F = maps.shape(1), P = maps.shape(2) * maps.shape(3);
+        xt::xtensor<float, 2> pooled = xt::empty<float>({B, F});
+        for (std::size_t i = 0; i < B * F; ++i) {
+            double sum = 0;
+            for (std::size_t p = 0; p < P; ++p) sum += maps.data()[i * P + p];
+            pooled.data()[i] = float(sum / double(P));
+        }
+        if (!head_) return pooled;
+        return head_->template operator()<Arch>(pooled, policy);
+    }
+
+    /// The feature maps [B, F, H / 32, W / 32] after `final_conv`, before pooling.
+    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
+    xt::xtensor<float, 4> features(const xt::xexpression<X>& images, Ex policy = {}) const {
+        xt::xtensor<float, 4> x = stem_.template operator()<Arch>(images, policy);
+        for (const block& b : blocks_)
+            x = std::visit([&](const auto& part) { return part.template operator()<Arch>(x, policy); }, b);
+        return final_conv_.template operator()<Arch>(x, policy);
+    }
+
+    /// Loads timm's MobileViT (`mobilevit_xxs`, `mobilevit_xs`, `mobilevit_s`) saved as one
+    /// .npy per state_dict name, dots as underscores: `stem`, `stages.S.J` (an inverted
+    /// residual where `conv1_1x1` is saved, a MobileViT block where `conv_kxk` is),
+    /// `final_conv`, `head.fc` (absent: no head). The stride of each stage's first block is
+    /// `stage_strides[S]` (timm's three models: 1, 2, 2, 2, 2), the others' 1; SiLU throughout.
+    /// Throws `std::runtime_error` naming a file that cannot be read and
+    /// `std::invalid_argument` naming one of another shape, or a stage beyond `stage_strides`.
+    static mobilevit load_timm(const std::string& prefix, std::size_t num_heads = 4,
+                               const std::vector<std::size_t>& stage_strides = {1, 2, 2, 2, 2}) {
+        const detail::weight_files<float> files{prefix, "nn::mobilevit::load_timm"};
+        constexpr auto silu = simd::activation::silu;
+        conv2d<float> stem = load_conv_norm_act(files.below("stem_"), files.tensor<4>("stem_conv_weight").shape(1), 2, silu);
+        std::vector<block> blocks;
+        std::size_t channels = stem.out_channels();
+        for (std::size_t s = 0; files.has("stages_" + std::to_string(s) + "_0_conv1_1x1_conv_weight") ||
+                                files.has("stages_" + std::to_string(s) + "_0_conv_kxk_conv_weight");
+             ++s) {
+            detail::require(s < stage_strides.size(), files.who, [&] {
+                return files.path("stages_" + std::to_string(s) + "_0_...") + ": a stage beyond the " +
+                       std::to_string(stage_strides.size()) + " stage strides given";
+            });
+            for (std::size_t j = 0;; ++j) {
+                const std::string at = "stages_" + std::to_string(s) + "_" + std::to_string(j) + "_";
+                if (files.has(at + "conv1_1x1_conv_weight"))
+                    blocks.emplace_back(inverted_residual::load_timm(prefix + at, j == 0 ? stage_strides[s] : 1, silu));
+                else if (files.has(at + "conv_kxk_conv_weight"))
+                    blocks.emplace_back(mobilevit_block::load_timm(prefix + at, num_heads));
+                else break;
+                channels = std::visit([](const auto& part) { return part.out_channels(); }, blocks.back());
+            }
+        }
+        conv2d<float> final_conv = load_conv_norm_act(files.below("final_conv_"), channels, 1, silu);
+        std::optional<linear_layer<float>> head;
+        if (files.has("head_fc_weight")) head.emplace(files.matrix("head_fc_weight"), files.optional_vector("head_fc_bias"));
+        return {std::move(stem), std::move(blocks), std::move(final_conv), std::move(head)};
+    }
+
+private:
+    conv2d<float> stem_;
+    std::vector<block> blocks_;
+    conv2d<float> final_conv_;
+    std::optional<linear_layer<float>> head_;
 };
 
 }  // namespace nonlocal::nn

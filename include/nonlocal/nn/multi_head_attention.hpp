@@ -169,26 +169,22 @@ struct basic_multi_head_attention {
     /// T. Throws `std::runtime_error` naming a file that cannot be read, and
     /// `std::invalid_argument` naming one of another element type or rank.
     static basic_multi_head_attention load_npy(const std::string& prefix, std::size_t num_heads) {
-        constexpr std::string_view who = "nn::multi_head_attention::load_npy";
-        const auto matrix = [&](const char* name) { return detail::load_weights<2, T>(prefix + name + ".npy", who); };
-        const std::string bias_path = prefix + "in_proj_bias.npy", out_bias_path = prefix + "out_proj_bias.npy";
-        const auto in_bias = std::filesystem::exists(bias_path) ? detail::load_weights<1, T>(bias_path, who)
-                                                                : xt::xtensor<T, 1>();
-        auto out_bias = std::filesystem::exists(out_bias_path) ? detail::load_weights<1, T>(out_bias_path, who)
-                                                               : xt::xtensor<T, 1>();
-        if (!std::filesystem::exists(prefix + "q_proj_weight.npy"))
-            return {num_heads, matrix("in_proj_weight"), in_bias, matrix("out_proj_weight"), std::move(out_bias)};
-        auto q = matrix("q_proj_weight"), k = matrix("k_proj_weight"), v = matrix("v_proj_weight");
+        const detail::weight_files<T> f{prefix, "nn::multi_head_attention::load_npy"};
+        const auto in_bias = f.optional_vector("in_proj_bias");
+        auto out_bias = f.optional_vector("out_proj_bias");
+        if (!f.has("q_proj_weight"))
+            return {num_heads, f.matrix("in_proj_weight"), in_bias, f.matrix("out_proj_weight"), std::move(out_bias)};
+        auto q = f.matrix("q_proj_weight"), k = f.matrix("k_proj_weight"), v = f.matrix("v_proj_weight");
         const std::size_t E = q.shape(0), kv = k.shape(0);
-        detail::require(in_bias.size() == 0 || in_bias.size() == E + 2 * kv, who, [&] {
-            return bias_path + " holds " + detail::shape_string(in_bias.shape()) + "; expected [" +
+        detail::require(in_bias.size() == 0 || in_bias.size() == E + 2 * kv, f.who, [&] {
+            return f.path("in_proj_bias") + " holds " + detail::shape_string(in_bias.shape()) + "; expected [" +
                    std::to_string(E + 2 * kv) + "] for q_proj_weight " + detail::shape_string(q.shape()) +
                    " and k_proj_weight " + detail::shape_string(k.shape());
         });
         return {num_heads, linear_layer<T>(std::move(q), part_of(in_bias, 0, E)),
                 linear_layer<T>(std::move(k), part_of(in_bias, E, kv)),
                 linear_layer<T>(std::move(v), part_of(in_bias, E + kv, kv)),
-                linear_layer<T>(matrix("out_proj_weight"), std::move(out_bias))};
+                linear_layer<T>(f.matrix("out_proj_weight"), std::move(out_bias))};
     }
 
     /// Attention of `query` [B, L, E] over `key` [B, S, kdim] and `value` [B, S, vdim] (or

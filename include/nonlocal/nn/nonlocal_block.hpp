@@ -203,31 +203,25 @@ public:
     /// as 1 x 1. Throws `std::runtime_error` naming a file that cannot be read and
     /// `std::invalid_argument` naming one of another shape.
     static nonlocal_feature_block load_npy(const std::string& prefix, nonlocal_form form) {
-        constexpr std::string_view who = "nn::nonlocal_feature_block::load_npy";
-        const auto path = [&](const std::string& name) { return prefix + name + ".npy"; };
-        const auto has = [&](const std::string& name) { return std::filesystem::exists(path(name)); };
+        const detail::weight_files<float> files{prefix, "nn::nonlocal_feature_block::load_npy"};
         const auto conv = [&](const std::string& name) {
-            const xt::xarray<float> w = detail::load_npy_as<float>(path(name + "_weight"), who);
-            detail::require((w.dimension() == 4 || w.dimension() == 5) && w.size() == w.shape(0) * w.shape(1), who, [&] {
-                return path(name + "_weight") + " holds " + detail::shape_string(w.shape()) +
+            const xt::xarray<float> w = detail::load_npy_as<float>(files.path(name + "_weight"), files.who);
+            detail::require((w.dimension() == 4 || w.dimension() == 5) && w.size() == w.shape(0) * w.shape(1), files.who, [&] {
+                return files.path(name + "_weight") + " holds " + detail::shape_string(w.shape()) +
                        "; expected a 1 x 1 convolution [out, in, 1, 1] or [out, in, 1, 1, 1]";
             });
             xt::xtensor<float, 4> weight = xt::reshape_view(w, {w.shape(0), w.shape(1), std::size_t(1), std::size_t(1)});
-            xt::xtensor<float, 1> bias;
-            if (has(name + "_bias")) bias = detail::load_weights<1>(path(name + "_bias"), who);
-            return conv2d<float>(std::move(weight), std::move(bias));
+            return conv2d<float>(std::move(weight), files.optional_vector(name + "_bias"));
         };
-        const bool sub_sample = has("g_0_weight");
+        const bool sub_sample = files.has("g_0_weight");
         const std::string pooled = sub_sample ? "_0" : "";
         const bool embedded = form != nonlocal_form::gaussian;
         std::optional<conv2d<float>> theta, phi;
         if (embedded) theta = conv("theta"), phi = conv("phi" + pooled);
-        conv2d<float> w_z = has("W_0_weight") ? conv("W_0") : conv("W");
-        if (has("W_1_weight")) {
-            const auto vector = [&](const std::string& name) { return detail::load_weights<1>(path(name), who); };
-            w_z = fold(w_z, batch_norm2d<float>(vector("W_1_weight"), vector("W_1_bias"), vector("W_1_running_mean"),
-                                                vector("W_1_running_var")));
-        }
+        conv2d<float> w_z = files.has("W_0_weight") ? conv("W_0") : conv("W");
+        if (files.has("W_1_weight"))
+            w_z = fold(w_z, batch_norm2d<float>(files.vector("W_1_weight"), files.vector("W_1_bias"),
+                                                files.vector("W_1_running_mean"), files.vector("W_1_running_var")));
         xt::xtensor<float, 1> concat;
         if (form == nonlocal_form::concatenation) concat = xt::flatten(conv("concat_project_0").weight());
         return {form, conv("g" + pooled), std::move(theta), std::move(phi), std::move(w_z), sub_sample, std::move(concat)};

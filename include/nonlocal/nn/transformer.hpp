@@ -142,14 +142,12 @@ struct transformer_encoder_layer {
     /// read, and `std::invalid_argument` naming one of another element type or rank.
     static transformer_encoder_layer load_npy(const std::string& prefix, std::size_t num_heads,
                                               const encoder_options& o = {}) {
-        constexpr std::string_view who = "nn::transformer_encoder_layer::load_npy";
-        const auto matrix = [&](const char* name) { return detail::load_weights<2>(prefix + name + ".npy", who); };
-        const auto vector = [&](const char* name) { return detail::load_weights<1>(prefix + name + ".npy", who); };
+        const detail::weight_files<float> f{prefix, "nn::transformer_encoder_layer::load_npy"};
         return {multi_head_attention::load_npy(prefix + "self_attn_", num_heads),
-                feed_forward(matrix("linear1_weight"), vector("linear1_bias"), matrix("linear2_weight"),
-                             vector("linear2_bias"), o.kind),
-                layer_norm(vector("norm1_weight"), vector("norm1_bias"), o.layer_norm_eps),
-                layer_norm(vector("norm2_weight"), vector("norm2_bias"), o.layer_norm_eps), o.norm_first};
+                feed_forward(f.matrix("linear1_weight"), f.vector("linear1_bias"), f.matrix("linear2_weight"),
+                             f.vector("linear2_bias"), o.kind),
+                layer_norm(f.vector("norm1_weight"), f.vector("norm1_bias"), o.layer_norm_eps),
+                layer_norm(f.vector("norm2_weight"), f.vector("norm2_bias"), o.layer_norm_eps), o.norm_first};
     }
 
     /// Loads one block of timm's ViT layout (`blocks.N.` of a `VisionTransformer`,
@@ -159,18 +157,13 @@ struct transformer_encoder_layer {
     /// 1e-6; MobileViT: SiLU, 1e-5). Throws as `load_npy`.
     static transformer_encoder_layer load_timm(const std::string& prefix, std::size_t num_heads, activation kind,
                                                double layer_norm_eps) {
-        constexpr std::string_view who = "nn::transformer_encoder_layer::load_timm";
-        const auto matrix = [&](const char* name) { return detail::load_weights<2>(prefix + name + ".npy", who); };
-        const auto vector = [&](const char* name) { return detail::load_weights<1>(prefix + name + ".npy", who); };
-        const auto optional_vector = [&](const char* name) {
-            return std::filesystem::exists(prefix + name + ".npy") ? vector(name) : xt::xtensor<float, 1>();
-        };
-        return {multi_head_attention(num_heads, matrix("attn_qkv_weight"), optional_vector("attn_qkv_bias"),
-                                     matrix("attn_proj_weight"), optional_vector("attn_proj_bias")),
-                feed_forward(matrix("mlp_fc1_weight"), vector("mlp_fc1_bias"), matrix("mlp_fc2_weight"),
-                             vector("mlp_fc2_bias"), kind),
-                layer_norm(vector("norm1_weight"), vector("norm1_bias"), layer_norm_eps),
-                layer_norm(vector("norm2_weight"), vector("norm2_bias"), layer_norm_eps), true};
+        const detail::weight_files<float> f{prefix, "nn::transformer_encoder_layer::load_timm"};
+        return {multi_head_attention(num_heads, f.matrix("attn_qkv_weight"), f.optional_vector("attn_qkv_bias"),
+                                     f.matrix("attn_proj_weight"), f.optional_vector("attn_proj_bias")),
+                feed_forward(f.matrix("mlp_fc1_weight"), f.vector("mlp_fc1_bias"), f.matrix("mlp_fc2_weight"),
+                             f.vector("mlp_fc2_bias"), kind),
+                layer_norm(f.vector("norm1_weight"), f.vector("norm1_bias"), layer_norm_eps),
+                layer_norm(f.vector("norm2_weight"), f.vector("norm2_bias"), layer_norm_eps), true};
     }
 
     /// The layer's output, the shape of x, on the threads of `policy` (the projections, the

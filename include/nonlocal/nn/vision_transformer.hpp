@@ -137,7 +137,7 @@ public:
     /// `std::invalid_argument` naming one of another shape, or a head with `pre_logits`.
     static vision_transformer load_torchvision(const std::string& prefix, std::size_t num_heads) {
         constexpr std::string_view who = "nn::vision_transformer::load_torchvision";
-        const loader load{prefix, who};
+        const loader load{{prefix, who}};
         load.refuse("heads_pre_logits_weight", "a head with a representation layer (pre_logits)");
         std::vector<transformer_encoder_layer> layers;
         for (std::size_t i = 0; load.has("encoder_layers_encoder_layer_" + std::to_string(i) + "_ln_1_weight"); ++i) {
@@ -159,7 +159,7 @@ public:
     /// `std::invalid_argument`; file errors as `load_torchvision`.
     static vision_transformer load_timm(const std::string& prefix, std::size_t num_heads) {
         constexpr std::string_view who = "nn::vision_transformer::load_timm";
-        const loader load{prefix, who};
+        const loader load{{prefix, who}};
         load.refuse("blocks_0_ls1_gamma", "layer scale (ls1, ls2)");
         load.refuse("fc_norm_weight", "a norm after pooling (fc_norm)");
         std::vector<transformer_encoder_layer> layers;
@@ -180,25 +180,8 @@ private:
     std::optional<linear_layer<float>> head_;
     std::size_t grid_ = 0;
 
-    /// The files of one saved state_dict.
-    struct loader {
-        std::string prefix;
-        std::string_view who;
-
-        std::string path(const std::string& name) const { return prefix + name + ".npy"; }
-        bool has(const std::string& name) const { return std::filesystem::exists(path(name)); }
-        void refuse(const std::string& name, const std::string& what) const {
-            detail::require(!has(name), who, [&] { return path(name) + ": " + what + " is not supported"; });
-        }
-        template <std::size_t N>
-        xt::xtensor<float, N> tensor(const std::string& name) const {
-            return detail::load_weights<N>(path(name), who);
-        }
-        xt::xtensor<float, 2> matrix(const std::string& name) const { return tensor<2>(name); }
-        xt::xtensor<float, 1> vector(const std::string& name) const { return tensor<1>(name); }
-        xt::xtensor<float, 1> optional_vector(const std::string& name) const {
-            return has(name) ? vector(name) : xt::xtensor<float, 1>();
-        }
+    /// The files of one saved state_dict, and how the ViT's parts are read from them.
+    struct loader : detail::weight_files<float> {
         layer_norm norm(const std::string& name) const {
             return layer_norm(vector(name + "_weight"), vector(name + "_bias"), 1e-6);
         }

@@ -1,0 +1,101 @@
+#pragma once
+/// @file nn/inverted_residual.hpp
+/// The inverted residual block of MobileNetV2 (Sandler et al. 2018), MobileViT's "MV2":
+///
+///     y = project(depthwise(expand(x))) (+ x when the block keeps the channels and the size)
+///
+/// `expand` a 1 x 1 convolution to t C channels with its activation, `depthwise` a k x k
+/// convolution of one channel per group (the block's stride) with its activation,
+/// `project` a 1 x 1 convolution back to C' channels without one (a linear bottleneck).
+/// Batch norms are folded into the convolutions (`fold`, `load_conv_norm_act`).
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <xtensor/xtensor.hpp>
+
+#include "nonlocal/config.hpp"
+#include "nonlocal/detail/errors.hpp"
+#include "nonlocal/detail/npy.hpp"
+#include "nonlocal/detail/tensor.hpp"
+#include "nonlocal/execution.hpp"
+#include "nonlocal/nn/batch_norm.hpp"
+#include "nonlocal/nn/conv2d.hpp"
+#include "nonlocal/simd/activation.hpp"
+
+namespace nonlocal::nn {
+
+/// MobileNetV2's inverted residual block over float maps [B, C, H, W] (see the file's comment).
+class inverted_residual {
+public:
+    /// `expand` none for an expansion ratio of 1 (MobileNetV2's first block). The residual
+    /// is added when `project` gives the input's channels and the depthwise stride is 1.
+    /// Throws `std::invalid_argument` naming the shapes when the convolutions do not chain,
+    /// the expansion or the projection is not 1 x 1, or the middle one is not depthwise.
+    inverted_residual(std::optional<conv2d<float>> expand, conv2d<float> depthwise, conv2d<float> project)
+        : expand_(std::move(expand)), depthwise_(std::move(depthwise)), project_(std::move(project)) {
+        const std::size_t mid = depthwise_.in_channels();
+        const bool fits = (!expand_ || (expand_->out_channels() == mid && expand_->kernel() == size2(1) &&
+                                        expand_->options().stride == size2(1))) &&
+                          depthwise_.out_channels() == mid && depthwise_.options().groups == mid &&
+                          project_.in_channels() == mid && project_.kernel() == size2(1) &&
+                          project_.options().stride == size2(1);
+        detail::require(fits, "nn::inverted_residual", [&] {
+            return "expected expand [M, C, 1, 1], depthwise [M, 1, k, k] with M groups and project [C', M, 1, 1]; got " +
+                   (expand_ ? "expand " + detail::shape_string(expand_->weight().shape()) + ", " : std::string()) +
+                   "depthwise " + detail::shape_string(depthwise_.weight().shape()) + " with " +
+                   std::to_string(depthwise_.options().groups) + " groups, project " +
+                   detail::shape_string(project_.weight().shape());
+        });
+    }
+
+    std::size_t in_channels() const noexcept { return expand_ ? expand_->in_channels() : depthwise_.in_channels(); }
+    std::size_t out_channels() const noexcept { return project_.out_channels(); }
+    std::size_t stride() const noexcept { return depthwise_.options().stride.h; }
+    bool residual() const noexcept {
+        return in_channels() == out_channels() && depthwise_.options().stride == size2(1);
+    }
+
+    /// The block's output [B, C', H / s, W / s] (sizes as the depthwise convolution gives
+    /// them) for x [B, C, H, W], on the threads of `policy` (the result does not depend on
+    /// their number). Throws `std::invalid_argument` naming the shape unless x has C channels.
+    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
+    xt::xtensor<float, 4> operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
+        const detail::contiguous<float, 4> xc(x);
+        detail::require(xc.shape(1) == in_channels(), "nn::inverted_residual", [&] {
+            return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(in_channels()) + " channels";
+        });
+        const xt::xtensor<float, 4> middle =
+            expand_ ? depthwise_.template operator()<Arch>(expand_->template operator()<Arch>(xc, policy), policy)
+                    : depthwise_.template operator()<Arch>(xc, policy);
+        xt::xtensor<float, 4> y = project_.template operator()<Arch>(middle, policy);
+        if (residual())
+            for (std::size_t i = 0; i < y.size(); ++i) y.data()[i] += xc.data()[i];
+        return y;
+    }
+
+    /// Loads timm's inverted residual (a `BottleneckBlock` with `bottle_in` and `linear_out`,
+    /// as MobileViT builds it) saved as one .npy per state_dict name, dots as underscores:
+    /// `conv1_1x1`, `conv2_kxk` and `conv3_1x1`, each `.conv` and `.bn`, SiLU after the first
+    /// two (`act` for another). The stride is the depthwise convolution's, which the weights
+    /// do not tell. Throws `std::runtime_error` naming a file that cannot be read and
+    /// `std::invalid_argument` naming one of another shape.
+    static inverted_residual load_timm(const std::string& prefix, std::size_t stride,
+                                       simd::activation act = simd::activation::silu) {
+        const detail::weight_files<float> files{prefix, "nn::inverted_residual::load_timm"};
+        const std::size_t in = files.tensor<4>("conv1_1x1_conv_weight").shape(1);
+        conv2d<float> expand = load_conv_norm_act(files.below("conv1_1x1_"), in, 1, act);
+        conv2d<float> depthwise = load_conv_norm_act(files.below("conv2_kxk_"), expand.out_channels(), stride, act);
+        conv2d<float> project = load_conv_norm_act(files.below("conv3_1x1_"), depthwise.out_channels(), 1,
+                                                   simd::activation::identity);
+        return {std::move(expand), std::move(depthwise), std::move(project)};
+    }
+
+private:
+    std::optional<conv2d<float>> expand_;
+    conv2d<float> depthwise_, project_;
+};
+
+}  // namespace nonlocal::nn
