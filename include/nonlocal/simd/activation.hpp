@@ -11,6 +11,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "nonlocal/config.hpp"
+#include "nonlocal/simd/exp.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
 
 namespace nonlocal::simd {
@@ -36,8 +37,10 @@ Batch activate(activation a, const Batch& v) noexcept {
     case activation::identity: return v;
     case activation::relu: return xsimd::select(v < zero, zero, v);
     case activation::relu6: return xsimd::select(v > Batch(T(6)), Batch(T(6)), xsimd::select(v < zero, zero, v));
-    case activation::silu:   // below about -88, exp(-x) overflows: x / inf = -0, the limit
-        return xsimd::select(v == minus_infinity, zero, v / (one + xsimd::exp(-v)));
+    case activation::silu: {   // t = e^-|x| in (0, 1]: x / (1 + t) for x >= 0, x t / (1 + t) below
+        const Batch t = exp_nonpositive(-xsimd::abs(v));
+        return xsimd::select(v == minus_infinity, zero, divide(v * xsimd::select(v >= zero, one, t), one + t));
+    }
     case activation::gelu:
         return xsimd::select(v == minus_infinity, zero,
                              half * v * (one + xsimd::erf(v * Batch(T(std::numbers::sqrt2 / 2)))));
