@@ -4,6 +4,7 @@
 /// and any other expression (strided view, generator, other value type) is
 /// evaluated into a temporary exactly once.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -88,11 +89,18 @@ using value_type_of = typename std::decay_t<E>::value_type;
 
 /// to[b][j][i] = from[b][i][j] for each of `batches` [rows, cols] matrices: channel-first
 /// maps [B, C, P] as tokens [B, P, C], and back.
+/// In blocks of 16 x 16, whose 16 source and 16 target rows stay in L1 while the block is
+/// copied (row by row, a transpose of large matrices touches a new cache line per value).
 template <class T>
 void transpose_each(const T* from, std::size_t batches, std::size_t rows, std::size_t cols, T* to) noexcept {
+    constexpr std::size_t block = 16;
     for (std::size_t b = 0; b < batches; ++b, from += rows * cols, to += rows * cols)
-        for (std::size_t i = 0; i < rows; ++i)
-            for (std::size_t j = 0; j < cols; ++j) to[j * rows + i] = from[i * cols + j];
+        for (std::size_t i0 = 0; i0 < rows; i0 += block)
+            for (std::size_t j0 = 0; j0 < cols; j0 += block) {
+                const std::size_t i1 = std::min(rows, i0 + block), j1 = std::min(cols, j0 + block);
+                for (std::size_t i = i0; i < i1; ++i)
+                    for (std::size_t j = j0; j < j1; ++j) to[j * rows + i] = from[i * cols + j];
+            }
 }
 
 }  // namespace nonlocal::detail

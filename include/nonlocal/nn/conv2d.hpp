@@ -191,8 +191,12 @@ private:
                                     for (std::size_t kx = 0; kx < kw; ++kx) {
                                         T* target = to + ((c * kh + ky) * kw + kx) * width + j - ox0;
                                         const auto [lo, hi] = detail::outputs_inside(out.w, W, s.w, kx * d.w, p.w);
-                                        for (std::size_t ox = std::max(lo, ox0); ox < std::min(hi, ox0 + run); ++ox)
-                                            target[ox] = row[ox * s.w + kx * d.w - p.w];
+                                        const std::size_t first = std::max(lo, ox0), last = std::min(hi, ox0 + run);
+                                        if (s.w == 1 && first < last)   // consecutive taps: one copy
+                                            std::copy_n(row + first + kx * d.w - p.w, last - first, target + first);
+                                        else
+                                            for (std::size_t ox = first; ox < last; ++ox)
+                                                target[ox] = row[ox * s.w + kx * d.w - p.w];
                                     }
                                 }
                             j += run;

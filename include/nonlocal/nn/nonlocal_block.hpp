@@ -152,34 +152,33 @@ public:
                    " channels" + (sub_sample_ ? " and frames of at least 2 x 2 (sub-sampled)" : "");
         });
         // Frames stacked along the height: a 1 x 1 convolution sees the same pixels.
-        const xt::xtensor<float, 4> maps = xt::adapt(xc.data(), xc.shape(0) * C * T * H * W, xt::no_ownership(),
-                                                     std::array<std::size_t, 4>{B, C, T * H, W});
+        const auto maps = xt::adapt(xc.data(), B * C * T * H * W, xt::no_ownership(), std::array<std::size_t, 4>{B, C, T * H, W});
         // The tokens [B, positions, channels] of a map [B, c, T H, W], each frame 2 x 2
         // max-pooled first when asked.
-        const auto tokens = [&](const xt::xtensor<float, 4>& m, bool pool) {
-            const std::size_t c = m.shape(1);
-            xt::xtensor<float, 4> source = m;
-            std::size_t h = H, w = W;
+        const auto tokens = [&](const float* m, std::size_t c, bool pool) {
+            xt::xtensor<float, 4> pooled;
+            std::size_t P = T * H * W;
             if (pool) {
-                const xt::xtensor<float, 4> frames = xt::reshape_view(m, {B, c * T, H, W});
-                source = nn::max_pool2d(frames, {.kernel = 2});
-                h = H / 2, w = W / 2;
+                pooled = nn::max_pool2d(xt::adapt(m, B * c * P, xt::no_ownership(), std::array<std::size_t, 4>{B, c * T, H, W}),
+                                        {.kernel = 2});
+                m = pooled.data();
+                P = T * (H / 2) * (W / 2);
             }
-            const std::size_t P = T * h * w;
             xt::xtensor<float, 3> t = xt::empty<float>({B, P, c});
-            detail::transpose_each(source.data(), B, c, P, t.data());
+            detail::transpose_each(m, B, c, P, t.data());
             return t;
         };
-        const auto values = tokens(g_.template operator()<Arch>(maps, policy), sub_sample_);
+        const auto map_tokens = [&](const xt::xtensor<float, 4>& m, bool pool) { return tokens(m.data(), m.shape(1), pool); };
+        const auto values = map_tokens(g_.template operator()<Arch>(maps, policy), sub_sample_);
         const auto aggregate = [&](const auto& queries, const auto& keys, const auto& similarity, auto normalization) {
             return weighted_aggregate<Arch>(policy, queries, keys, values, similarity, dense{}, normalization);
         };
         xt::xtensor<float, 3> y;
         if (form_ == nonlocal_form::gaussian) {
-            y = aggregate(tokens(maps, false), tokens(maps, sub_sample_), dot_product{}, softmax{});
+            y = aggregate(tokens(xc.data(), C, false), tokens(xc.data(), C, sub_sample_), dot_product{}, softmax{});
         } else {
-            const auto queries = tokens(theta_->template operator()<Arch>(maps, policy), false);
-            const auto keys = tokens(phi_->template operator()<Arch>(maps, policy), sub_sample_);
+            const auto queries = map_tokens(theta_->template operator()<Arch>(maps, policy), false);
+            const auto keys = map_tokens(phi_->template operator()<Arch>(maps, policy), sub_sample_);
             const std::size_t e = inter_channels();
             if (form_ == nonlocal_form::embedded_gaussian) y = aggregate(queries, keys, dot_product{}, softmax{});
             else if (form_ == nonlocal_form::dot_product) y = aggregate(queries, keys, dot_product{}, count{});

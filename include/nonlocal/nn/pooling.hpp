@@ -92,23 +92,25 @@ auto max_pool2d(const xt::xexpression<X>& x, const pool2d_options& o) {
     std::size_t Ho, Wo;
     const auto size = detail_pool::checked_size("nn::max_pool2d", x, o, Ho, Wo);
     const std::size_t H = size[0], W = size[1];   // not a structured binding: the lambda captures them
-    const size2 s = o.stride == size2(0) ? o.kernel : o.stride, p = o.padding, d = o.dilation;
-    return detail_pool::map_planes(x, Ho, Wo, [&](const T* in, T* out) {
+    const size2 s = o.stride == size2(0) ? o.kernel : o.stride, p = o.padding, d = o.dilation, k = o.kernel;
+    return detail_pool::map_planes(x, Ho, Wo, [=](const T* in, T* out) {
         for (std::size_t oy = 0; oy < Ho; ++oy)
             for (std::size_t ox = 0; ox < Wo; ++ox) {
+                // The largest value, or NaN if the window holds one (v != v).
                 T best = -std::numeric_limits<T>::infinity();
-                for (std::size_t ky = 0; ky < o.kernel.h; ++ky) {
+                bool nan = false;
+                for (std::size_t ky = 0; ky < k.h; ++ky) {
                     const std::size_t iy = oy * s.h + ky * d.h;
                     if (iy < p.h || iy >= p.h + H) continue;
-                    for (std::size_t kx = 0; kx < o.kernel.w; ++kx) {
+                    for (std::size_t kx = 0; kx < k.w; ++kx) {
                         const std::size_t ix = ox * s.w + kx * d.w;
                         if (ix < p.w || ix >= p.w + W) continue;
                         const T v = in[(iy - p.h) * W + ix - p.w];
-                        if (v > best || std::isnan(v)) best = v;
-                        if (std::isnan(best)) break;
+                        best = v > best ? v : best;
+                        nan |= v != v;
                     }
                 }
-                out[oy * Wo + ox] = best;
+                out[oy * Wo + ox] = nan ? std::numeric_limits<T>::quiet_NaN() : best;
             }
     });
 }

@@ -27,9 +27,10 @@ enum class activation {
     gelu_tanh,   ///< x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2, `nn.GELU(approximate='tanh')`
 };
 
-/// a(v) lane by lane.
+/// a(v) lane by lane. Always inlined: GEMMs call it on each vector they store, and a call
+/// would cost more than identity or ReLU (and spill the caller's vector registers).
 template <class Batch>
-Batch activate(activation a, const Batch& v) noexcept {
+[[gnu::always_inline]] inline Batch activate(activation a, const Batch& v) noexcept {
     using T = typename Batch::value_type;
     const Batch zero(T(0)), half(T(0.5)), one(T(1));
     const Batch minus_infinity(-std::numeric_limits<T>::infinity());
