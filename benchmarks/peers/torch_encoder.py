@@ -1,4 +1,4 @@
-"""PyTorch's side of benchmarks/peers/vit_encoder: ViT encoder layers, timed.
+"""PyTorch's side of benchmarks/peers/networks: ViT encoder layers, timed.
 
     torch_encoder.py LAYERS L E HEADS THREADS RUNS [ONNX_PATH]
 

@@ -1,7 +1,7 @@
-// ONNX Runtime's side of benchmarks/peers/vit_encoder: an ONNX model with one input x
-// [1, L, E], timed on the CPU.
+// ONNX Runtime's side of benchmarks/peers/networks: an ONNX model with one float input x of
+// the shape given, timed on the CPU.
 //
-//   node ort_encoder.js MODEL L E THREADS RUNS
+//   node ort_model.js MODEL THREADS RUNS DIM...
 //
 // Prints the median of RUNS runs in milliseconds as `ort_ms VALUE`, all graph
 // optimisations on, THREADS intra-op threads. Exit status 77 when the package
@@ -13,13 +13,14 @@ try {
   console.log('onnxruntime-node is not installed (scripts/setup --peers)');
   process.exit(77);
 }
-const [model, L, E, threads, runs] = process.argv.slice(2);
+const [model, threads, runs, ...dims] = process.argv.slice(2);
 (async () => {
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: Number(threads), interOpNumThreads: 1, graphOptimizationLevel: 'all',
   });
-  const n = Number(L) * Number(E);
-  const x = new ort.Tensor('float32', Float32Array.from({length: n}, (_, i) => Math.sin(i)), [1, Number(L), Number(E)]);
+  const shape = dims.map(Number);
+  const n = shape.reduce((a, b) => a * b, 1);
+  const x = new ort.Tensor('float32', Float32Array.from({length: n}, (_, i) => Math.sin(i)), shape);
   for (let i = 0; i < 3; ++i) await session.run({x});
   const times = [];
   for (let i = 0; i < Number(runs); ++i) {
@@ -29,4 +30,4 @@ const [model, L, E, threads, runs] = process.argv.slice(2);
   }
   times.sort((a, b) => a - b);
   console.log(`ort_ms ${times[Math.floor(times.length / 2)].toFixed(3)}`);
-})().catch((e) => { console.error(`ort_encoder_layer: ${e.message}`); process.exit(1); });
+})().catch((e) => { console.error(`ort_model: ${e.message}`); process.exit(1); });
