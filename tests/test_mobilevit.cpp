@@ -96,6 +96,18 @@ void save_conv_norm_act(const std::string& prefix, const nn::conv2d<float>& c) {
     xt::dump_npy(prefix + "bn_running_var.npy", xt::xtensor<float, 1>(xt::ones<float>({n})));
 }
 
+/// An encoder layer saved as timm names a block's entries (`transformer.N.` of a MobileVitBlock).
+void save_timm_layer(const std::string& at, const nn::transformer_encoder_layer& l) {
+    xt::dump_npy(at + "norm1_weight.npy", l.norm1.weight), xt::dump_npy(at + "norm1_bias.npy", l.norm1.bias);
+    xt::dump_npy(at + "norm2_weight.npy", l.norm2.weight), xt::dump_npy(at + "norm2_bias.npy", l.norm2.bias);
+    xt::dump_npy(at + "attn_qkv_weight.npy", test::in_proj_weight(l.self_attn));
+    xt::dump_npy(at + "attn_qkv_bias.npy", test::in_proj_bias(l.self_attn));
+    xt::dump_npy(at + "attn_proj_weight.npy", l.self_attn.out_proj.weight());
+    xt::dump_npy(at + "attn_proj_bias.npy", l.self_attn.out_proj.bias());
+    xt::dump_npy(at + "mlp_fc1_weight.npy", l.mlp.linear1.weight()), xt::dump_npy(at + "mlp_fc1_bias.npy", l.mlp.linear1.bias());
+    xt::dump_npy(at + "mlp_fc2_weight.npy", l.mlp.linear2.weight()), xt::dump_npy(at + "mlp_fc2_bias.npy", l.mlp.linear2.bias());
+}
+
 /// The convolution as loaded back: each weight scaled by the norm's 1 / sqrt(1 + 1e-5).
 nn::conv2d<float> scaled_by_norm(const nn::conv2d<float>& c) {
     const float s = 1.0f / std::sqrt(1.0f + 1e-5f);
@@ -154,22 +166,7 @@ BOOST_AUTO_TEST_CASE(loads_timm_names) {
     conv_norm_act("conv_proj", parts.proj);
     conv_norm_act("conv_fusion", parts.fusion);
     xt::dump_npy(prefix + "conv_1x1_weight.npy", parts.one.weight());
-    for (std::size_t i = 0; i < 2; ++i) {
-        const auto& l = parts.layers[i];
-        const std::string at = prefix + "transformer_" + std::to_string(i) + "_";
-        xt::dump_npy(at + "norm1_weight.npy", l.norm1.weight), xt::dump_npy(at + "norm1_bias.npy", l.norm1.bias);
-        xt::dump_npy(at + "norm2_weight.npy", l.norm2.weight), xt::dump_npy(at + "norm2_bias.npy", l.norm2.bias);
-        xt::dump_npy(at + "attn_qkv_weight.npy", xt::xtensor<float, 2>(xt::concatenate(xt::xtuple(
-                                                      l.self_attn.q_proj.weight(), l.self_attn.k_proj.weight(),
-                                                      l.self_attn.v_proj.weight()))));
-        xt::dump_npy(at + "attn_qkv_bias.npy", xt::xtensor<float, 1>(xt::concatenate(xt::xtuple(
-                                                    l.self_attn.q_proj.bias(), l.self_attn.k_proj.bias(),
-                                                    l.self_attn.v_proj.bias()))));
-        xt::dump_npy(at + "attn_proj_weight.npy", l.self_attn.out_proj.weight());
-        xt::dump_npy(at + "attn_proj_bias.npy", l.self_attn.out_proj.bias());
-        xt::dump_npy(at + "mlp_fc1_weight.npy", l.mlp.linear1.weight()), xt::dump_npy(at + "mlp_fc1_bias.npy", l.mlp.linear1.bias());
-        xt::dump_npy(at + "mlp_fc2_weight.npy", l.mlp.linear2.weight()), xt::dump_npy(at + "mlp_fc2_bias.npy", l.mlp.linear2.bias());
-    }
+    for (std::size_t i = 0; i < 2; ++i) save_timm_layer(prefix + "transformer_" + std::to_string(i) + "_", parts.layers[i]);
     xt::dump_npy(prefix + "norm_weight.npy", parts.norm.weight);
     xt::dump_npy(prefix + "norm_bias.npy", parts.norm.bias);
     const auto loaded = nn::mobilevit_block::load_timm(prefix, heads);
@@ -275,18 +272,7 @@ BOOST_AUTO_TEST_CASE(loads_a_timm_network) {
     save_conv_norm_act(block + "conv_proj_", parts.proj);
     save_conv_norm_act(block + "conv_fusion_", parts.fusion);
     xt::dump_npy(block + "conv_1x1_weight.npy", parts.one.weight());
-    for (std::size_t i = 0; i < 2; ++i) {
-        const auto& l = parts.layers[i];
-        const std::string at = block + "transformer_" + std::to_string(i) + "_";
-        xt::dump_npy(at + "norm1_weight.npy", l.norm1.weight), xt::dump_npy(at + "norm1_bias.npy", l.norm1.bias);
-        xt::dump_npy(at + "norm2_weight.npy", l.norm2.weight), xt::dump_npy(at + "norm2_bias.npy", l.norm2.bias);
-        xt::dump_npy(at + "attn_qkv_weight.npy", test::in_proj_weight(l.self_attn));
-        xt::dump_npy(at + "attn_qkv_bias.npy", test::in_proj_bias(l.self_attn));
-        xt::dump_npy(at + "attn_proj_weight.npy", l.self_attn.out_proj.weight());
-        xt::dump_npy(at + "attn_proj_bias.npy", l.self_attn.out_proj.bias());
-        xt::dump_npy(at + "mlp_fc1_weight.npy", l.mlp.linear1.weight()), xt::dump_npy(at + "mlp_fc1_bias.npy", l.mlp.linear1.bias());
-        xt::dump_npy(at + "mlp_fc2_weight.npy", l.mlp.linear2.weight()), xt::dump_npy(at + "mlp_fc2_bias.npy", l.mlp.linear2.bias());
-    }
+    for (std::size_t i = 0; i < 2; ++i) save_timm_layer(block + "transformer_" + std::to_string(i) + "_", parts.layers[i]);
     xt::dump_npy(block + "norm_weight.npy", parts.norm.weight);
     xt::dump_npy(block + "norm_bias.npy", parts.norm.bias);
     save_conv_norm_act(prefix + "final_conv_", final_conv);

@@ -103,4 +103,22 @@ void transpose_each(const T* from, std::size_t batches, std::size_t rows, std::s
             }
 }
 
+/// f(plane of x, plane of y) for each of the B C planes of x [B, C, H, W] or [C, H, W]
+/// (pooling, resizing): the result [B, C, Ho, Wo] or [C, Ho, Wo].
+template <class X, class F>
+auto map_planes(const xt::xexpression<X>& x, std::size_t Ho, std::size_t Wo, F&& f) {
+    using T = detail::value_type_of<X>;
+    constexpr std::size_t R = detail::static_rank<X>;
+    static_assert(R == 3 || R == 4, "nonlocal: x is [B, C, H, W] or [C, H, W]");
+    const detail::contiguous<T, R> xc(x);
+    std::array<std::size_t, R> shape = xc.shape();
+    const std::size_t H = shape[R - 2], W = shape[R - 1];
+    shape[R - 2] = Ho;
+    shape[R - 1] = Wo;
+    xt::xtensor<T, R> y = xt::empty<T>(shape);
+    const std::size_t planes = Ho && Wo ? y.size() / (Ho * Wo) : 0;
+    for (std::size_t i = 0; i < planes; ++i) f(xc.data() + i * H * W, y.data() + i * Ho * Wo);
+    return y;
+}
+
 }  // namespace nonlocal::detail

@@ -41,24 +41,6 @@ inline std::size_t output_count(std::size_t size, std::size_t kernel, std::size_
     return count;
 }
 
-/// f(plane of x, plane of y) for each of the B C planes of x [B, C, H, W] or
-/// [C, H, W]: the result of the output size given, x's rank.
-template <class X, class F>
-auto map_planes(const xt::xexpression<X>& x, std::size_t Ho, std::size_t Wo, F&& f) {
-    using T = detail::value_type_of<X>;
-    constexpr std::size_t R = detail::static_rank<X>;
-    static_assert(R == 3 || R == 4, "nonlocal::nn pooling: x is [B, C, H, W] or [C, H, W]");
-    const detail::contiguous<T, R> xc(x);
-    std::array<std::size_t, R> shape = xc.shape();
-    const std::size_t H = shape[R - 2], W = shape[R - 1];
-    shape[R - 2] = Ho;
-    shape[R - 1] = Wo;
-    xt::xtensor<T, R> y = xt::empty<T>(shape);
-    const std::size_t planes = Ho && Wo ? y.size() / (Ho * Wo) : 0;
-    for (std::size_t i = 0; i < planes; ++i) f(xc.data() + i * H * W, y.data() + i * Ho * Wo);
-    return y;
-}
-
 /// The input's height and width, with the options checked against them.
 template <class X>
 std::array<std::size_t, 2> checked_size(const char* who, const xt::xexpression<X>& x, const pool2d_options& o,
@@ -93,7 +75,7 @@ auto max_pool2d(const xt::xexpression<X>& x, const pool2d_options& o) {
     const auto size = detail_pool::checked_size("nn::max_pool2d", x, o, Ho, Wo);
     const std::size_t H = size[0], W = size[1];   // not a structured binding: the lambda captures them
     const size2 s = o.stride == size2(0) ? o.kernel : o.stride, p = o.padding, d = o.dilation, k = o.kernel;
-    return detail_pool::map_planes(x, Ho, Wo, [=](const T* in, T* out) {
+    return detail::map_planes(x, Ho, Wo, [=](const T* in, T* out) {
         for (std::size_t oy = 0; oy < Ho; ++oy)
             for (std::size_t ox = 0; ox < Wo; ++ox) {
                 // The largest value, or NaN if the window holds one (v != v).
@@ -130,7 +112,7 @@ auto avg_pool2d(const xt::xexpression<X>& x, const pool2d_options& o) {
     const auto size = detail_pool::checked_size("nn::avg_pool2d", x, o, Ho, Wo);
     const std::size_t H = size[0], W = size[1];
     const size2 s = o.stride == size2(0) ? o.kernel : o.stride, p = o.padding;
-    return detail_pool::map_planes(x, Ho, Wo, [&](const T* in, T* out) {
+    return detail::map_planes(x, Ho, Wo, [&](const T* in, T* out) {
         for (std::size_t oy = 0; oy < Ho; ++oy)
             for (std::size_t ox = 0; ox < Wo; ++ox) {
                 // The window in padded coordinates, cut at the padded map's end, then at the map's.
@@ -161,7 +143,7 @@ auto adaptive_avg_pool2d(const xt::xexpression<X>& x, size2 output) {
         return "x " + detail::shape_string(shape) + " to (" + std::to_string(output.h) + ", " +
                std::to_string(output.w) + "): both must be non-empty";
     });
-    return detail_pool::map_planes(x, output.h, output.w, [&](const T* in, T* out) {
+    return detail::map_planes(x, output.h, output.w, [&](const T* in, T* out) {
         for (std::size_t oy = 0; oy < output.h; ++oy)
             for (std::size_t ox = 0; ox < output.w; ++ox) {
                 const std::size_t ya = oy * H / output.h, yb = ((oy + 1) * H + output.h - 1) / output.h;

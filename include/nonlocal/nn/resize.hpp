@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -73,24 +74,18 @@ namespace nonlocal::nn {
 /// is empty.
 template <class X>
 auto resize_bilinear(const xt::xexpression<X>& x, size2 size, bool antialias = false) {
-    using T = detail::value_type_of<X>;
     constexpr std::size_t R = detail::static_rank<X>;
     static_assert(R == 3 || R == 4, "nonlocal::nn::resize_bilinear: x is [B, C, H, W] or [C, H, W]");
-    const detail::contiguous<T, R> xc(x);
-    std::array<std::size_t, R> shape = xc.shape();
+    const auto& shape = x.derived_cast().shape();
     const std::size_t H = shape[R - 2], W = shape[R - 1];
     detail::require(H > 0 && W > 0 && size.h > 0 && size.w > 0, "nn::resize_bilinear", [&] {
-        return "x " + detail::shape_string(xc.shape()) + " and the size (" + std::to_string(size.h) + ", " +
+        return "x " + detail::shape_string(shape) + " and the size (" + std::to_string(size.h) + ", " +
                std::to_string(size.w) + ") must not be empty";
     });
-    shape[R - 2] = size.h;
-    shape[R - 1] = size.w;
-    xt::xtensor<T, R> y = xt::empty<T>(shape);
     const detail::resize_taps rows(H, size.h, antialias), columns(W, size.w, antialias);
-    const std::size_t planes = y.size() / (size.h * size.w);
     std::vector<double> across(H * size.w);   // one plane resized along its width
-    for (std::size_t p = 0; p < planes; ++p) {
-        const T* in = xc.data() + p * H * W;
+    return detail::map_planes(x, size.h, size.w, [&](const auto* in, auto* out) {
+        using T = std::remove_cvref_t<decltype(*out)>;
         for (std::size_t r = 0; r < H; ++r)
             for (std::size_t o = 0; o < size.w; ++o) {
                 double sum = 0;
@@ -98,7 +93,6 @@ auto resize_bilinear(const xt::xexpression<X>& x, size2 size, bool antialias = f
                     sum += columns.weights[o * columns.span + t] * double(in[r * W + columns.first[o] + t]);
                 across[r * size.w + o] = sum;
             }
-        T* out = y.data() + p * size.h * size.w;
         for (std::size_t o = 0; o < size.h; ++o)
             for (std::size_t c = 0; c < size.w; ++c) {
                 double sum = 0;
@@ -106,8 +100,7 @@ auto resize_bilinear(const xt::xexpression<X>& x, size2 size, bool antialias = f
                     sum += rows.weights[o * rows.span + t] * across[(rows.first[o] + t) * size.w + c];
                 out[o * size.w + c] = T(sum);
             }
-    }
-    return y;
+    });
 }
 
 }  // namespace nonlocal::nn
