@@ -192,6 +192,10 @@ BOOST_AUTO_TEST_CASE(encodings_by_hand) {
     const double grid3[] = {1, 1.5, 2, 2.5, 3.75, 5, 4, 6, 8};
     for (std::size_t i = 0; i < 9; ++i) BOOST_TEST(nine(i, 0) == grid3[i], boost::test_tools::tolerance(1e-14));
     BOOST_TEST(nn::resample_position_embedding(corners, 2, 2) == corners);
+    // With the cells' centres aligned (timm), 2 x 2 stays as it is, and its one cell at 1 x 1
+    // sits at source 0.5 in both axes: the mean of the four, 3.75.
+    BOOST_TEST(nn::resample_position_embedding(corners, 2, 2, false) == corners);
+    BOOST_TEST(nn::resample_position_embedding(corners, 2, 1, false)(0, 0) == 3.75, boost::test_tools::tolerance(1e-14));
     test::check_invalid([&] { nn::resample_position_embedding(corners, 3, 4); }, "embedding [4, 1]", "3 x 3");
 }
 

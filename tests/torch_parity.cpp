@@ -164,7 +164,9 @@ int main(int argc, char** argv) {
         const auto vit = nn::vision_transformer::load_torchvision(folder + "vit_", 2);
         check("vit_logits", vit(tensor4("vit_images")));
         check("vit_logits_48", vit(tensor4("vit_images_48")));
-        check("timm_logits", nn::vision_transformer::load_timm(folder + "timm_", 2)(tensor4("vit_images")));
+        const auto timm = nn::vision_transformer::load_timm(folder + "timm_", 2);
+        check("timm_logits", timm(tensor4("vit_images")));
+        check("timm_logits_48", timm(tensor4("vit_images_48")));
     }
     return failed == 0 ? 0 : 1;
 }

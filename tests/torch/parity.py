@@ -261,4 +261,14 @@ else:
         bigger_pictures = torch.randn(1, 3, 48, 48)
         save("vit_images_48", bigger_pictures)
         save("vit_logits_48", larger(bigger_pictures))
+        # timm resamples the grid bicubically with the cells' centres aligned (resample_abs_pos_embed).
+        # (interpolate_embeddings replaced the state's entry: the model holds the 4 x 4 grid.)
+        original = vit.encoder.pos_embedding
+        grid = original[:, 1:].reshape(1, 4, 4, -1).permute(0, 3, 1, 2)
+        grid = torch.nn.functional.interpolate(grid, size=(6, 6), mode="bicubic", align_corners=False)
+        timm_state = dict(larger.state_dict())
+        timm_state["encoder.pos_embedding"] = torch.cat(
+            [original[:, :1], grid.permute(0, 2, 3, 1).reshape(1, 36, -1)], dim=1)
+        larger.load_state_dict(timm_state)
+        save("timm_logits_48", larger(bigger_pictures))
 print(f"wrote the cases of torch {torch.__version__} into {folder}")

@@ -56,12 +56,14 @@ xt::xtensor<T, 2> sincos_encoding_2d(std::size_t h, std::size_t w, std::size_t d
 }
 
 /// A learned position embedding of a grid of `from` x `from` tokens [from^2, d] resampled to
-/// `to` x `to` [to^2, d], bicubic (a = -0.75) with the corners aligned, as torchvision's
-/// `interpolate_embeddings` (and `F.interpolate(mode='bicubic', align_corners=True)`).
-/// Throws `std::invalid_argument` unless the embedding has from^2 rows and both grids are
-/// non-empty.
+/// `to` x `to` [to^2, d], bicubic (a = -0.75) as `F.interpolate(mode='bicubic')` computes it:
+/// with the corners aligned (torchvision's `interpolate_embeddings`), or with the grids'
+/// cell centres aligned, `align_corners = false` (timm's `resample_abs_pos_embed`, which
+/// also antialiases when it shrinks a grid; this does not). Throws `std::invalid_argument`
+/// unless the embedding has from^2 rows and both grids are non-empty.
 template <class T>
-xt::xtensor<T, 2> resample_position_embedding(const xt::xtensor<T, 2>& embedding, std::size_t from, std::size_t to) {
+xt::xtensor<T, 2> resample_position_embedding(const xt::xtensor<T, 2>& embedding, std::size_t from, std::size_t to,
+                                              bool align_corners = true) {
     detail::require(from > 0 && to > 0 && embedding.shape(0) == from * from, "nn::resample_position_embedding", [&] {
         return "embedding " + detail::shape_string(embedding.shape()) + " must hold a " + std::to_string(from) + " x " +
                std::to_string(from) + " grid, to a non-empty grid of " + std::to_string(to);
@@ -73,7 +75,10 @@ xt::xtensor<T, 2> resample_position_embedding(const xt::xtensor<T, 2>& embedding
         double weight[4];
     };
     const auto taps_of = [&](std::size_t o) {
-        const double a = -0.75, src = to > 1 ? double(o) * double(from - 1) / double(to - 1) : 0.0;
+        const double a = -0.75;
+        const double src = !align_corners ? (double(o) + 0.5) * double(from) / double(to) - 0.5
+                           : to > 1       ? double(o) * double(from - 1) / double(to - 1)
+                                          : 0.0;
         const double base = std::floor(src), t = src - base;
         const auto far = [a](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };   // 1 < x < 2
         const auto near = [a](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };         // x <= 1

@@ -44,14 +44,16 @@ class vision_transformer {
 public:
     /// `patch_embedding` a convolution whose stride is its kernel (p x p), `class_token` [E],
     /// `position_embedding` [1 + g^2, E] for a g x g grid of patches, the encoder layers,
-    /// the final norm and the head (none: `operator()` gives the features). Throws
+    /// the final norm and the head (none: `operator()` gives the features);
+    /// `align_corners` how the position embedding is resampled for images of another size
+    /// (`resample_position_embedding`: true as torchvision, false as timm). Throws
     /// `std::invalid_argument` naming what does not fit.
     vision_transformer(conv2d<float> patch_embedding, xt::xtensor<float, 1> class_token,
                        xt::xtensor<float, 2> position_embedding, std::vector<transformer_encoder_layer> layers,
-                       layer_norm norm, std::optional<linear_layer<float>> head = std::nullopt)
+                       layer_norm norm, std::optional<linear_layer<float>> head = std::nullopt, bool align_corners = true)
         : patch_(std::move(patch_embedding)), class_token_(std::move(class_token)),
           position_(std::move(position_embedding)), layers_(std::move(layers)), norm_(std::move(norm)),
-          head_(std::move(head)) {
+          head_(std::move(head)), align_corners_(align_corners) {
         const std::size_t E = class_token_.size(), p = patch_.kernel().h, tokens = position_.shape(0);
         std::size_t g = 0;
         while ((g + 1) * (g + 1) + 1 <= tokens) ++g;
@@ -81,7 +83,8 @@ public:
     /// without a head), on the threads of `policy` (the result does not depend on their
     /// number). An image of another size than `image_size()` (H and W multiples of p, equal)
     /// gets the position embedding resampled to its grid (`resample_position_embedding`, as
-    /// torchvision does). Throws `std::invalid_argument` naming the shape otherwise.
+    /// torchvision or timm does, as the model was built). Throws `std::invalid_argument`
+    /// naming the shape otherwise.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
     xt::xtensor<float, 2> operator()(const xt::xexpression<X>& images, Ex policy = {}) const {
         xt::xtensor<float, 2> features = class_features<Arch>(images, policy);
@@ -114,7 +117,7 @@ public:
         xt::xtensor<float, 2> position = position_;
         if (g != grid_) {   // the grid's rows resampled, the class token's kept
             const xt::xtensor<float, 2> patches = xt::view(position_, xt::range(1, 1 + grid_ * grid_), xt::all());
-            const xt::xtensor<float, 2> resampled = resample_position_embedding(patches, grid_, g);
+            const xt::xtensor<float, 2> resampled = resample_position_embedding(patches, grid_, g, align_corners_);
             position = xt::empty<float>({1 + N, E});
             xt::view(position, 0) = xt::view(position_, 0);
             xt::view(position, xt::range(1, 1 + N), xt::all()) = resampled;
@@ -155,7 +158,9 @@ public:
     /// Loads timm's `VisionTransformer` with class-token pooling (`vit_base_patch16_224` and
     /// the others): `cls_token`, `patch_embed.proj`, `pos_embed`, `blocks.N.{norm1, attn.qkv,
     /// attn.proj, norm2, mlp.fc1, mlp.fc2}`, `norm`, `head`, saved as the file's comment
-    /// shows. Models with layer scale (`ls1`), `fc_norm` or average pooling are refused with
+    /// shows; for images of another size the position embedding is resampled as timm's
+    /// `resample_abs_pos_embed` does (cell centres aligned, no antialias when shrinking).
+    /// Models with layer scale (`ls1`), `fc_norm` or average pooling are refused with
     /// `std::invalid_argument`; file errors as `load_torchvision`.
     static vision_transformer load_timm(const std::string& prefix, std::size_t num_heads) {
         constexpr std::string_view who = "nn::vision_transformer::load_timm";
@@ -168,7 +173,7 @@ public:
                                                                  num_heads, activation::gelu, 1e-6));
         }
         return {load.patch_embedding("patch_embed_proj"), load.token("cls_token"), load.positions("pos_embed"),
-                std::move(layers), load.norm("norm"), load.head("head")};
+                std::move(layers), load.norm("norm"), load.head("head"), false};
     }
 
 private:
@@ -178,6 +183,7 @@ private:
     std::vector<transformer_encoder_layer> layers_;
     layer_norm norm_;
     std::optional<linear_layer<float>> head_;
+    bool align_corners_ = true;
     std::size_t grid_ = 0;
 
     /// The files of one saved state_dict, and how the ViT's parts are read from them.
