@@ -28,8 +28,8 @@ xt::xtensor<double, 2> literal_linear(const xt::xtensor<double, 2>& x, const xt:
 }
 
 /// LayerNorm of each row of x [n, E].
-template <class T>
-xt::xtensor<double, 2> literal_layer_norm(const xt::xtensor<T, 2>& x, const nn::layer_norm& n) {
+template <class T, class U>
+xt::xtensor<double, 2> literal_layer_norm(const xt::xtensor<T, 2>& x, const nn::basic_layer_norm<U>& n) {
     xt::xtensor<double, 2> y = xt::cast<double>(x);
     const std::size_t E = x.shape(1);
     for (std::size_t t = 0; t < x.shape(0); ++t) {
@@ -58,7 +58,8 @@ xt::xtensor<T, 1> in_proj_bias(const nn::basic_multi_head_attention<T>& m) {
 }
 
 /// Multi-head self-attention of one sequence x [L, E], key j admissible for query i when allowed(i, j).
-inline xt::xtensor<double, 2> literal_self_attention(const xt::xtensor<double, 2>& x, const nn::multi_head_attention& m,
+template <class T>
+xt::xtensor<double, 2> literal_self_attention(const xt::xtensor<double, 2>& x, const nn::basic_multi_head_attention<T>& m,
                                               const std::function<bool(std::size_t, std::size_t)>& allowed) {
     const std::size_t L = x.shape(0), E = m.embed_dim, hd = E / m.num_heads;
     const auto q = literal_projection(x, m.q_proj), k = literal_projection(x, m.k_proj);

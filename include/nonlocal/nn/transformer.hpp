@@ -53,15 +53,16 @@ using simd::activate;
 
 /// The feed-forward part of a Transformer layer, linear2(activation(linear1(x))), in
 /// PyTorch's `nn.Linear` layout (`linear1`/`linear2` of `nn.TransformerEncoderLayer`,
-/// `fc1`/`fc2` of timm's ViT MLP).
-struct feed_forward {
-    linear_layer<float> linear1;   ///< [F, E] and [F]
-    linear_layer<float> linear2;   ///< [E, F] and [E]
+/// `fc1`/`fc2` of timm's ViT MLP), in T (float or double).
+template <class T = float>
+struct basic_feed_forward {
+    linear_layer<T> linear1;   ///< [F, E] and [F]
+    linear_layer<T> linear2;   ///< [E, F] and [E]
     activation kind = activation::relu;
 
     /// Throws `std::invalid_argument` unless the weights have the shapes above with E, F > 0.
-    feed_forward(xt::xtensor<float, 2> w1, xt::xtensor<float, 1> b1, xt::xtensor<float, 2> w2,
-                 xt::xtensor<float, 1> b2, activation a = activation::relu)
+    basic_feed_forward(xt::xtensor<T, 2> w1, xt::xtensor<T, 1> b1, xt::xtensor<T, 2> w2, xt::xtensor<T, 1> b2,
+                       activation a = activation::relu)
         : kind(a) {
         const std::size_t F = w1.shape(0), E = w1.shape(1);
         detail::require(E > 0 && F > 0 && b1.size() == F && w2.shape() == std::array<std::size_t, 2>{E, F} &&
@@ -73,8 +74,8 @@ struct feed_forward {
                                    ", " + detail::shape_string(w2.shape()) + " and " +
                                    detail::shape_string(b2.shape());
                         });
-        linear1 = linear_layer<float>(std::move(w1), std::move(b1));
-        linear2 = linear_layer<float>(std::move(w2), std::move(b2));
+        linear1 = linear_layer<T>(std::move(w1), std::move(b1));
+        linear2 = linear_layer<T>(std::move(w2), std::move(b2));
     }
 
     std::size_t features() const noexcept { return linear1.in_features(); }   ///< E
@@ -82,8 +83,8 @@ struct feed_forward {
 
     /// The tokens x [n, E] through the two linear maps: [n, E], the linear maps on `threads` threads.
     template <class Arch = default_arch>
-    xt::xtensor<float, 2> operator()(row_matrix<const float> x, int threads = 1) const {
-        xt::xtensor<float, 2> y = xt::empty<float>({x.rows, features()});
+    xt::xtensor<T, 2> operator()(row_matrix<const T> x, int threads = 1) const {
+        xt::xtensor<T, 2> y = xt::empty<T>({x.rows, features()});
         apply<Arch>(x, y.data(), false, threads);
         return y;
     }
@@ -91,7 +92,7 @@ struct feed_forward {
     /// y [n, E] += the MLP of x [n, E] (a residual connection), y written as the second
     /// linear map's results leave its GEMM.
     template <class Arch = default_arch>
-    void add_to(row_matrix<const float> x, float* y, int threads = 1) const {
+    void add_to(row_matrix<const T> x, T* y, int threads = 1) const {
         apply<Arch>(x, y, true, threads);
     }
 
@@ -99,13 +100,13 @@ private:
     // The bias and the activation applied as linear1's GEMM stores the hidden values, the
     // bias (and the residual) as linear2's stores its output.
     template <class Arch>
-    void apply(row_matrix<const float> x, float* y, bool add, int threads) const {
+    void apply(row_matrix<const T> x, T* y, bool add, int threads) const {
         // A buffer, whose large blocks are kept for the next call (see multi_head_attention).
-        buffer<float> h(x.rows * hidden());
+        buffer<T> h(x.rows * hidden());
         simd::linear_rows<Arch>(x, linear1.packed(),
-                                simd::store_rows<float>{h.data(), hidden(), {linear1.bias_data(), kind}}, threads);
-        simd::linear_rows<Arch>(row_matrix<const float>{h.data(), x.rows, hidden()}, linear2.packed(),
-                                simd::store_rows<float>{y, features(), {linear2.bias_data()}, add}, threads);
+                                simd::store_rows<T>{h.data(), hidden(), {linear1.bias_data(), kind}}, threads);
+        simd::linear_rows<Arch>(row_matrix<const T>{h.data(), x.rows, hidden()}, linear2.packed(),
+                                simd::store_rows<T>{y, features(), {linear2.bias_data()}, add}, threads);
     }
 };
 
@@ -116,16 +117,18 @@ struct encoder_options {
     double layer_norm_eps = 1e-5;
 };
 
-/// One Transformer encoder layer over float tokens [B, L, E] or [L, E] (see the file's comment).
-struct transformer_encoder_layer {
-    multi_head_attention self_attn;
-    feed_forward mlp;
-    layer_norm norm1, norm2;
+/// One Transformer encoder layer over tokens [B, L, E] or [L, E] of T, float or double (see
+/// the file's comment).
+template <class T = float>
+struct basic_transformer_encoder_layer {
+    basic_multi_head_attention<T> self_attn;
+    basic_feed_forward<T> mlp;
+    basic_layer_norm<T> norm1, norm2;
     bool norm_first = false;
 
     /// Throws `std::invalid_argument` unless the MLP and both norms have the attention's E features.
-    transformer_encoder_layer(multi_head_attention attention, feed_forward ff, layer_norm n1, layer_norm n2,
-                              bool norm_first_ = false)
+    basic_transformer_encoder_layer(basic_multi_head_attention<T> attention, basic_feed_forward<T> ff,
+                                    basic_layer_norm<T> n1, basic_layer_norm<T> n2, bool norm_first_ = false)
         : self_attn(std::move(attention)), mlp(std::move(ff)), norm1(std::move(n1)), norm2(std::move(n2)),
           norm_first(norm_first_) {
         const std::size_t E = self_attn.embed_dim;
@@ -137,17 +140,17 @@ struct transformer_encoder_layer {
                         });
     }
 
-    /// Loads the twelve files named in the file's comment from `prefix` (float32, or float64 or
-    /// integers converted to float). Throws `std::runtime_error` naming a file that cannot be
+    /// Loads the twelve files named in the file's comment from `prefix` (float32, float64 or
+    /// integers, converted to T). Throws `std::runtime_error` naming a file that cannot be
     /// read, and `std::invalid_argument` naming one of another element type or rank.
-    static transformer_encoder_layer load_npy(const std::string& prefix, std::size_t num_heads,
+    static basic_transformer_encoder_layer load_npy(const std::string& prefix, std::size_t num_heads,
                                               const encoder_options& o = {}) {
-        const detail::weight_files<float> f{prefix, "nn::transformer_encoder_layer::load_npy"};
-        return {multi_head_attention::load_npy(prefix + "self_attn_", num_heads),
-                feed_forward(f.matrix("linear1_weight"), f.vector("linear1_bias"), f.matrix("linear2_weight"),
+        const detail::weight_files<T> f{prefix, "nn::transformer_encoder_layer::load_npy"};
+        return {basic_multi_head_attention<T>::load_npy(prefix + "self_attn_", num_heads),
+                basic_feed_forward<T>(f.matrix("linear1_weight"), f.vector("linear1_bias"), f.matrix("linear2_weight"),
                              f.vector("linear2_bias"), o.kind),
-                layer_norm(f.vector("norm1_weight"), f.vector("norm1_bias"), o.layer_norm_eps),
-                layer_norm(f.vector("norm2_weight"), f.vector("norm2_bias"), o.layer_norm_eps), o.norm_first};
+                basic_layer_norm<T>(f.vector("norm1_weight"), f.vector("norm1_bias"), o.layer_norm_eps),
+                basic_layer_norm<T>(f.vector("norm2_weight"), f.vector("norm2_bias"), o.layer_norm_eps), o.norm_first};
     }
 
     /// Loads one block of timm's ViT layout (`blocks.N.` of a `VisionTransformer`,
@@ -155,15 +158,15 @@ struct transformer_encoder_layer {
     /// `attn.qkv` (its bias optional), `attn.proj`, `norm2`, `mlp.fc1`, `mlp.fc2`; norm first,
     /// with the MLP's activation and the norms' eps the model builds it with (ViT: GELU,
     /// 1e-6; MobileViT: SiLU, 1e-5). Throws as `load_npy`.
-    static transformer_encoder_layer load_timm(const std::string& prefix, std::size_t num_heads, activation kind,
+    static basic_transformer_encoder_layer load_timm(const std::string& prefix, std::size_t num_heads, activation kind,
                                                double layer_norm_eps) {
-        const detail::weight_files<float> f{prefix, "nn::transformer_encoder_layer::load_timm"};
-        return {multi_head_attention(num_heads, f.matrix("attn_qkv_weight"), f.optional_vector("attn_qkv_bias"),
+        const detail::weight_files<T> f{prefix, "nn::transformer_encoder_layer::load_timm"};
+        return {basic_multi_head_attention<T>(num_heads, f.matrix("attn_qkv_weight"), f.optional_vector("attn_qkv_bias"),
                                      f.matrix("attn_proj_weight"), f.optional_vector("attn_proj_bias")),
-                feed_forward(f.matrix("mlp_fc1_weight"), f.vector("mlp_fc1_bias"), f.matrix("mlp_fc2_weight"),
+                basic_feed_forward<T>(f.matrix("mlp_fc1_weight"), f.vector("mlp_fc1_bias"), f.matrix("mlp_fc2_weight"),
                              f.vector("mlp_fc2_bias"), kind),
-                layer_norm(f.vector("norm1_weight"), f.vector("norm1_bias"), layer_norm_eps),
-                layer_norm(f.vector("norm2_weight"), f.vector("norm2_bias"), layer_norm_eps), true};
+                basic_layer_norm<T>(f.vector("norm1_weight"), f.vector("norm1_bias"), layer_norm_eps),
+                basic_layer_norm<T>(f.vector("norm2_weight"), f.vector("norm2_bias"), layer_norm_eps), true};
     }
 
     /// The layer's output, the shape of x, on the threads of `policy` (the projections, the
@@ -175,21 +178,21 @@ struct transformer_encoder_layer {
     auto operator()(const xt::xexpression<X>& x, const Nb& neighborhood = {}, Ex policy = {}) const {
         constexpr std::size_t R = detail::static_rank<X>;
         static_assert(R == 2 || R == 3, "nonlocal::nn::transformer_encoder_layer: tokens are [B, L, E] or [L, E]");
-        const detail::contiguous<float, R> xc(x);
+        const detail::contiguous<T, R> xc(x);
         const std::size_t E = self_attn.embed_dim;
         detail::require(xc.shape(R - 1) == E, "nn::transformer_encoder_layer", [&] {
             return "x " + detail::shape_string(xc.shape()) + " must be [B, L, E] or [L, E] with E = " + std::to_string(E);
         });
-        xt::xtensor<float, R> y = xt::empty<float>(xc.shape());
+        xt::xtensor<T, R> y = xt::empty<T>(xc.shape());
         std::copy(xc.data(), xc.data() + y.size(), y.begin());
         const std::size_t tokens = y.size() / E;
         const int threads = detail::thread_count(policy);
         // Each residual is added as the last GEMM of its branch stores its results.
-        const auto attend_add = [&](const xt::xtensor<float, R>& in) {
+        const auto attend_add = [&](const xt::xtensor<T, R>& in) {
             self_attn.template forward_to<Arch>(y.data(), true, in, in, in, {}, neighborhood, policy);
         };
-        const auto feed_add = [&](const xt::xtensor<float, R>& in) {
-            mlp.template add_to<Arch>(row_matrix<const float>{in.data(), tokens, E}, y.data(), threads);
+        const auto feed_add = [&](const xt::xtensor<T, R>& in) {
+            mlp.template add_to<Arch>(row_matrix<const T>{in.data(), tokens, E}, y.data(), threads);
         };
         if (norm_first) {
             attend_add(norm1.template operator()<Arch>(y));
@@ -203,5 +206,9 @@ struct transformer_encoder_layer {
         return y;
     }
 };
+
+/// The float layers.
+using feed_forward = basic_feed_forward<float>;
+using transformer_encoder_layer = basic_transformer_encoder_layer<float>;
 
 }  // namespace nonlocal::nn
