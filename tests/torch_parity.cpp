@@ -112,6 +112,14 @@ int main(int argc, char** argv) {
         std::printf("%-28s max |nonlocal - torch|: %.2g  %s (tolerance %g)\n", name, difference, ok ? "ok" : "FAILED",
                     tolerance);
     };
+    const auto check_double = [&](const char* name, const xt::xarray<double>& ours) {
+        constexpr double tolerance = 1e-12;
+        const double difference = max_difference<double>(ours, xt::load_npy<double>(folder + name + ".npy"));
+        const bool ok = difference <= tolerance;
+        failed += !ok;
+        std::printf("%-28s max |nonlocal - torch|: %.2g  %s (tolerance %g)\n", name, difference, ok ? "ok" : "FAILED",
+                    tolerance);
+    };
     const xt::xtensor<float, 4> images = tensor4("images");
     const nn::conv2d<float> grouped(tensor4("grouped_weight"), tensor1("grouped_bias"),
                                     {.stride = 2, .padding = 1, .groups = 2});
@@ -147,6 +155,8 @@ int main(int argc, char** argv) {
     check("mv2_output", nn::inverted_residual::load_timm(folder + "mv2_", 1)(tensor4("mvit_input")));
     check("mv2_strided_output", nn::inverted_residual::load_timm(folder + "mv2_strided_", 2)(tensor4("mvit_input")));
     check("mobilevit_logits", nn::mobilevit::load_timm(folder + "mobilevit_")(tensor4("mobilevit_images")));
+    check_double("mobilevit_double_logits", nn::basic_mobilevit<double>::load_timm(folder + "mobilevit_double_")(
+                                                xt::xtensor<double, 4>(xt::cast<double>(tensor4("mobilevit_images")))));
 
     // Bilinear resizing, with and without antialias.
     const xt::xtensor<float, 4> planes = tensor4("resize_input");
@@ -163,6 +173,8 @@ int main(int argc, char** argv) {
     } else {
         const auto vit = nn::vision_transformer::load_torchvision(folder + "vit_", 2);
         check("vit_logits", vit(tensor4("vit_images")));
+        check_double("vit_double_logits", nn::basic_vision_transformer<double>::load_torchvision(folder + "vit_double_", 2)(
+                                              xt::xtensor<double, 4>(xt::cast<double>(tensor4("vit_images")))));
         check("vit_logits_48", vit(tensor4("vit_images_48")));
         const auto timm = nn::vision_transformer::load_timm(folder + "timm_", 2);
         check("timm_logits", timm(tensor4("vit_images")));

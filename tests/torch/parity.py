@@ -211,6 +211,12 @@ with torch.no_grad():
     pictures = torch.randn(2, 3, 72, 72)   # maps of 9 x 9, 5 x 5 and 3 x 3 at the MobileViT blocks
     save("mobilevit_images", pictures)
     save("mobilevit_logits", model(pictures))
+    # The same network in double.
+    model = model.double()
+    for name, tensor in model.state_dict().items():
+        if not name.endswith("num_batches_tracked"):
+            save("mobilevit_double_" + name.replace(".", "_"), tensor, np.float64)
+    save("mobilevit_double_logits", model(pictures.double()), np.float64)
 
 # Bilinear resizing, as F.interpolate computes it, with and without antialias.
 torch.manual_seed(5)
@@ -254,6 +260,12 @@ else:
         pictures = torch.randn(2, 3, 32, 32)
         save("vit_images", pictures)
         save("vit_logits", vit(pictures))
+        # The same model in double.
+        wide_vit = VisionTransformer(image_size=32, **config).double().eval()
+        wide_vit.load_state_dict({name: tensor.double() for name, tensor in state.items()})
+        for name, tensor in wide_vit.state_dict().items():
+            save("vit_double_" + name.replace(".", "_"), tensor, np.float64)
+        save("vit_double_logits", wide_vit(pictures.double()), np.float64)
         save("timm_logits", vit(pictures))
         # A 48 x 48 image: the position embedding resampled to a 6 x 6 grid, as torchvision does.
         larger = VisionTransformer(image_size=48, **config).eval()

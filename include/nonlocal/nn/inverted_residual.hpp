@@ -27,14 +27,16 @@
 
 namespace nonlocal::nn {
 
-/// MobileNetV2's inverted residual block over float maps [B, C, H, W] (see the file's comment).
-class inverted_residual {
+/// MobileNetV2's inverted residual block over maps [B, C, H, W] of T, float or double (see the
+/// file's comment).
+template <class T = float>
+class basic_inverted_residual {
 public:
     /// `expand` none for an expansion ratio of 1 (MobileNetV2's first block). The residual
     /// is added when `project` gives the input's channels and the depthwise stride is 1.
     /// Throws `std::invalid_argument` naming the shapes when the convolutions do not chain,
     /// the expansion or the projection is not 1 x 1, or the middle one is not depthwise.
-    inverted_residual(std::optional<conv2d<float>> expand, conv2d<float> depthwise, conv2d<float> project)
+    basic_inverted_residual(std::optional<conv2d<T>> expand, conv2d<T> depthwise, conv2d<T> project)
         : expand_(std::move(expand)), depthwise_(std::move(depthwise)), project_(std::move(project)) {
         const std::size_t mid = depthwise_.in_channels();
         const bool fits = (!expand_ || (expand_->out_channels() == mid && expand_->kernel() == size2(1) &&
@@ -62,15 +64,15 @@ public:
     /// them) for x [B, C, H, W], on the threads of `policy` (the result does not depend on
     /// their number). Throws `std::invalid_argument` naming the shape unless x has C channels.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<float, 4> operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
-        const detail::contiguous<float, 4> xc(x);
+    xt::xtensor<T, 4> operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
+        const detail::contiguous<T, 4> xc(x);
         detail::require(xc.shape(1) == in_channels(), "nn::inverted_residual", [&] {
             return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(in_channels()) + " channels";
         });
-        const xt::xtensor<float, 4> middle =
+        const xt::xtensor<T, 4> middle =
             expand_ ? depthwise_.template operator()<Arch>(expand_->template operator()<Arch>(xc, policy), policy)
                     : depthwise_.template operator()<Arch>(xc, policy);
-        xt::xtensor<float, 4> y = project_.template operator()<Arch>(middle, policy);
+        xt::xtensor<T, 4> y = project_.template operator()<Arch>(middle, policy);
         if (residual())
             for (std::size_t i = 0; i < y.size(); ++i) y.data()[i] += xc.data()[i];
         return y;
@@ -82,20 +84,23 @@ public:
     /// two (`act` for another). The stride is the depthwise convolution's, which the weights
     /// do not tell. Throws `std::runtime_error` naming a file that cannot be read and
     /// `std::invalid_argument` naming one of another shape.
-    static inverted_residual load_timm(const std::string& prefix, std::size_t stride,
-                                       simd::activation act = simd::activation::silu) {
-        const detail::weight_files<float> files{prefix, "nn::inverted_residual::load_timm"};
-        const std::size_t in = files.tensor<4>("conv1_1x1_conv_weight").shape(1);
-        conv2d<float> expand = load_conv_norm_act(files.below("conv1_1x1_"), in, 1, act);
-        conv2d<float> depthwise = load_conv_norm_act(files.below("conv2_kxk_"), expand.out_channels(), stride, act);
-        conv2d<float> project = load_conv_norm_act(files.below("conv3_1x1_"), depthwise.out_channels(), 1,
-                                                   simd::activation::identity);
+    static basic_inverted_residual load_timm(const std::string& prefix, std::size_t stride,
+                                             simd::activation act = simd::activation::silu) {
+        const detail::weight_files<T> files{prefix, "nn::inverted_residual::load_timm"};
+        const std::size_t in = files.template tensor<4>("conv1_1x1_conv_weight").shape(1);
+        conv2d<T> expand = load_conv_norm_act(files.below("conv1_1x1_"), in, 1, act);
+        conv2d<T> depthwise = load_conv_norm_act(files.below("conv2_kxk_"), expand.out_channels(), stride, act);
+        conv2d<T> project = load_conv_norm_act(files.below("conv3_1x1_"), depthwise.out_channels(), 1,
+                                               simd::activation::identity);
         return {std::move(expand), std::move(depthwise), std::move(project)};
     }
 
 private:
-    std::optional<conv2d<float>> expand_;
-    conv2d<float> depthwise_, project_;
+    std::optional<conv2d<T>> expand_;
+    conv2d<T> depthwise_, project_;
 };
+
+/// The float block.
+using inverted_residual = basic_inverted_residual<float>;
 
 }  // namespace nonlocal::nn

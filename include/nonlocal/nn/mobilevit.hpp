@@ -44,15 +44,17 @@
 
 namespace nonlocal::nn {
 
-/// MobileViT's block over feature maps [B, C, H, W] (see the file's comment).
-class mobilevit_block {
+/// MobileViT's block over feature maps [B, C, H, W] of T, float or double (see the file's
+/// comment).
+template <class T = float>
+class basic_mobilevit_block {
 public:
     /// The convolutions with their batch norms folded in and their activations set; the
     /// encoder layers (norm first) of D = conv_1x1's output channels; `conv_fusion` none for
     /// a block without fusion (its output is then conv_proj's). Throws
     /// `std::invalid_argument` naming the channels that do not chain.
-    mobilevit_block(conv2d<float> conv_kxk, conv2d<float> conv_1x1, std::vector<transformer_encoder_layer> transformer,
-                    layer_norm norm, conv2d<float> conv_proj, std::optional<conv2d<float>> conv_fusion, size2 patch = 2)
+    basic_mobilevit_block(conv2d<T> conv_kxk, conv2d<T> conv_1x1, std::vector<basic_transformer_encoder_layer<T>> transformer,
+                    basic_layer_norm<T> norm, conv2d<T> conv_proj, std::optional<conv2d<T>> conv_fusion, size2 patch = 2)
         : conv_kxk_(std::move(conv_kxk)), conv_1x1_(std::move(conv_1x1)), transformer_(std::move(transformer)),
           norm_(std::move(norm)), conv_proj_(std::move(conv_proj)), conv_fusion_(std::move(conv_fusion)), patch_(patch) {
         const std::size_t C = conv_kxk_.in_channels(), D = conv_1x1_.out_channels();
@@ -83,32 +85,32 @@ public:
     /// result does not depend on their number). Throws `std::invalid_argument` naming the
     /// shape unless x has C channels and is not empty.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<float, 4> operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
-        const detail::contiguous<float, 4> xc(x);
+    xt::xtensor<T, 4> operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
+        const detail::contiguous<T, 4> xc(x);
         const std::size_t B = xc.shape(0), C = xc.shape(1), H = xc.shape(2), W = xc.shape(3);
         detail::require(C == in_channels() && H > 0 && W > 0, "nn::mobilevit_block", [&] {
             return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(in_channels()) +
                    " channels and pixels";
         });
-        xt::xtensor<float, 4> local =
+        xt::xtensor<T, 4> local =
             conv_1x1_.template operator()<Arch>(conv_kxk_.template operator()<Arch>(xc, policy), policy);
         // The global part on a map the patch divides.
         const size2 map{H, W}, divided{(H + patch_.h - 1) / patch_.h * patch_.h, (W + patch_.w - 1) / patch_.w * patch_.w};
         if (divided != map) local = resize_bilinear(local, divided);
         // The map's pixels as tokens [B, Hd Wd, D], through the layers and the norm, and back.
         const std::size_t D = transformer_dim(), P = divided.h * divided.w;
-        xt::xtensor<float, 3> tokens = xt::empty<float>({B, P, D});
+        xt::xtensor<T, 3> tokens = xt::empty<T>({B, P, D});
         detail::transpose_each(local.data(), B, D, P, tokens.data());
         const patch_group groups{divided.h, divided.w, patch_.h, patch_.w};
         for (const auto& layer : transformer_) tokens = layer.template operator()<Arch>(tokens, groups, policy);
         norm_.template normalise<Arch>(tokens.data(), tokens.data(), B * P);
         detail::transpose_each(tokens.data(), B, P, D, local.data());
         if (divided != map) local = resize_bilinear(local, map);
-        xt::xtensor<float, 4> projected = conv_proj_.template operator()<Arch>(local, policy);
+        xt::xtensor<T, 4> projected = conv_proj_.template operator()<Arch>(local, policy);
         if (!conv_fusion_) return projected;
         // [x, projected] along the channels.
         const std::size_t O = projected.shape(1), HW = H * W;
-        xt::xtensor<float, 4> both = xt::empty<float>({B, C + O, H, W});
+        xt::xtensor<T, 4> both = xt::empty<T>({B, C + O, H, W});
         for (std::size_t b = 0; b < B; ++b) {
             std::copy_n(xc.data() + b * C * HW, C * HW, both.data() + b * (C + O) * HW);
             std::copy_n(projected.data() + b * O * HW, O * HW, both.data() + (b * (C + O) + C) * HW);
@@ -123,45 +125,50 @@ public:
     /// folded into its convolution, SiLU after it, the transformer's MLP with SiLU, layer norms
     /// of eps 1e-5, as timm builds MobileViT v1. Throws `std::runtime_error` naming a file that
     /// cannot be read and `std::invalid_argument` naming one of another shape.
-    static mobilevit_block load_timm(const std::string& prefix, std::size_t num_heads = 4, size2 patch = 2) {
-        const detail::weight_files<float> files{prefix, "nn::mobilevit_block::load_timm"};
-        const std::size_t C = files.tensor<4>("conv_kxk_conv_weight").shape(1);
-        conv2d<float> conv_kxk = load_conv_norm_act(files.below("conv_kxk_"), C, 1, simd::activation::silu);
-        conv2d<float> conv_1x1(files.tensor<4>("conv_1x1_weight"));
-        std::vector<transformer_encoder_layer> layers;
+    static basic_mobilevit_block load_timm(const std::string& prefix, std::size_t num_heads = 4, size2 patch = 2) {
+        const detail::weight_files<T> files{prefix, "nn::mobilevit_block::load_timm"};
+        const std::size_t C = files.template tensor<4>("conv_kxk_conv_weight").shape(1);
+        conv2d<T> conv_kxk = load_conv_norm_act(files.below("conv_kxk_"), C, 1, simd::activation::silu);
+        conv2d<T> conv_1x1(files.template tensor<4>("conv_1x1_weight"));
+        std::vector<basic_transformer_encoder_layer<T>> layers;
         for (std::size_t i = 0; files.has("transformer_" + std::to_string(i) + "_norm1_weight"); ++i)
-            layers.push_back(transformer_encoder_layer::load_timm(prefix + "transformer_" + std::to_string(i) + "_",
+            layers.push_back(basic_transformer_encoder_layer<T>::load_timm(prefix + "transformer_" + std::to_string(i) + "_",
                                                                  num_heads, simd::activation::silu, 1e-5));
-        conv2d<float> conv_proj = load_conv_norm_act(files.below("conv_proj_"), conv_1x1.out_channels(), 1,
+        conv2d<T> conv_proj = load_conv_norm_act(files.below("conv_proj_"), conv_1x1.out_channels(), 1,
                                                      simd::activation::silu);
-        std::optional<conv2d<float>> fusion;
+        std::optional<conv2d<T>> fusion;
         if (files.has("conv_fusion_conv_weight"))
             fusion = load_conv_norm_act(files.below("conv_fusion_"), C + conv_proj.out_channels(), 1, simd::activation::silu);
         return {std::move(conv_kxk), std::move(conv_1x1), std::move(layers),
-                layer_norm(files.vector("norm_weight"), files.vector("norm_bias"), 1e-5),
+                basic_layer_norm<T>(files.vector("norm_weight"), files.vector("norm_bias"), 1e-5),
                 std::move(conv_proj), std::move(fusion), patch};
     }
 
 private:
-    conv2d<float> conv_kxk_, conv_1x1_;
-    std::vector<transformer_encoder_layer> transformer_;
-    layer_norm norm_;
-    conv2d<float> conv_proj_;
-    std::optional<conv2d<float>> conv_fusion_;
+    conv2d<T> conv_kxk_, conv_1x1_;
+    std::vector<basic_transformer_encoder_layer<T>> transformer_;
+    basic_layer_norm<T> norm_;
+    conv2d<T> conv_proj_;
+    std::optional<conv2d<T>> conv_fusion_;
     size2 patch_;
 };
 
-/// MobileViT (v1) for classification over float images [B, 3, H, W] (see the file's comment).
-class mobilevit {
+/// The float block.
+using mobilevit_block = basic_mobilevit_block<float>;
+
+/// MobileViT (v1) for classification over images [B, 3, H, W] of T, float or double (see the
+/// file's comment).
+template <class T = float>
+class basic_mobilevit {
 public:
     /// A block of a stage: an inverted residual (MV2) or a MobileViT block.
-    using block = std::variant<inverted_residual, mobilevit_block>;
+    using block = std::variant<basic_inverted_residual<T>, basic_mobilevit_block<T>>;
 
     /// The stem, the blocks of every stage in order, the convolution to the features and the
     /// classifier (none: `operator()` gives the pooled features). Throws
     /// `std::invalid_argument` naming the channels where one part does not feed the next.
-    mobilevit(conv2d<float> stem, std::vector<block> blocks, conv2d<float> final_conv,
-              std::optional<linear_layer<float>> head = std::nullopt)
+    basic_mobilevit(conv2d<T> stem, std::vector<block> blocks, conv2d<T> final_conv,
+              std::optional<linear_layer<T>> head = std::nullopt)
         : stem_(std::move(stem)), blocks_(std::move(blocks)), final_conv_(std::move(final_conv)), head_(std::move(head)) {
         std::size_t channels = stem_.out_channels(), index = 0;
         for (const block& b : blocks_) {
@@ -182,21 +189,21 @@ public:
 
     const std::vector<block>& blocks() const noexcept { return blocks_; }
     std::size_t num_features() const noexcept { return final_conv_.out_channels(); }
-    const std::optional<linear_layer<float>>& head() const noexcept { return head_; }
+    const std::optional<linear_layer<T>>& head() const noexcept { return head_; }
 
     /// The logits [B, classes] of images [B, C, H, W] (the pooled features [B, F] without a
     /// head), on the threads of `policy` (the result does not depend on their number).
     /// Throws `std::invalid_argument` naming the shape when the images do not fit the stem
     /// or are too small for the network's strides.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<float, 2> operator()(const xt::xexpression<X>& images, Ex policy = {}) const {
-        const xt::xtensor<float, 4> maps = features<Arch>(images, policy);
+    xt::xtensor<T, 2> operator()(const xt::xexpression<X>& images, Ex policy = {}) const {
+        const xt::xtensor<T, 4> maps = this->template features<Arch>(images, policy);
         const std::size_t B = maps.shape(0), F = maps.shape(1), P = maps.shape(2) * maps.shape(3);
-        xt::xtensor<float, 2> pooled = xt::empty<float>({B, F});
+        xt::xtensor<T, 2> pooled = xt::empty<T>({B, F});
         for (std::size_t i = 0; i < B * F; ++i) {
             double sum = 0;
             for (std::size_t p = 0; p < P; ++p) sum += maps.data()[i * P + p];
-            pooled.data()[i] = float(sum / double(P));
+            pooled.data()[i] = T(sum / double(P));
         }
         if (!head_) return pooled;
         return head_->template operator()<Arch>(pooled, policy);
@@ -204,8 +211,8 @@ public:
 
     /// The feature maps [B, F, H / 32, W / 32] after `final_conv`, before pooling.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<float, 4> features(const xt::xexpression<X>& images, Ex policy = {}) const {
-        xt::xtensor<float, 4> x = stem_.template operator()<Arch>(images, policy);
+    xt::xtensor<T, 4> features(const xt::xexpression<X>& images, Ex policy = {}) const {
+        xt::xtensor<T, 4> x = stem_.template operator()<Arch>(images, policy);
         for (const block& b : blocks_)
             x = std::visit([&](const auto& part) { return part.template operator()<Arch>(x, policy); }, b);
         return final_conv_.template operator()<Arch>(x, policy);
@@ -218,11 +225,11 @@ public:
     /// `stage_strides[S]` (timm's three models: 1, 2, 2, 2, 2), the others' 1; SiLU throughout.
     /// Throws `std::runtime_error` naming a file that cannot be read and
     /// `std::invalid_argument` naming one of another shape, or a stage beyond `stage_strides`.
-    static mobilevit load_timm(const std::string& prefix, std::size_t num_heads = 4,
+    static basic_mobilevit load_timm(const std::string& prefix, std::size_t num_heads = 4,
                                const std::vector<std::size_t>& stage_strides = {1, 2, 2, 2, 2}) {
-        const detail::weight_files<float> files{prefix, "nn::mobilevit::load_timm"};
+        const detail::weight_files<T> files{prefix, "nn::mobilevit::load_timm"};
         constexpr auto silu = simd::activation::silu;
-        conv2d<float> stem = load_conv_norm_act(files.below("stem_"), files.tensor<4>("stem_conv_weight").shape(1), 2, silu);
+        conv2d<T> stem = load_conv_norm_act(files.below("stem_"), files.template tensor<4>("stem_conv_weight").shape(1), 2, silu);
         std::vector<block> blocks;
         std::size_t channels = stem.out_channels();
         for (std::size_t s = 0; files.has("stages_" + std::to_string(s) + "_0_conv1_1x1_conv_weight") ||
@@ -235,24 +242,27 @@ public:
             for (std::size_t j = 0;; ++j) {
                 const std::string at = "stages_" + std::to_string(s) + "_" + std::to_string(j) + "_";
                 if (files.has(at + "conv1_1x1_conv_weight"))
-                    blocks.emplace_back(inverted_residual::load_timm(prefix + at, j == 0 ? stage_strides[s] : 1, silu));
+                    blocks.emplace_back(basic_inverted_residual<T>::load_timm(prefix + at, j == 0 ? stage_strides[s] : 1, silu));
                 else if (files.has(at + "conv_kxk_conv_weight"))
-                    blocks.emplace_back(mobilevit_block::load_timm(prefix + at, num_heads));
+                    blocks.emplace_back(basic_mobilevit_block<T>::load_timm(prefix + at, num_heads));
                 else break;
                 channels = std::visit([](const auto& part) { return part.out_channels(); }, blocks.back());
             }
         }
-        conv2d<float> final_conv = load_conv_norm_act(files.below("final_conv_"), channels, 1, silu);
-        std::optional<linear_layer<float>> head;
+        conv2d<T> final_conv = load_conv_norm_act(files.below("final_conv_"), channels, 1, silu);
+        std::optional<linear_layer<T>> head;
         if (files.has("head_fc_weight")) head.emplace(files.matrix("head_fc_weight"), files.optional_vector("head_fc_bias"));
         return {std::move(stem), std::move(blocks), std::move(final_conv), std::move(head)};
     }
 
 private:
-    conv2d<float> stem_;
+    conv2d<T> stem_;
     std::vector<block> blocks_;
-    conv2d<float> final_conv_;
-    std::optional<linear_layer<float>> head_;
+    conv2d<T> final_conv_;
+    std::optional<linear_layer<T>> head_;
 };
+
+/// The float network.
+using mobilevit = basic_mobilevit<float>;
 
 }  // namespace nonlocal::nn

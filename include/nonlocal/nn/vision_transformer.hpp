@@ -39,8 +39,9 @@
 
 namespace nonlocal::nn {
 
-/// A Vision Transformer over float images [B, C, H, W] (see the file's comment).
-class vision_transformer {
+/// A Vision Transformer over images [B, C, H, W] of T, float or double (see the file's comment).
+template <class T = float>
+class basic_vision_transformer {
 public:
     /// `patch_embedding` a convolution whose stride is its kernel (p x p), `class_token` [E],
     /// `position_embedding` [1 + g^2, E] for a g x g grid of patches, the encoder layers,
@@ -48,9 +49,9 @@ public:
     /// `align_corners` how the position embedding is resampled for images of another size
     /// (`resample_position_embedding`: true as torchvision, false as timm). Throws
     /// `std::invalid_argument` naming what does not fit.
-    vision_transformer(conv2d<float> patch_embedding, xt::xtensor<float, 1> class_token,
-                       xt::xtensor<float, 2> position_embedding, std::vector<transformer_encoder_layer> layers,
-                       layer_norm norm, std::optional<linear_layer<float>> head = std::nullopt, bool align_corners = true)
+    basic_vision_transformer(conv2d<T> patch_embedding, xt::xtensor<T, 1> class_token,
+                       xt::xtensor<T, 2> position_embedding, std::vector<basic_transformer_encoder_layer<T>> layers,
+                       basic_layer_norm<T> norm, std::optional<linear_layer<T>> head = std::nullopt, bool align_corners = true)
         : patch_(std::move(patch_embedding)), class_token_(std::move(class_token)),
           position_(std::move(position_embedding)), layers_(std::move(layers)), norm_(std::move(norm)),
           head_(std::move(head)), align_corners_(align_corners) {
@@ -76,8 +77,8 @@ public:
     std::size_t grid() const noexcept { return grid_; }                        ///< g: the embedding's grid is g x g
     std::size_t image_size() const noexcept { return grid_ * patch_size(); }   ///< g p, the training size
     std::size_t depth() const noexcept { return layers_.size(); }
-    const std::vector<transformer_encoder_layer>& layers() const noexcept { return layers_; }
-    const std::optional<linear_layer<float>>& head() const noexcept { return head_; }
+    const std::vector<basic_transformer_encoder_layer<T>>& layers() const noexcept { return layers_; }
+    const std::optional<linear_layer<T>>& head() const noexcept { return head_; }
 
     /// The logits [B, classes] of images [B, C, H, W] (the class token's features [B, E]
     /// without a head), on the threads of `policy` (the result does not depend on their
@@ -86,26 +87,26 @@ public:
     /// torchvision or timm does, as the model was built). Throws `std::invalid_argument`
     /// naming the shape otherwise.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<float, 2> operator()(const xt::xexpression<X>& images, Ex policy = {}) const {
-        xt::xtensor<float, 2> features = class_features<Arch>(images, policy);
+    xt::xtensor<T, 2> operator()(const xt::xexpression<X>& images, Ex policy = {}) const {
+        xt::xtensor<T, 2> features = this->template class_features<Arch>(images, policy);
         if (!head_) return features;
         return head_->template operator()<Arch>(features, policy);
     }
 
     /// The class token's features [B, E] after the final norm (before the head).
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<float, 2> class_features(const xt::xexpression<X>& images, Ex policy = {}) const {
-        const xt::xtensor<float, 3> all = encode<Arch>(images, policy);
+    xt::xtensor<T, 2> class_features(const xt::xexpression<X>& images, Ex policy = {}) const {
+        const xt::xtensor<T, 3> all = this->template encode<Arch>(images, policy);
         const std::size_t B = all.shape(0), E = embed_dim();
-        xt::xtensor<float, 2> features = xt::empty<float>({B, E});
+        xt::xtensor<T, 2> features = xt::empty<T>({B, E});
         for (std::size_t b = 0; b < B; ++b) norm_.template normalise<Arch>(&all(b, 0, 0), &features(b, 0), 1);
         return features;
     }
 
     /// The tokens [B, 1 + (H / p)(W / p), E] after the encoder layers, before the final norm.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<float, 3> encode(const xt::xexpression<X>& images, Ex policy = {}) const {
-        const detail::contiguous<float, 4> x(images);
+    xt::xtensor<T, 3> encode(const xt::xexpression<X>& images, Ex policy = {}) const {
+        const detail::contiguous<T, 4> x(images);
         const std::size_t B = x.shape(0), H = x.shape(2), W = x.shape(3), p = patch_size(), E = embed_dim();
         detail::require(x.shape(1) == patch_.in_channels() && H % p == 0 && W % p == 0 && H == W && H > 0,
                         "nn::vision_transformer", [&] {
@@ -114,16 +115,16 @@ public:
                                    std::to_string(p);
                         });
         const std::size_t g = H / p, N = g * g;
-        xt::xtensor<float, 2> position = position_;
+        xt::xtensor<T, 2> position = position_;
         if (g != grid_) {   // the grid's rows resampled, the class token's kept
-            const xt::xtensor<float, 2> patches = xt::view(position_, xt::range(1, 1 + grid_ * grid_), xt::all());
-            const xt::xtensor<float, 2> resampled = resample_position_embedding(patches, grid_, g, align_corners_);
-            position = xt::empty<float>({1 + N, E});
+            const xt::xtensor<T, 2> patches = xt::view(position_, xt::range(1, 1 + grid_ * grid_), xt::all());
+            const xt::xtensor<T, 2> resampled = resample_position_embedding(patches, grid_, g, align_corners_);
+            position = xt::empty<T>({1 + N, E});
             xt::view(position, 0) = xt::view(position_, 0);
             xt::view(position, xt::range(1, 1 + N), xt::all()) = resampled;
         }
-        const xt::xtensor<float, 4> patches = patch_.template operator()<Arch>(images, policy);   // [B, E, g, g]
-        xt::xtensor<float, 3> tokens = xt::empty<float>({B, 1 + N, E});
+        const xt::xtensor<T, 4> patches = patch_.template operator()<Arch>(images, policy);   // [B, E, g, g]
+        xt::xtensor<T, 3> tokens = xt::empty<T>({B, 1 + N, E});
         for (std::size_t b = 0; b < B; ++b) {
             for (std::size_t e = 0; e < E; ++e) tokens(b, 0, e) = class_token_(e) + position(0, e);
             for (std::size_t e = 0; e < E; ++e)
@@ -138,15 +139,15 @@ public:
     /// self_attention, ln_2, mlp.0, mlp.3}`, `encoder.ln`, `heads.head`, saved as the file's
     /// comment shows. Throws `std::runtime_error` naming a file that cannot be read and
     /// `std::invalid_argument` naming one of another shape, or a head with `pre_logits`.
-    static vision_transformer load_torchvision(const std::string& prefix, std::size_t num_heads) {
+    static basic_vision_transformer load_torchvision(const std::string& prefix, std::size_t num_heads) {
         constexpr std::string_view who = "nn::vision_transformer::load_torchvision";
         const loader load{{prefix, who}};
         load.refuse("heads_pre_logits_weight", "a head with a representation layer (pre_logits)");
-        std::vector<transformer_encoder_layer> layers;
+        std::vector<basic_transformer_encoder_layer<T>> layers;
         for (std::size_t i = 0; load.has("encoder_layers_encoder_layer_" + std::to_string(i) + "_ln_1_weight"); ++i) {
             const std::string at = "encoder_layers_encoder_layer_" + std::to_string(i) + "_";
-            layers.emplace_back(multi_head_attention::load_npy(prefix + at + "self_attention_", num_heads),
-                                feed_forward(load.matrix(at + "mlp_0_weight"), load.vector(at + "mlp_0_bias"),
+            layers.emplace_back(basic_multi_head_attention<T>::load_npy(prefix + at + "self_attention_", num_heads),
+                                basic_feed_forward<T>(load.matrix(at + "mlp_0_weight"), load.vector(at + "mlp_0_bias"),
                                              load.matrix(at + "mlp_3_weight"), load.vector(at + "mlp_3_bias"),
                                              activation::gelu),
                                 load.norm(at + "ln_1"), load.norm(at + "ln_2"), true);
@@ -162,14 +163,14 @@ public:
     /// `resample_abs_pos_embed` does (cell centres aligned, no antialias when shrinking).
     /// Models with layer scale (`ls1`), `fc_norm` or average pooling are refused with
     /// `std::invalid_argument`; file errors as `load_torchvision`.
-    static vision_transformer load_timm(const std::string& prefix, std::size_t num_heads) {
+    static basic_vision_transformer load_timm(const std::string& prefix, std::size_t num_heads) {
         constexpr std::string_view who = "nn::vision_transformer::load_timm";
         const loader load{{prefix, who}};
         load.refuse("blocks_0_ls1_gamma", "layer scale (ls1, ls2)");
         load.refuse("fc_norm_weight", "a norm after pooling (fc_norm)");
-        std::vector<transformer_encoder_layer> layers;
+        std::vector<basic_transformer_encoder_layer<T>> layers;
         for (std::size_t i = 0; load.has("blocks_" + std::to_string(i) + "_norm1_weight"); ++i) {
-            layers.push_back(transformer_encoder_layer::load_timm(prefix + "blocks_" + std::to_string(i) + "_",
+            layers.push_back(basic_transformer_encoder_layer<T>::load_timm(prefix + "blocks_" + std::to_string(i) + "_",
                                                                  num_heads, activation::gelu, 1e-6));
         }
         return {load.patch_embedding("patch_embed_proj"), load.token("cls_token"), load.positions("pos_embed"),
@@ -177,43 +178,46 @@ public:
     }
 
 private:
-    conv2d<float> patch_;
-    xt::xtensor<float, 1> class_token_;
-    xt::xtensor<float, 2> position_;
-    std::vector<transformer_encoder_layer> layers_;
-    layer_norm norm_;
-    std::optional<linear_layer<float>> head_;
+    conv2d<T> patch_;
+    xt::xtensor<T, 1> class_token_;
+    xt::xtensor<T, 2> position_;
+    std::vector<basic_transformer_encoder_layer<T>> layers_;
+    basic_layer_norm<T> norm_;
+    std::optional<linear_layer<T>> head_;
     bool align_corners_ = true;
     std::size_t grid_ = 0;
 
     /// The files of one saved state_dict, and how the ViT's parts are read from them.
-    struct loader : detail::weight_files<float> {
-        layer_norm norm(const std::string& name) const {
-            return layer_norm(vector(name + "_weight"), vector(name + "_bias"), 1e-6);
+    struct loader : detail::weight_files<T> {
+        basic_layer_norm<T> norm(const std::string& name) const {
+            return basic_layer_norm<T>(this->vector(name + "_weight"), this->vector(name + "_bias"), 1e-6);
         }
-        conv2d<float> patch_embedding(const std::string& name) const {
-            xt::xtensor<float, 4> weight = tensor<4>(name + "_weight");
+        conv2d<T> patch_embedding(const std::string& name) const {
+            xt::xtensor<T, 4> weight = this->template tensor<4>(name + "_weight");
             const std::size_t p = weight.shape(2);
-            return conv2d<float>(std::move(weight), optional_vector(name + "_bias"), {.stride = p});
+            return conv2d<T>(std::move(weight), this->optional_vector(name + "_bias"), {.stride = p});
         }
         /// [1, 1, E] as [E].
-        xt::xtensor<float, 1> token(const std::string& name) const {
-            const xt::xtensor<float, 3> t = tensor<3>(name);
-            return xt::xtensor<float, 1>(xt::flatten(t));
+        xt::xtensor<T, 1> token(const std::string& name) const {
+            const xt::xtensor<T, 3> t = this->template tensor<3>(name);
+            return xt::xtensor<T, 1>(xt::flatten(t));
         }
         /// [1, 1 + g^2, E] as [1 + g^2, E].
-        xt::xtensor<float, 2> positions(const std::string& name) const {
-            const xt::xtensor<float, 3> t = tensor<3>(name);
-            detail::require(t.shape(0) == 1, who, [&] {
-                return path(name) + " holds " + detail::shape_string(t.shape()) + "; expected [1, 1 + g^2, E]";
+        xt::xtensor<T, 2> positions(const std::string& name) const {
+            const xt::xtensor<T, 3> t = this->template tensor<3>(name);
+            detail::require(t.shape(0) == 1, this->who, [&] {
+                return this->path(name) + " holds " + detail::shape_string(t.shape()) + "; expected [1, 1 + g^2, E]";
             });
-            return xt::xtensor<float, 2>(xt::view(t, 0));
+            return xt::xtensor<T, 2>(xt::view(t, 0));
         }
-        std::optional<linear_layer<float>> head(const std::string& name) const {
-            if (!has(name + "_weight")) return std::nullopt;
-            return linear_layer<float>(matrix(name + "_weight"), optional_vector(name + "_bias"));
+        std::optional<linear_layer<T>> head(const std::string& name) const {
+            if (!this->has(name + "_weight")) return std::nullopt;
+            return linear_layer<T>(this->matrix(name + "_weight"), this->optional_vector(name + "_bias"));
         }
     };
 };
+
+/// The float network.
+using vision_transformer = basic_vision_transformer<float>;
 
 }  // namespace nonlocal::nn
