@@ -147,6 +147,11 @@ int main(int argc, char** argv) {
           nn::nonlocal_feature_block::load_npy(folder + "nonlocal_embedded_gaussian_", nn::nonlocal_form::embedded_gaussian)(maps));
     check("nonlocal_concatenation_output",
           nn::nonlocal_feature_block::load_npy(folder + "nonlocal_concatenation_", nn::nonlocal_form::concatenation)(maps));
+    const xt::xtensor<double, 4> double_maps = xt::cast<double>(maps);
+    for (const auto& [form, name] : {std::pair{nn::nonlocal_form::embedded_gaussian, std::string("embedded_gaussian")},
+                                     std::pair{nn::nonlocal_form::concatenation, std::string("concatenation")}})
+        check_double(("nonlocal_double_" + name + "_output").c_str(),
+                     nn::basic_nonlocal_feature_block<double>::load_npy(folder + "nonlocal_double_" + name + "_", form)(double_maps));
 
     // MobileViT's block, its inverted residuals and a whole MobileViT in timm's layout.
     const auto mvit = nn::mobilevit_block::load_timm(folder + "mvit_", 2);

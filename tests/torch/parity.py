@@ -170,6 +170,11 @@ with torch.no_grad():
             if not name.endswith("num_batches_tracked"):
                 save(f"nonlocal_{mode}_" + name.replace(".", "_"), tensor)
         save(f"nonlocal_{mode}_output", block(maps))
+        block = block.double()   # the same block in double
+        for name, tensor in block.state_dict().items():
+            if not name.endswith("num_batches_tracked"):
+                save(f"nonlocal_double_{mode}_" + name.replace(".", "_"), tensor, np.float64)
+        save(f"nonlocal_double_{mode}_output", block(maps.double()), np.float64)
 
 
 

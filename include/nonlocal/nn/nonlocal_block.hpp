@@ -94,8 +94,8 @@ struct nonlocal_block {
 /// The four forms of the non-local block (the rows of the table above).
 enum class nonlocal_form { gaussian, embedded_gaussian, dot_product, concatenation };
 
-/// The non-local block on feature maps [B, C, H, W] or videos [B, C, T, H, W], as Wang et
-/// al. build it and the widely used PyTorch re-implementation (`NONLocalBlock2D`,
+/// The non-local block on feature maps [B, C, H, W] or videos [B, C, T, H, W] of T (float or
+/// double), as Wang et al. build it and the widely used PyTorch re-implementation (`NONLocalBlock2D`,
 /// `NONLocalBlock3D`) lays out its weights:
 ///
 ///     theta, phi, g: 1 x 1 convolutions to e channels (C / 2 by default), with biases;
@@ -103,19 +103,20 @@ enum class nonlocal_form { gaussian, embedded_gaussian, dot_product, concatenati
 ///     y_i = (1 / C_i) sum_j f(theta x_i, phi x_j) g x_j over every position j of the map
 ///     (of the pooled map), the form choosing f and C (Gaussian: f on x itself);
 ///     z = x + BatchNorm(W_z y), W_z a 1 x 1 convolution back to C channels, the norm folded in.
-class nonlocal_feature_block {
+template <class T = float>
+class basic_nonlocal_feature_block {
 public:
     /// `theta` and `phi` are unused (none) in the Gaussian form; `concat_weight` [2 e] only
     /// in the concatenation form (f = ReLU(w[:e] . theta x_i + w[e:] . phi x_j)). Throws
     /// `std::invalid_argument` naming the shapes unless every convolution is 1 x 1 with
     /// stride 1 and no padding, g, theta and phi map C to e channels and w_z e to C.
-    nonlocal_feature_block(nonlocal_form form, conv2d<float> g, std::optional<conv2d<float>> theta,
-                           std::optional<conv2d<float>> phi, conv2d<float> w_z, bool sub_sample,
-                           xt::xtensor<float, 1> concat_weight = {})
+    basic_nonlocal_feature_block(nonlocal_form form, conv2d<T> g, std::optional<conv2d<T>> theta,
+                           std::optional<conv2d<T>> phi, conv2d<T> w_z, bool sub_sample,
+                           xt::xtensor<T, 1> concat_weight = {})
         : form_(form), g_(std::move(g)), theta_(std::move(theta)), phi_(std::move(phi)), w_z_(std::move(w_z)),
           sub_sample_(sub_sample), concat_weight_(std::move(concat_weight)) {
         const std::size_t C = g_.in_channels(), e = g_.out_channels();
-        const auto pointwise = [&](const conv2d<float>& c, std::size_t in, std::size_t out) {
+        const auto pointwise = [&](const conv2d<T>& c, std::size_t in, std::size_t out) {
             return c.kernel() == size2(1) && c.options().stride == size2(1) && c.options().padding == size2(0) &&
                    c.options().groups == 1 && c.in_channels() == in && c.out_channels() == out;
         };
@@ -144,36 +145,37 @@ public:
     auto operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
         constexpr std::size_t R = detail::static_rank<X>;
         static_assert(R == 4 || R == 5, "nonlocal::nn::nonlocal_feature_block: x is [B, C, H, W] or [B, C, T, H, W]");
-        const detail::contiguous<float, R> xc(x);
-        const std::size_t B = xc.shape(0), C = xc.shape(1), T = R == 5 ? xc.shape(2) : 1;
+        const detail::contiguous<T, R> xc(x);
+        const std::size_t B = xc.shape(0), C = xc.shape(1), frames = R == 5 ? xc.shape(2) : 1;
         const std::size_t H = xc.shape(R - 2), W = xc.shape(R - 1);
         detail::require(C == channels() && (!sub_sample_ || (H >= 2 && W >= 2)), "nn::nonlocal_feature_block", [&] {
             return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(channels()) +
                    " channels" + (sub_sample_ ? " and frames of at least 2 x 2 (sub-sampled)" : "");
         });
         // Frames stacked along the height: a 1 x 1 convolution sees the same pixels.
-        const auto maps = xt::adapt(xc.data(), B * C * T * H * W, xt::no_ownership(), std::array<std::size_t, 4>{B, C, T * H, W});
+        const auto maps =
+            xt::adapt(xc.data(), B * C * frames * H * W, xt::no_ownership(), std::array<std::size_t, 4>{B, C, frames * H, W});
         // The tokens [B, positions, channels] of a map [B, c, T H, W], each frame 2 x 2
         // max-pooled first when asked.
-        const auto tokens = [&](const float* m, std::size_t c, bool pool) {
-            xt::xtensor<float, 4> pooled;
-            std::size_t P = T * H * W;
+        const auto tokens = [&](const T* m, std::size_t c, bool pool) {
+            xt::xtensor<T, 4> pooled;
+            std::size_t P = frames * H * W;
             if (pool) {
-                pooled = nn::max_pool2d(xt::adapt(m, B * c * P, xt::no_ownership(), std::array<std::size_t, 4>{B, c * T, H, W}),
+                pooled = nn::max_pool2d(xt::adapt(m, B * c * P, xt::no_ownership(), std::array<std::size_t, 4>{B, c * frames, H, W}),
                                         {.kernel = 2});
                 m = pooled.data();
-                P = T * (H / 2) * (W / 2);
+                P = frames * (H / 2) * (W / 2);
             }
-            xt::xtensor<float, 3> t = xt::empty<float>({B, P, c});
+            xt::xtensor<T, 3> t = xt::empty<T>({B, P, c});
             detail::transpose_each(m, B, c, P, t.data());
             return t;
         };
-        const auto map_tokens = [&](const xt::xtensor<float, 4>& m, bool pool) { return tokens(m.data(), m.shape(1), pool); };
+        const auto map_tokens = [&](const xt::xtensor<T, 4>& m, bool pool) { return tokens(m.data(), m.shape(1), pool); };
         const auto values = map_tokens(g_.template operator()<Arch>(maps, policy), sub_sample_);
         const auto aggregate = [&](const auto& queries, const auto& keys, const auto& similarity, auto normalization) {
             return weighted_aggregate<Arch>(policy, queries, keys, values, similarity, dense{}, normalization);
         };
-        xt::xtensor<float, 3> y;
+        xt::xtensor<T, 3> y;
         if (form_ == nonlocal_form::gaussian) {
             y = aggregate(tokens(xc.data(), C, false), tokens(xc.data(), C, sub_sample_), dot_product{}, softmax{});
         } else {
@@ -185,11 +187,11 @@ public:
             else y = aggregate(queries, keys, concatenation(xt::eye<double>(e), xt::eye<double>(e), concat_weight_), count{});
         }
         // y [B, N, e] back to a map [B, e, T H, W], through W_z, plus x.
-        const std::size_t N = T * H * W, e = inter_channels();
-        xt::xtensor<float, 4> y_map = xt::empty<float>({B, e, T * H, W});
+        const std::size_t N = frames * H * W, e = inter_channels();
+        xt::xtensor<T, 4> y_map = xt::empty<T>({B, e, frames * H, W});
         detail::transpose_each(y.data(), B, N, e, y_map.data());
-        xt::xtensor<float, R> z = xt::empty<float>(xc.shape());
-        w_z_.template apply<Arch>(y_map.data(), B, T * H, W, z.data(), detail::thread_count(policy));
+        xt::xtensor<T, R> z = xt::empty<T>(xc.shape());
+        w_z_.template apply<Arch>(y_map.data(), B, frames * H, W, z.data(), detail::thread_count(policy));
         for (std::size_t i = 0; i < z.size(); ++i) z.data()[i] += xc.data()[i];
         return z;
     }
@@ -201,38 +203,41 @@ public:
     /// `concat_project.0` for concatenation. 1 x 1 x 1 convolutions of the 3-D block load
     /// as 1 x 1. Throws `std::runtime_error` naming a file that cannot be read and
     /// `std::invalid_argument` naming one of another shape.
-    static nonlocal_feature_block load_npy(const std::string& prefix, nonlocal_form form) {
-        const detail::weight_files<float> files{prefix, "nn::nonlocal_feature_block::load_npy"};
+    static basic_nonlocal_feature_block load_npy(const std::string& prefix, nonlocal_form form) {
+        const detail::weight_files<T> files{prefix, "nn::nonlocal_feature_block::load_npy"};
         const auto conv = [&](const std::string& name) {
-            const xt::xarray<float> w = detail::load_npy_as<float>(files.path(name + "_weight"), files.who);
+            const xt::xarray<T> w = detail::load_npy_as<T>(files.path(name + "_weight"), files.who);
             detail::require((w.dimension() == 4 || w.dimension() == 5) && w.size() == w.shape(0) * w.shape(1), files.who, [&] {
                 return files.path(name + "_weight") + " holds " + detail::shape_string(w.shape()) +
                        "; expected a 1 x 1 convolution [out, in, 1, 1] or [out, in, 1, 1, 1]";
             });
-            xt::xtensor<float, 4> weight = xt::reshape_view(w, {w.shape(0), w.shape(1), std::size_t(1), std::size_t(1)});
-            return conv2d<float>(std::move(weight), files.optional_vector(name + "_bias"));
+            xt::xtensor<T, 4> weight = xt::reshape_view(w, {w.shape(0), w.shape(1), std::size_t(1), std::size_t(1)});
+            return conv2d<T>(std::move(weight), files.optional_vector(name + "_bias"));
         };
         const bool sub_sample = files.has("g_0_weight");
         const std::string pooled = sub_sample ? "_0" : "";
         const bool embedded = form != nonlocal_form::gaussian;
-        std::optional<conv2d<float>> theta, phi;
+        std::optional<conv2d<T>> theta, phi;
         if (embedded) theta = conv("theta"), phi = conv("phi" + pooled);
-        conv2d<float> w_z = files.has("W_0_weight") ? conv("W_0") : conv("W");
+        conv2d<T> w_z = files.has("W_0_weight") ? conv("W_0") : conv("W");
         if (files.has("W_1_weight"))
-            w_z = fold(w_z, batch_norm2d<float>(files.vector("W_1_weight"), files.vector("W_1_bias"),
+            w_z = fold(w_z, batch_norm2d<T>(files.vector("W_1_weight"), files.vector("W_1_bias"),
                                                 files.vector("W_1_running_mean"), files.vector("W_1_running_var")));
-        xt::xtensor<float, 1> concat;
+        xt::xtensor<T, 1> concat;
         if (form == nonlocal_form::concatenation) concat = xt::flatten(conv("concat_project_0").weight());
         return {form, conv("g" + pooled), std::move(theta), std::move(phi), std::move(w_z), sub_sample, std::move(concat)};
     }
 
 private:
     nonlocal_form form_;
-    conv2d<float> g_;
-    std::optional<conv2d<float>> theta_, phi_;
-    conv2d<float> w_z_;
+    conv2d<T> g_;
+    std::optional<conv2d<T>> theta_, phi_;
+    conv2d<T> w_z_;
     bool sub_sample_;
-    xt::xtensor<float, 1> concat_weight_;
+    xt::xtensor<T, 1> concat_weight_;
 };
+
+/// The float block.
+using nonlocal_feature_block = basic_nonlocal_feature_block<float>;
 
 }  // namespace nonlocal::nn
