@@ -18,13 +18,12 @@
 // which can move a probability slightly.
 // Prints the top K classes (index, probability, label when --labels gives one per line).
 // Exit status: 0 classified, 1 bad options or an unreadable or mismatched file.
+#include "checkpoints.hpp"
 #include "cli.hpp"
-#include "image_io.hpp"
 
 #include <nonlocal/nonlocal.hpp>
 
 #include <CLI/CLI.hpp>
-#include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
 #include <algorithm>
@@ -107,10 +106,7 @@ int main(int argc, char** argv) {
                                     "timm-mobilevit weights/mobilevit_s_ cat.png --top 3"},
                                    "0 classified, 1 bad options or an unreadable or mismatched file");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
-    if ((model == "torchvision-vit" || model == "timm-vit") && heads == 0) {
-        std::cerr << "nonlocal_classify: --heads is required for " << model << " (12 for ViT-B, 16 for ViT-L)\n";
-        return 1;
-    }
+    if (!nonlocal::examples::heads_given("nonlocal_classify", model, heads)) return 1;
     const preparation d = defaults_of(model);
     if (!p.resize) p.resize = d.resize;
     if (!p.size) p.size = d.size;
@@ -124,17 +120,9 @@ int main(int argc, char** argv) {
             for (std::string line; std::getline(file, line);) labels.push_back(line);
         }
         const xt::xtensor<float, 4> input = prepare(nonlocal::tools::without_alpha(nonlocal::tools::read_image(image_path)), p);
-        const nonlocal::execution::parallel_policy policy{threads};
-        xt::xtensor<float, 2> logits;
-        if (model == "torchvision-vit") logits = nn::vision_transformer::load_torchvision(prefix, heads)(input, policy);
-        else if (model == "timm-vit") logits = nn::vision_transformer::load_timm(prefix, heads)(input, policy);
-        else logits = nn::mobilevit::load_timm(prefix, heads ? heads : 4)(input, policy);
-        if (!logits_path.empty())
-            nonlocal::tools::write_whole(logits_path, [&](const std::string& partial) {
-                std::ofstream file(partial, std::ios::binary);
-                file << xt::dump_npy(logits);
-                if (!file.flush()) throw std::runtime_error("cannot write " + partial);
-            });
+        const xt::xtensor<float, 2> logits = nonlocal::examples::run_checkpoint(
+            model, prefix, input, heads, nn::nonlocal_form::embedded_gaussian, threads);
+        if (!logits_path.empty()) nonlocal::examples::write_npy(logits_path, logits);
         // Softmax over the classes, the largest first.
         const std::size_t classes = logits.shape(1);
         const float largest = xt::amax(logits)();

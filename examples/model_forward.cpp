@@ -17,33 +17,15 @@
 // INPUT holds images or feature maps [B, C, H, W] (float32 or float64); OUTPUT gets the
 // model's output as float32, written whole or not at all.
 // Exit status: 0 written, 1 bad options, an unreadable or mismatched file, or an unwritable output.
+#include "checkpoints.hpp"
 #include "cli.hpp"
-#include "image_io.hpp"
 
 #include <nonlocal/nonlocal.hpp>
 
 #include <CLI/CLI.hpp>
-#include <xtensor/xnpy.hpp>
 
-#include <fstream>
 #include <iostream>
 #include <map>
-
-namespace {
-
-/// The model's output for the input, on `threads` threads.
-xt::xarray<float> forward(const std::string& model, const std::string& prefix, const xt::xtensor<float, 4>& input,
-                          std::size_t heads, nonlocal::nn::nonlocal_form form, int threads) {
-    namespace nn = nonlocal::nn;
-    const nonlocal::execution::parallel_policy policy{threads};
-    if (model == "torchvision-vit") return nn::vision_transformer::load_torchvision(prefix, heads)(input, policy);
-    if (model == "timm-vit") return nn::vision_transformer::load_timm(prefix, heads)(input, policy);
-    if (model == "timm-mobilevit") return nn::mobilevit::load_timm(prefix, heads)(input, policy);
-    if (model == "timm-mobilevit-block") return nn::mobilevit_block::load_timm(prefix, heads)(input, policy);
-    return nn::nonlocal_feature_block::load_npy(prefix, form)(input, policy);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"One forward pass of a PyTorch checkpoint (a state_dict saved as .npy files) through nonlocal's layers"};
@@ -74,23 +56,14 @@ int main(int argc, char** argv) {
                                     "nonlocal-block-2d weights/nl_ maps.npy out.npy --similarity dot_product"},
                                    "0 written, 1 bad options, an unreadable or mismatched file, or an unwritable output");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
-    const bool vit = model == "torchvision-vit" || model == "timm-vit";
-    if (vit && heads == 0) {
-        std::cerr << "nonlocal_model_forward: --heads is required for " << model << " (12 for ViT-B, 16 for ViT-L)\n";
-        return 1;
-    }
-    if (heads == 0) heads = 4;   // timm's MobileViT
+    if (!nonlocal::examples::heads_given("nonlocal_model_forward", model, heads)) return 1;
     try {
         const auto array = nonlocal::detail::load_npy_as<float>(input_path, "nonlocal_model_forward");
         if (array.dimension() != 4)
             throw std::runtime_error(input_path + ": expected [B, C, H, W], got " + nonlocal::detail::shape_string(array.shape()));
-        const xt::xarray<float> output =
-            forward(model, prefix, xt::xtensor<float, 4>(array), heads, forms.at(similarity), threads);
-        nonlocal::tools::write_whole(output_path, [&](const std::string& partial) {
-            std::ofstream file(partial, std::ios::binary);
-            file << xt::dump_npy(output);
-            if (!file.flush()) throw std::runtime_error("cannot write " + partial);
-        });
+        const xt::xarray<float> output = nonlocal::examples::run_checkpoint(
+            model, prefix, xt::xtensor<float, 4>(array), heads, forms.at(similarity), threads);
+        nonlocal::examples::write_npy(output_path, output);
         std::cout << model << ": " << input_path << " " << nonlocal::detail::shape_string(array.shape()) << " -> "
                   << output_path << " " << nonlocal::detail::shape_string(output.shape()) << "\n";
         return 0;
