@@ -21,8 +21,10 @@
 //   build/release/benchmarks/eval_depth [DATA_DIR]
 #define STB_IMAGE_IMPLEMENTATION
 #include "images.hpp"
+#include "sensor_protocols.hpp"
 
 #include <nonlocal/nonlocal.hpp>
+#include <xtensor/xview.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -56,16 +58,22 @@ double seconds(F&& f, int runs = 2) {
     return best;
 }
 
-double rmse(const depth_map& estimate, const depth_map& truth) {
+/// The errors of an estimate over the pixels whose ground truth is known: RMSE, and bad-1 and
+/// bad-2, the shares (in %) of pixels off by more than 1 and 2 disparities.
+struct errors {
+    double rmse = INFINITY, bad1 = INFINITY, bad2 = INFINITY;
+};
+errors score(const depth_map& estimate, const depth_map& truth) {
     double se = 0;
-    std::size_t count = 0;
+    std::size_t count = 0, over1 = 0, over2 = 0;
     for (std::size_t i = 0; i < truth.size(); ++i)
         if (truth.data()[i] > 0) {
             const double e = double(estimate.data()[i]) - truth.data()[i];
-            se += e * e, ++count;
+            se += e * e, ++count, over1 += std::abs(e) > 1, over2 += std::abs(e) > 2;
         }
-    return std::sqrt(se / double(count));
+    return {std::sqrt(se / double(count)), 100.0 * double(over1) / double(count), 100.0 * double(over2) / double(count)};
 }
+double rmse(const depth_map& estimate, const depth_map& truth) { return score(estimate, truth).rmse; }
 
 /// The pixels within 4 of a depth step: those whose 9 x 9 window of known ground truth spans
 /// more than 15 disparity units.
@@ -141,48 +149,87 @@ void print_error_breakdown(const char* task, const std::string& method, const de
                 100 * gross / total, 100 * over / gross);
 }
 
+/// A method's row: its errors (for a peer, the RMSE and bad-1 of the setting of lowest RMSE
+/// in its sweep, and the lowest bad-2 of any setting) and its time.
 struct result {
     std::string method;
-    double rmse = INFINITY, seconds = 0;
+    double rmse = INFINITY, seconds = 0, bad1 = INFINITY, bad2 = INFINITY;
+    /// Keeps `y`, `method` and `t` if y's RMSE is the lowest so far, and y's bad-2 if it is.
+    void keep_best(const depth_map& y, const depth_map& truth, const std::string& setting, double t) {
+        const errors e = score(y, truth);
+        if (e.rmse < rmse) rmse = e.rmse, bad1 = e.bad1, method = setting, seconds = t;
+        bad2 = std::min(bad2, e.bad2);
+    }
 };
-void print(const char* task, const result& r) { std::printf("%-10s %-56s %8.3f %8.3f\n", task, r.method.c_str(), r.rmse, r.seconds); }
+void print(const char* task, const result& r) {
+    std::printf("%-10s %-56s %8.3f %8.3f %6.2f %6.2f\n", task, r.method.c_str(), r.rmse, r.seconds, r.bad1, r.bad2);
+}
 
-/// nonlocal's rows of a task (`run` with options), from the task's defaults `base`: the
-/// defaults first (normalised model, float, colours in luma-chroma, operator-dependent
-/// multigrid), then the separable model, the defaults in double, with colours compared in
-/// RGB (sigma 3), on aggregation levels, with one adaptive depth pass more or less than the
-/// defaults, and the AR model in float and double. Returns the results of the defaults and
-/// of the separable model.
-template <class Run>
-std::vector<result> nonlocal_rows(const char* task, const std::string& name, const depth_map& truth,
-                                  const std::vector<bool>& steps, const nonlocal::depth_options& base, Run&& run) {
-    struct variant {
-        std::string label;
-        nonlocal::depth_options options;
-    };
-    const auto with = [&](auto change) {
-        nonlocal::depth_options o = base;
-        change(o);
-        return o;
-    };
+/// One of nonlocal's rows: a label and the options.
+struct variant {
+    std::string label;
+    nonlocal::depth_options options;
+};
+/// `base` changed by `change`.
+template <class Change>
+nonlocal::depth_options with(nonlocal::depth_options base, Change&& change) {
+    change(base);
+    return base;
+}
+
+/// The rows of the clean protocols, from the task's defaults `base`: the defaults first
+/// (normalised model, float, colours in luma-chroma, operator-dependent multigrid), then the
+/// separable model, the defaults in double, with colours compared in RGB (sigma 3), on
+/// aggregation levels, with one adaptive depth pass more or less than the defaults, and the AR
+/// model in float and double.
+std::vector<variant> clean_variants(const nonlocal::depth_options& base) {
     using options = nonlocal::depth_options;
     const std::size_t passes = base.depth_passes > 0 ? 0 : 1;
-    const std::vector<variant> variants = {
+    return {{"", base},
+            {"", with(base, [](options& o) { o.model = nonlocal::depth_model::separable; })},
+            {", double", with(base, [](options& o) { o.single_precision = false; })},
+            {", RGB sigma 3", with(base, [](options& o) { o.space = nonlocal::colour_space::guide, o.sigma_r = 3; })},
+            {", aggregation", with(base, [](options& o) { o.multigrid.transfer = nonlocal::coarsening::aggregation; })},
+            {passes > 0 ? ", 1 depth pass" : ", no depth pass", with(base, [&](options& o) { o.depth_passes = passes; })},
+            {"", with(base, [](options& o) { o.model = nonlocal::depth_model::ar; })},
+            {", double", with(base, [](options& o) { o.model = nonlocal::depth_model::ar, o.single_precision = false; })}};
+}
+
+/// The rows of the real-sensor protocols, from the protocol's options `base`: those, the
+/// separable model, then each of the defences off in turn (the robust data term, flying
+/// pixels, occlusion-aware filling), all three off, and the AR model.
+std::vector<variant> sensor_variants(const nonlocal::depth_options& base) {
+    using options = nonlocal::depth_options;
+    std::vector<variant> v = {
         {"", base},
-        {"", with([](options& o) { o.model = nonlocal::depth_model::separable; })},
-        {", double", with([](options& o) { o.single_precision = false; })},
-        {", RGB sigma 3", with([](options& o) { o.space = nonlocal::colour_space::guide, o.sigma_r = 3; })},
-        {", aggregation", with([](options& o) { o.multigrid.transfer = nonlocal::coarsening::aggregation; })},
-        {passes > 0 ? ", 1 depth pass" : ", no depth pass", with([&](options& o) { o.depth_passes = passes; })},
-        {"", with([](options& o) { o.model = nonlocal::depth_model::ar; })},
-        {", double", with([](options& o) { o.model = nonlocal::depth_model::ar, o.single_precision = false; })}};
+        {"", with(base, [](options& o) { o.model = nonlocal::depth_model::separable; })},
+        {", no robust term", with(base, [](options& o) { o.robust_iterations = 0; })},
+        {", no flying pixels", with(base, [](options& o) { o.flying_pixels = false; })},
+        {", none of the three", with(base, [](options& o) {
+             o.robust_iterations = 0, o.flying_pixels = false, o.occlusions = nonlocal::occlusion_fill::blend;
+         })},
+        {"", with(base, [](options& o) { o.model = nonlocal::depth_model::ar; })}};
+    if (base.occlusions != nonlocal::occlusion_fill::blend)
+        v.insert(v.begin() + 4, {", holes blended", with(base, [](options& o) { o.occlusions = nonlocal::occlusion_fill::blend; })});
+    return v;
+}
+
+/// nonlocal's rows of a task (`run` with options), the first two (the defaults and the separable
+/// model) with where their error lies (near depth steps or not, in errors above 10 units or not,
+/// over or under). Returns the results of those two.
+template <class Run>
+std::vector<result> nonlocal_rows(const char* task, const std::string& name, const depth_map& truth,
+                                  const std::vector<bool>& steps, const std::vector<variant>& variants, Run&& run) {
     std::vector<result> headline;
     for (const auto& [label, o] : variants) {
         nonlocal::depth_result out;
         const double t = seconds([&] { out = run(o); }, headline.size() < 2 ? 5 : 2);
+        const errors e = score(out.depth, truth);
+        const std::string robust = o.robust_iterations == 0 ? "" : ", " + std::to_string(out.rejected) + " rejected";
+        const std::string flying = o.flying_pixels ? ", " + std::to_string(out.flying) + " flying" : "";
         const result r{"nonlocal " + name + " (" + out.report.method + ", " + std::to_string(out.report.iterations) + " it" +
-                           (o.single_precision ? ", float" : "") + label + ")",
-                       rmse(out.depth, truth), t};
+                           (o.single_precision ? ", float" : "") + label + robust + flying + ")",
+                       e.rmse, t, e.bad1, e.bad2};
         print(task, r);
         if (headline.size() < 2) {
             print_error_breakdown(task, headline.empty() ? "  where the defaults' error lies" : "  where the separable model's error lies",
@@ -193,21 +240,27 @@ std::vector<result> nonlocal_rows(const char* task, const std::string& name, con
     return headline;
 }
 
-/// The defaults and the separable model against the best peer (lowest RMSE) and against FGS's time.
+/// The defaults and the separable model against the best peer (lowest RMSE; lowest bad-2) and
+/// against FGS's time.
 void summary(const char* task, const std::vector<result>& ours, const std::vector<result>& peers) {
     const result* best = nullptr;
+    const result* best_bad2 = nullptr;
     const result* fgs = nullptr;
     for (const auto& p : peers) {
         if (p.method.starts_with("(not a peer)")) continue;
         if (!best || p.rmse < best->rmse) best = &p;
-        if (p.method.starts_with("OpenCV FGS")) fgs = &p;
+        if (!best_bad2 || p.bad2 < best_bad2->bad2) best_bad2 = &p;
+        if (!fgs && p.method.starts_with("OpenCV FGS")) fgs = &p;
     }
     if (!best || !fgs) return;
     const char* names[] = {"nonlocal", "nonlocal separable"};
-    for (std::size_t k = 0; k < ours.size(); ++k)
+    for (std::size_t k = 0; k < ours.size(); ++k) {
         std::printf("%-10s %-56s %8.3f %8.1fx\n", task,
                     (std::string(names[k]) + " / best peer (" + best->method + "), RMSE and time / FGS's").c_str(),
                     ours[k].rmse / best->rmse, ours[k].seconds / fgs->seconds);
+        std::printf("%-10s %-56s %8.3f\n", task, (std::string(names[k]) + " / best peer (" + best_bad2->method + "), bad-2").c_str(),
+                    ours[k].bad2 / best_bad2->bad2);
+    }
 }
 
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
@@ -218,44 +271,65 @@ depth_map from_mat(const cv::Mat& m) {
         for (int c = 0; c < m.cols; ++c) d(r, c) = m.at<float>(r, c);
     return d;
 }
-/// Best of the peers on sparse observations `sparse` (0 = missing) with guide `bgr`.
-std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const cv::Mat& bgr, const depth_map* low) {
-    std::vector<result> out;
+/// The observed pixels of each row interpolated linearly along it, the ends extended from the
+/// nearest observation; rows without any from the nearest row that has some (0 = missing).
+depth_map row_interpolation(const depth_map& sparse) {
+    const std::size_t H = sparse.shape(0), W = sparse.shape(1);
+    depth_map out = xt::zeros<float>(sparse.shape());
+    std::vector<bool> filled(H);
+    for (std::size_t r = 0; r < H; ++r) {
+        std::ptrdiff_t last = -1;
+        for (std::size_t c = 0; c <= W; ++c) {
+            if (c < W && sparse(r, c) <= 0) continue;
+            const float right = c < W ? sparse(r, c) : (last >= 0 ? sparse(r, std::size_t(last)) : 0.f);
+            const float left = last >= 0 ? sparse(r, std::size_t(last)) : right;
+            for (std::size_t k = std::size_t(last + 1); k < c; ++k) {
+                const float t = c < W && last >= 0 ? float(std::ptrdiff_t(k) - last) / float(std::ptrdiff_t(c) - last) : 0.f;
+                out(r, k) = last >= 0 ? left + t * (right - left) : right;
+            }
+            if (c < W) out(r, c) = sparse(r, c), last = std::ptrdiff_t(c);
+        }
+        filled[r] = last >= 0;
+    }
+    for (std::size_t r = 0; r < H; ++r)
+        if (!filled[r])
+            for (std::size_t k = 1; k < H; ++k)
+                if (const std::size_t from = r >= k && filled[r - k] ? r - k : r + k < H && filled[r + k] ? r + k : H; from < H) {
+                    xt::view(out, r) = xt::view(out, from);
+                    break;
+                }
+    return out;
+}
+
+/// The observations through a 5 x 5 median of the observed pixels in each window, at the
+/// observed pixels (missing ones stay missing).
+depth_map observed_median(const depth_map& sparse) {
+    const std::ptrdiff_t H = std::ptrdiff_t(sparse.shape(0)), W = std::ptrdiff_t(sparse.shape(1));
+    depth_map out = xt::zeros<float>(sparse.shape());
+    std::vector<float> window;
+    for (std::ptrdiff_t r = 0; r < H; ++r)
+        for (std::ptrdiff_t c = 0; c < W; ++c) {
+            if (sparse(r, c) <= 0) continue;
+            window.clear();
+            for (std::ptrdiff_t rr = std::max<std::ptrdiff_t>(0, r - 2); rr <= std::min(H - 1, r + 2); ++rr)
+                for (std::ptrdiff_t cc = std::max<std::ptrdiff_t>(0, c - 2); cc <= std::min(W - 1, c + 2); ++cc)
+                    if (sparse(rr, cc) > 0) window.push_back(sparse(rr, cc));
+            std::nth_element(window.begin(), window.begin() + std::ptrdiff_t(window.size() / 2), window.end());
+            out(r, c) = window[window.size() / 2];
+        }
+    return out;
+}
+
+/// The fast global smoother, normalised (FGS(d m) / FGS(m), m the mask of observed pixels), on
+/// `sparse` over a grid of 4 decades of lambda and 6 octaves of sigma, then a finer one around
+/// its best: the peer's best setting is a minimum inside the sweep, not at its edge (with
+/// lambda >= 10 only, as this program swept once, FGS's best at x4 and in hole filling was 5 and
+/// 24 % worse than the minimum found here). Returns its row, `name` and the best setting, timed
+/// over five runs (the ratios' reference), and the result of the setting of lowest RMSE.
+std::pair<result, depth_map> fgs_sweep(const depth_map& sparse, const depth_map& truth, const cv::Mat& bgr, const std::string& name) {
     const cv::Mat d = as_mat(sparse);
     cv::Mat mask;
     cv::threshold(d, mask, 0, 1, cv::THRESH_BINARY);
-    // A dense starting point for the local filters: bicubic from the low-resolution map,
-    // or the sparse map filled by normalised box interpolation.
-    cv::Mat dense;
-    if (low) {
-        cv::resize(as_mat(*low), dense, cv::Size(bgr.cols, bgr.rows), 0, 0, cv::INTER_CUBIC);
-        result r{"bicubic"};
-        r.seconds = seconds([&] { cv::resize(as_mat(*low), dense, cv::Size(bgr.cols, bgr.rows), 0, 0, cv::INTER_CUBIC); });
-        r.rmse = rmse(from_mat(dense), truth);
-        out.push_back(r);
-    } else {
-        cv::Mat num, den;
-        cv::boxFilter(d, num, -1, cv::Size(9, 9), cv::Point(-1, -1), false);
-        cv::boxFilter(mask, den, -1, cv::Size(9, 9), cv::Point(-1, -1), false);
-        dense = num / cv::max(den, 1e-6f);
-    }
-    result jbf{"OpenCV jointBilateralFilter"}, gf{"OpenCV guidedFilter"}, fgs{"OpenCV fastGlobalSmootherFilter"};
-    for (double sc : {5.0, 10.0, 20.0, 40.0})
-        for (double ss : {3.0, 8.0}) {
-            cv::Mat y, guide32;
-            bgr.convertTo(guide32, CV_32F);
-            const double t = seconds([&] { cv::ximgproc::jointBilateralFilter(guide32, dense, y, -1, sc, ss); });
-            const double e = rmse(from_mat(y), truth);
-            if (e < jbf.rmse) jbf.rmse = e, jbf.seconds = t, jbf.method = "OpenCV jointBilateralFilter sc " + std::to_string(int(sc)) + " ss " + std::to_string(int(ss));
-        }
-    for (int radius : {2, 4, 8, 16, 32})
-        for (double eps : {3.0, 10.0, 30.0, 100.0}) {
-            cv::Mat y;
-            const double t = seconds([&] { cv::ximgproc::guidedFilter(bgr, dense, y, radius, eps * eps); });
-            const double e = rmse(from_mat(y), truth);
-            if (e < gf.rmse) gf.rmse = e, gf.seconds = t, gf.method = "OpenCV guidedFilter r " + std::to_string(radius) + " eps " + std::to_string(int(eps)) + "^2";
-        }
-    // FGS normalised: FGS(d m) / FGS(m).
     const auto fgs_normalised = [&](double lambda, double sc) {
         cv::Mat num, den, dm;
         cv::multiply(d, mask, dm);
@@ -263,16 +337,14 @@ std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const
         cv::ximgproc::fastGlobalSmootherFilter(bgr, mask, den, lambda, sc);
         return cv::Mat(num / cv::max(den, 1e-6f));
     };
-    // A grid over 4 decades of lambda and 6 octaves of sigma, then a finer one around
-    // its best: the peer's best setting is a minimum inside the sweep, not at its edge
-    // (with lambda >= 10 only, as this program swept once, FGS's best at x4 and in hole
-    // filling was 5 and 24 % worse than the minimum found here).
+    result fgs;
     double best_lambda = 0, best_sc = 0;
     const auto try_setting = [&](double lambda, double sc) {
         cv::Mat y;
         const double t = seconds([&] { y = fgs_normalised(lambda, sc); }, 1);
-        const double e = rmse(from_mat(y), truth);
-        if (e < fgs.rmse) fgs.rmse = e, fgs.seconds = t, best_lambda = lambda, best_sc = sc;
+        const double before = fgs.rmse;
+        fgs.keep_best(from_mat(y), truth, name, t);
+        if (fgs.rmse < before) best_lambda = lambda, best_sc = sc;
     };
     const std::vector<double> lambdas = {0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000}, sigmas = {1, 2, 4, 8, 16, 32, 64};
     for (double lambda : lambdas)
@@ -283,17 +355,72 @@ std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const
     for (double l : {std::pow(10.0, -0.25), 1.0, std::pow(10.0, 0.25)})
         for (double s : {std::sqrt(0.5), 1.0, std::sqrt(2.0)})
             if (l != 1.0 || s != 1.0) try_setting(coarse_lambda * l, coarse_sc * s);
-    char setting[96];
-    std::snprintf(setting, sizeof setting, "OpenCV FGS lambda %.3g sigma %.3g%s", best_lambda, best_sc,
+    char setting[160];
+    std::snprintf(setting, sizeof setting, "%s lambda %.3g sigma %.3g%s", name.c_str(), best_lambda, best_sc,
                   at_edge ? " (edge of the sweep)" : "");
     fgs.method = setting;
-    fgs.seconds = seconds([&] { fgs_normalised(best_lambda, best_sc); }, 5);   // the ratios' reference
-    out.push_back(jbf), out.push_back(gf), out.push_back(fgs);
+    depth_map best;
+    fgs.seconds = seconds([&] { best = from_mat(fgs_normalised(best_lambda, best_sc)); }, 5);
+    return {fgs, best};
+}
+
+/// The peers on sparse observations `sparse` (0 = missing) with guide `bgr`, each over a sweep
+/// of its parameters: `low` the low-resolution map when upsampling (the local filters then
+/// start from bicubic), `sensor` for the real-sensor protocols (row interpolation, FGS after
+/// a 5 x 5 median of the observations, the local filters start from row interpolation; else
+/// from a normalised box interpolation).
+std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const cv::Mat& bgr, const depth_map* low,
+                          bool sensor = false) {
+    std::vector<result> out;
+    cv::Mat dense;
+    if (low) {
+        result r{"bicubic"};
+        const double t = seconds([&] { cv::resize(as_mat(*low), dense, cv::Size(bgr.cols, bgr.rows), 0, 0, cv::INTER_CUBIC); });
+        r.keep_best(from_mat(dense), truth, "bicubic", t);
+        out.push_back(r);
+    } else if (sensor) {
+        depth_map rows;
+        const double t = seconds([&] { rows = row_interpolation(sparse); });
+        result r;
+        r.keep_best(rows, truth, "observations interpolated along rows", t);
+        out.push_back(r);
+        dense = as_mat(rows);
+    } else {
+        const cv::Mat d = as_mat(sparse);
+        cv::Mat mask, num, den;
+        cv::threshold(d, mask, 0, 1, cv::THRESH_BINARY);
+        cv::boxFilter(d, num, -1, cv::Size(9, 9), cv::Point(-1, -1), false);
+        cv::boxFilter(mask, den, -1, cv::Size(9, 9), cv::Point(-1, -1), false);
+        dense = num / cv::max(den, 1e-6f);
+    }
+    const std::string first_fill = low ? "" : sensor ? ", on rows" : ", on a box fill";
+    result jbf, gf;
+    for (double sc : {5.0, 10.0, 20.0, 40.0})
+        for (double ss : {3.0, 8.0}) {
+            cv::Mat y, guide32;
+            bgr.convertTo(guide32, CV_32F);
+            const double t = seconds([&] { cv::ximgproc::jointBilateralFilter(guide32, dense, y, -1, sc, ss); });
+            jbf.keep_best(from_mat(y), truth,
+                          "OpenCV jointBilateralFilter sc " + std::to_string(int(sc)) + " ss " + std::to_string(int(ss)) + first_fill, t);
+        }
+    for (int radius : {2, 4, 8, 16, 32})
+        for (double eps : {3.0, 10.0, 30.0, 100.0}) {
+            cv::Mat y;
+            const double t = seconds([&] { cv::ximgproc::guidedFilter(bgr, dense, y, radius, eps * eps); });
+            gf.keep_best(from_mat(y), truth,
+                         "OpenCV guidedFilter r " + std::to_string(radius) + " eps " + std::to_string(int(eps)) + "^2" + first_fill, t);
+        }
+    out.push_back(jbf), out.push_back(gf);
+    const auto [fgs, fgs_best] = fgs_sweep(sparse, truth, bgr, "OpenCV FGS");
+    out.push_back(fgs);
+    if (sensor) out.push_back(fgs_sweep(observed_median(sparse), truth, bgr, "OpenCV FGS after a 5 x 5 median,").first);
     // For comparison, not a peer: the best FGS result through the median nonlocal's tasks
     // apply (the same radius for the same observations).
-    const std::size_t radius = nonlocal::depth_options{}.median_radius(cv::countNonZero(mask) / double(mask.total()));
+    std::size_t observed = 0;
+    for (const float v : sparse) observed += v > 0;
+    const std::size_t radius = nonlocal::depth_options{}.median_radius(double(observed) / double(sparse.size()));
     depth_map sharpened;
-    const double t = seconds([&] { sharpened = nonlocal::median_filter(from_mat(fgs_normalised(best_lambda, best_sc)), radius); });
+    const double t = seconds([&] { sharpened = nonlocal::median_filter(fgs_best, radius); });
     out.push_back({"(not a peer) OpenCV FGS + nonlocal's median, radius " + std::to_string(radius), rmse(sharpened, truth), t});
     return out;
 }
@@ -322,18 +449,24 @@ int main(int argc, char** argv) {
 #else
     std::printf("OpenCV with ximgproc not found: only nonlocal is evaluated\n");
 #endif
+    const auto wanted = [&](const char* protocol) {
+        if (argc <= 2) return true;
+        for (int k = 2; k < argc; ++k)
+            if (std::string(argv[k]) == protocol) return true;
+        return false;
+    };
     print_edge_registration(truth, *rgb);
-    std::printf("%-10s %-56s %8s %8s\n", "task", "method", "RMSE", "time s");
+    std::printf("%-10s %-56s %8s %8s %6s %6s\n", "task", "method", "RMSE", "time s", "bad-1", "bad-2");
 
     for (std::size_t factor : {4, 8, 16}) {
+        if (!wanted("upsampling")) break;
         const std::size_t lh = (std::size_t(h) + factor - 1) / factor, lw = (std::size_t(w) + factor - 1) / factor;
         depth_map low = xt::zeros<float>({lh, lw}), sparse = xt::zeros<float>(truth.shape());
         for (std::size_t r = 0; r < lh; ++r)
             for (std::size_t cc = 0; cc < lw; ++cc) low(r, cc) = sparse(r * factor, cc * factor) = truth(r * factor, cc * factor);
         const std::string task = "x" + std::to_string(factor);
-        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, {}, [&](const nonlocal::depth_options& o) {
-            return nonlocal::upsample_depth(low, guide, factor, o);
-        });
+        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, clean_variants({}),
+                                        [&](const nonlocal::depth_options& o) { return nonlocal::upsample_depth(low, guide, factor, o); });
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
         const auto others = peers(sparse, truth, bgr, &low);
         for (const auto& r : others) print(task.c_str(), r);
@@ -343,22 +476,46 @@ int main(int argc, char** argv) {
 #endif
     }
 
-    // Hole filling with noise.
-    std::mt19937 gen(2014);
-    std::normal_distribution<float> noise(0.f, 2.f);
-    std::bernoulli_distribution dropped(0.3);
-    depth_map holes = truth;
-    for (auto& d : holes) d = (d > 0 && !dropped(gen)) ? d + noise(gen) : 0.f;
-    const auto ours = nonlocal_rows("holes", "fill_depth", truth, steps, nonlocal::fill_options(),
-                                    [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(holes, guide, o); });
-    nonlocal::depth_result den;
-    const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
-    print("holes", {"nonlocal denoise_depth", rmse(den.depth, truth), td});
+    if (wanted("holes")) {   // hole filling with noise
+        std::mt19937 gen(2014);
+        std::normal_distribution<float> noise(0.f, 2.f);
+        std::bernoulli_distribution dropped(0.3);
+        depth_map holes = truth;
+        for (auto& d : holes) d = (d > 0 && !dropped(gen)) ? d + noise(gen) : 0.f;
+        const auto ours = nonlocal_rows("holes", "fill_depth", truth, steps, clean_variants(nonlocal::fill_options()),
+                                        [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(holes, guide, o); });
+        nonlocal::depth_result den;
+        const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
+        const errors e = score(den.depth, truth);
+        print("holes", {"nonlocal denoise_depth", e.rmse, td, e.bad1, e.bad2});
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-    const auto others = peers(holes, truth, bgr, nullptr);
-    for (const auto& r : others) print("holes", r);
-    summary("holes", ours, others);
+        const auto others = peers(holes, truth, bgr, nullptr);
+        for (const auto& r : others) print("holes", r);
+        summary("holes", ours, others);
 #else
-    (void)ours;
+        (void)ours;
 #endif
+    }
+
+    // The real-sensor protocols: fill_depth's defaults, the stereo one with holes filled from the
+    // smaller disparities (the far side).
+    for (const char* protocol : {"stereo", "tof"}) {
+        if (!wanted(protocol)) continue;
+        const bool stereo = std::string(protocol) == "stereo";
+        const depth_map observed = stereo ? nonlocal::bench::stereo_protocol(truth) : nonlocal::bench::tof_protocol(truth);
+        nonlocal::depth_options base = nonlocal::fill_options();
+        if (stereo) base.occlusions = nonlocal::occlusion_fill::from_smaller;
+        const errors input = score(observed, truth);
+        std::printf("%-10s %-56s %8.3f %8s %6.2f %6.2f\n", protocol, "(the observations, 0 where missing)", input.rmse, "",
+                    input.bad1, input.bad2);
+        const auto ours = nonlocal_rows(protocol, "fill_depth", truth, steps, sensor_variants(base),
+                                        [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(observed, guide, o); });
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+        const auto others = peers(observed, truth, bgr, nullptr, true);
+        for (const auto& r : others) print(protocol, r);
+        summary(protocol, ours, others);
+#else
+        (void)ours;
+#endif
+    }
 }

@@ -461,18 +461,25 @@ BOOST_AUTO_TEST_CASE(depth_passes_add_the_last_result_to_the_guide) {
                        fill_depth(depth, guide, {.model = model, .depth_passes = 1, .sigma_d = 0.02 * (double(hi) - lo)}).depth);
         }
     }
-    // Hole filling and denoising run one pass by default, upsampling none.
+    // Hole filling and denoising run one pass by default (with the robust term and flying
+    // pixels), upsampling none.
     const auto filled = fill_depth(depth, guide), denoised = denoise_depth(depth, guide);
-    BOOST_TEST(filled.depth == fill_depth(depth, guide, {.depth_passes = 1}).depth);
-    BOOST_TEST(filled.depth != fill_depth(depth, guide, {.depth_passes = 0}).depth);
-    BOOST_TEST(denoised.depth == denoise_depth(depth, guide, {.epsilon_scale = 0.25, .lambda = 0.2, .depth_passes = 1}).depth);
-    BOOST_TEST(denoised.depth != denoise_depth(depth, guide, {.epsilon_scale = 0.25, .lambda = 0.2}).depth);
+    const depth_options sensor{.depth_passes = 1, .robust_iterations = 2, .flying_pixels = true};
+    BOOST_TEST(filled.depth == fill_depth(depth, guide, sensor).depth);
+    BOOST_TEST(filled.depth != fill_depth(depth, guide, {.depth_passes = 0, .robust_iterations = 2, .flying_pixels = true}).depth);
+    BOOST_TEST(denoised.depth == denoise_depth(depth, guide,
+                                               {.epsilon_scale = 0.25, .lambda = 0.2, .depth_passes = 1,
+                                                .robust_iterations = 2, .flying_pixels = true})
+                                     .depth);
+    BOOST_TEST(denoised.depth != denoise_depth(depth, guide, {.epsilon_scale = 0.25, .lambda = 0.2, .robust_iterations = 2,
+                                                              .flying_pixels = true})
+                                     .depth);
     const xt::xtensor<float, 2> low = xt::view(depth, xt::range(std::size_t(0), H, std::size_t(2)),
                                                xt::range(std::size_t(0), W, std::size_t(2)));
     BOOST_TEST(upsample_depth(low, guide, 2).depth == upsample_depth(low, guide, 2, {.depth_passes = 0}).depth);
     // Constant observations leave nothing to adapt to: no pass runs.
     xt::xtensor<float, 2> flat = xt::where(depth > 0, 42.f, 0.f);
-    const auto plain = fill_depth(flat, guide), passes = fill_depth(flat, guide, {.depth_passes = 2});
+    const auto plain = fill_depth(flat, guide, depth_options{}), passes = fill_depth(flat, guide, {.depth_passes = 2});
     BOOST_TEST(passes.depth == plain.depth);
     BOOST_TEST(passes.report.iterations == plain.report.iterations);
 }

@@ -10,12 +10,14 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/depth/observations.hpp"
+#include "nonlocal/depth/occlusion.hpp"
 #include "nonlocal/depth/options.hpp"
 #include "nonlocal/image/box_interpolation.hpp"
 #include "nonlocal/image/pixels.hpp"
@@ -57,10 +59,20 @@ solve_report solve(const ar_system<T>& A, vector_in<T> b, vector_out<T> x, const
     return {};
 }
 
+/// The far side of the holes of `d` when `o.occlusions` asks for it.
+inline std::optional<far_side> far_side_of(const observed_depth& d, const depth_options& o) {
+    if (o.occlusions == occlusion_fill::blend) return std::nullopt;
+    return far_side(d, o.occlusions, depth_step(d, o));
+}
+
 /// The AR system of the guide with the chosen colour kernel and stencil and the data
-/// term alpha, b = alpha xhat, the spatial Gaussian applied per stencil direction.
+/// term alpha, b = alpha xhat, the spatial Gaussian applied per stencil direction, and when
+/// `far` is given the edges between the holes of `d` and their near side cut: to 0 where
+/// every pixel has a data term (the normalised and separable models), to `min_weight` in the
+/// AR model, whose holes must stay connected to observations.
 template <class T>
-ar_system<T> depth_system(const image_planes<T>& g, buffer<T> alpha, buffer<T> b, const depth_options& o) {
+ar_system<T> depth_system(const image_planes<T>& g, const observed_depth& d, const std::optional<far_side>& far,
+                          buffer<T> alpha, buffer<T> b, const depth_options& o) {
     const grid_stencil stencil{g.height, g.width, o.connectivity, o.radius};
     ar_system<T> A = o.colour == colour_kernel::laplacian
                          ? ar_system<T>(g, stencil, laplacian_distance(o.sigma_r), std::move(alpha), std::move(b),
@@ -75,7 +87,14 @@ ar_system<T> depth_system(const image_planes<T>& g, buffer<T> alpha, buffer<T> b
             for (T& w : plane) w = w == 0 ? T(0) : T(std::max(double(w) * falloff, o.min_weight));
         });
     }
+    if (far) cut_near_side(A, d, *far, o.model == depth_model::ar ? o.min_weight : 0.0);
     return A;
+}
+
+/// x0 replaced by the far side's interpolation in the holes that have one.
+inline void far_side_fallback(const far_side& far, std::span<double> x0) {
+    for (std::size_t i = 0; i < x0.size(); ++i)
+        if (!std::isnan(far.interpolation[i])) x0[i] = far.interpolation[i];
 }
 
 /// A multigrid hierarchy of A when the chosen solver uses one.
@@ -90,77 +109,108 @@ std::unique_ptr<multigrid<T>> hierarchy(const ar_system<T>& A, const depth_optio
 /// observations' spacing.
 inline double normalised_epsilon(const observed_depth& d, const depth_options& o) { return o.epsilon_scale * d.fraction(); }
 
-/// depth_model::ar: the AR model's minimiser, alpha = lambda on the observed pixels.
-struct ar_estimator {
-    template <class T>
-    static buffer<double> estimate(const image_planes<T>& g, const observed_depth& d, const depth_options& o,
-                                   solve_report& report) {
-        const std::size_t n = g.pixels();
-        auto [alpha, b] = d.scaled<T>(o.lambda);
-        const ar_system<T> A = depth_system<T>(g, std::move(alpha), std::move(b), o);
-        const auto M = hierarchy(A, o);
-        buffer<T> solution(n, T(0));
+// Each estimator is built once on the guide and the observations, then called on them or on
+// the same observations reweighted (`estimate_robustly`): `estimate(d, report)` returns the
+// depth at every pixel and says how its solves went.
+
+/// depth_model::ar: the AR model's minimiser, alpha = lambda on the observed pixels (times
+/// their confidence). A new system for each call, since the weights are its diagonal.
+template <class T>
+class ar_estimator {
+public:
+    ar_estimator(const image_planes<T>& g, const observed_depth& d, const depth_options& o)
+        : g_(g), o_(o), holes_(d), far_(far_side_of(d, o)) {}
+    buffer<double> operator()(const observed_depth& d, solve_report& report) const {
+        auto [alpha, b] = d.scaled<T>(o_.lambda);
+        const ar_system<T> A = depth_system<T>(g_, holes_, far_, std::move(alpha), std::move(b), o_);
+        const auto M = hierarchy(A, o_);
+        buffer<T> solution(A.size(), T(0));
         if (!M) {
             const buffer<double> x0 = normalised_interpolation(A);
             std::copy(x0.begin(), x0.end(), solution.begin());
         }
-        report = solve(A, A.rhs, solution, o, M.get(), true);
+        report = solve(A, A.rhs, solution, o_, M.get(), true);
         return buffer<double>(solution.begin(), solution.end());
     }
+
+private:
+    const image_planes<T>& g_;
+    const depth_options& o_;
+    observed_depth holes_;   // the observations the estimator was built on, whose holes `far_` describes
+    std::optional<far_side> far_;
 };
 
-/// depth_model::normalised: K(m d) / K(m) with K = eps (L + eps I)^-1, two solves of one
-/// system that share a multigrid hierarchy.
-struct normalised_estimator {
-    template <class T>
-    static buffer<double> estimate(const image_planes<T>& g, const observed_depth& d, const depth_options& o,
-                                   solve_report& report) {
-        const std::size_t n = g.pixels();
-        const double fraction = d.fraction(), eps = normalised_epsilon(d, o);
-        // K(m d) and K(m): one system with alpha = eps everywhere, b = eps m d and eps m.
-        auto [b_mask, b_depth] = d.scaled<T>(eps);
-        // x0 = the normalised box interpolation of m d (eps cancels).
-        const buffer<double> x0 = normalised_interpolation(g.height, g.width, b_mask.data(), b_depth.data());
-        const ar_system<T> A = depth_system<T>(g, buffer<T>(n, T(eps)), std::move(b_depth), o);
-        const auto M = hierarchy(A, o);
-        // K(m) first (from the observed fraction, for the solvers that need a start); then
-        // K(m d) from x0 K(m), exact where the depth is constant.
-        buffer<T> km(n, T(fraction)), kd(n);
-        const solve_report rm = solve(A, b_mask, km, o, M.get(), true);
-        for (std::size_t i = 0; i < n; ++i) kd[i] = T(x0[i] * km[i]);
-        const solve_report rd = solve(A, A.rhs, kd, o, M.get(), false);
+/// depth_model::normalised: K(c m d) / K(c m) with K = eps (L + eps I)^-1, c the confidences:
+/// two solves of one system (alpha = eps everywhere, whatever the confidences) that share a
+/// multigrid hierarchy, both built once; later calls start from the last K(c m).
+template <class T>
+class normalised_estimator {
+public:
+    normalised_estimator(const image_planes<T>& g, const observed_depth& d, const depth_options& o)
+        : o_(o), fraction_(d.fraction()), eps_(normalised_epsilon(d, o)), far_(far_side_of(d, o)),
+          A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(eps_)), buffer<T>(g.pixels(), T(0)), o)),
+          M_(hierarchy(A_, o)), km_(g.pixels(), T(fraction_)) {}
+
+    buffer<double> operator()(const observed_depth& d, solve_report& report) {
+        const std::size_t n = A_.size();
+        auto [b_mask, b_depth] = d.scaled<T>(eps_);
+        // x0 = the normalised box interpolation of c m d (eps cancels), in holes the far side's
+        // interpolation when filling from the far side.
+        buffer<double> x0 = normalised_interpolation(A_.height, A_.width, b_mask.data(), b_depth.data());
+        if (far_) far_side_fallback(*far_, x0);
+        // K(c m) first (the first time from full multigrid, or from the observed fraction for the
+        // solvers that need a start); then K(c m d) from x0 K(c m), exact where the depth is constant.
+        const solve_report rm = solve(A_, b_mask, km_, o_, M_.get(), !solved_);
+        solved_ = true;
+        buffer<T> kd(n);
+        for (std::size_t i = 0; i < n; ++i) kd[i] = T(x0[i] * km_[i]);
+        const solve_report rd = solve(A_, b_depth, kd, o_, M_.get(), false);
         report = one_report("normalised " + rm.method, rm, rd);
-        // Where K(m) is tiny (no observation well connected) x0 takes over; delta is far above
-        // the solves' error and far below K(m) near observations (about `fraction`). K(m) and
-        // K(m d) are not negative (K's entries are not, d > 0); an approximate solve's are
-        // taken as 0 where they are.
-        const double delta = 1e-3 * fraction;
+        // Where K(c m) is tiny (no observation well connected) x0 takes over; delta is far above
+        // the solves' error and far below K(c m) near observations (about the mean of c m, which
+        // delta scales with, so that only the confidences' ratios matter). K(c m)
+        // and K(c m d) are not negative (K's entries are not, d > 0); an approximate solve's
+        // are taken as 0 where they are.
+        const double delta = 1e-3 * d.mean_confidence();
         buffer<double> x(n);
         for (std::size_t i = 0; i < n; ++i)
-            x[i] = (std::max(double(kd[i]), 0.0) + delta * x0[i]) / (std::max(double(km[i]), 0.0) + delta);
+            x[i] = (std::max(double(kd[i]), 0.0) + delta * x0[i]) / (std::max(double(km_[i]), 0.0) + delta);
         return x;
     }
+
+private:
+    const depth_options& o_;
+    double fraction_, eps_;
+    std::optional<far_side> far_;
+    ar_system<T> A_;
+    std::unique_ptr<multigrid<T>> M_;
+    buffer<T> km_;
+    bool solved_ = false;
 };
 
-/// depth_model::separable: K_s(m d) / K_s(m) with K_s the fast global smoother's separable
-/// approximation of K (`separable_smooth`).
-struct separable_estimator {
-    template <class T>
-    static buffer<double> estimate(const image_planes<T>& g, const observed_depth& d, const depth_options& o,
-                                   solve_report& report) {
-        const std::size_t n = g.pixels();
-        // K_s(m) and K_s(m d) of the system with alpha = eps everywhere, side by side.
+/// depth_model::separable: K_s(c m d) / K_s(c m) with K_s the fast global smoother's separable
+/// approximation of K (`separable_smooth`), its system built once.
+template <class T>
+class separable_estimator {
+public:
+    separable_estimator(const image_planes<T>& g, const observed_depth& d, const depth_options& o)
+        : passes_{o.separable_passes, o.separable_strength / std::sqrt(d.fraction())}, far_(far_side_of(d, o)),
+          A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(normalised_epsilon(d, o))), buffer<T>(g.pixels(), T(0)),
+                             o)) {}   // b unused
+
+    buffer<double> operator()(const observed_depth& d, solve_report& report) const {
+        const std::size_t n = A_.size();
+        // K_s(c m) and K_s(c m d), side by side.
         auto [km, kd] = d.scaled<T>(1.0);
-        const ar_system<T> A = depth_system<T>(g, buffer<T>(n, T(normalised_epsilon(d, o))), buffer<T>(n, T(0)), o);   // b unused
         const stopwatch solve_clock;
         const std::array<std::span<T>, 2> smoothed{std::span<T>(km), std::span<T>(kd)};
-        const separable_options passes{o.separable_passes, o.separable_strength / std::sqrt(d.fraction())};
-        separable_smooth(A, std::span<const std::span<T>>(smoothed), passes);
-        report = {"separable, " + std::to_string(passes.passes) + " passes of line solves", passes.passes, 0.0, true,
+        separable_smooth(A_, std::span<const std::span<T>>(smoothed), passes_);
+        report = {"separable, " + std::to_string(passes_.passes) + " passes of line solves", passes_.passes, 0.0, true,
                   solve_clock.seconds()};
-        // K_s's entries are positive, so K_s(m d) / K_s(m) is a weighted mean of the observed
-        // depths, unless K_s(m) underflows far from every observation (in holes a few hundred
-        // pixels across); the box interpolation takes over there (set up only if some pixel needs it).
+        // K_s's entries are positive, so K_s(c m d) / K_s(c m) is a weighted mean of the observed
+        // depths, unless K_s(c m) underflows far from every observation (in holes a few hundred
+        // pixels across); the far side's interpolation (when filling from it) or the box
+        // interpolation takes over there (set up only if some pixel needs it).
         buffer<double> x(n);
         std::unique_ptr<box_interpolation> x0;
         for (std::size_t i = 0; i < n; ++i) {
@@ -169,11 +219,38 @@ struct separable_estimator {
                 x[i] = ratio;
                 continue;
             }
+            if (far_ && !std::isnan(far_->interpolation[i])) {
+                x[i] = far_->interpolation[i];
+                continue;
+            }
             if (!x0) x0 = std::make_unique<box_interpolation>(observed_interpolation(d));
-            x[i] = (*x0)(i / g.width, i % g.width);
+            x[i] = (*x0)(i / A_.width, i % A_.width);
         }
         return x;
     }
+
+private:
+    separable_options passes_;
+    std::optional<far_side> far_;
+    ar_system<T> A_;
 };
+
+/// f(estimator) with the estimator of `o.model`, built on the guide and the observations.
+template <class T, class F>
+auto with_estimator(const image_planes<T>& g, const observed_depth& d, const depth_options& o, F&& f) {
+    switch (o.model) {
+        case depth_model::ar: {
+            ar_estimator<T> e(g, d, o);
+            return f(e);
+        }
+        case depth_model::separable: {
+            separable_estimator<T> e(g, d, o);
+            return f(e);
+        }
+        case depth_model::normalised: break;
+    }
+    normalised_estimator<T> e(g, d, o);
+    return f(e);
+}
 
 }  // namespace nonlocal::detail

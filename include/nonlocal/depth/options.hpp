@@ -41,6 +41,14 @@ enum class colour_kernel { laplacian, gaussian };
 /// filling 1.67 -> 1.56).
 enum class colour_space { luma_chroma, guide };
 
+/// How holes beside a depth step are filled: blended from the observations around them as
+/// the colours say (`blend`), or from the far side only, the side of the smaller values
+/// (disparity) or of the larger ones (distance). Holes from occlusion, the part of the
+/// scene a stereo pair's second camera or a structured-light projector cannot see, lie
+/// beside the foreground and belong to the background; holes of a time-of-flight camera are
+/// not occlusions (use `blend` there). See `depth/occlusion.hpp` for how the side is decided.
+enum class occlusion_fill { blend, from_smaller, from_larger };
+
 /// Parameters of the depth tasks.
 struct depth_options {
     depth_model model = depth_model::normalised;
@@ -87,6 +95,28 @@ struct depth_options {
     /// the sparser the observations. On the Aloe protocols the best constant strengths are about
     /// 0.6 for hole filling (spacing 1.3), 2 at x4 and 4 to 5 at x8: half the spacing each.
     double separable_strength = 0.5;
+    /// A depth step: neighbours whose depths differ by more than this (0: 5 % of the observed
+    /// depth's range). Flying pixels and occlusion holes are found at steps; residuals below
+    /// half a step are never rejected as wrong measurements.
+    double step = 0;
+    /// Robust data term: after the first estimate, up to this many re-estimates with each
+    /// observation's confidence times Tukey's biweight of its residual to the last estimate,
+    /// (1 - (r / c)^2)^2 for |r| < c and 0 beyond (iteratively reweighted least squares), stopping
+    /// early when no weight changes by more than `robust_tolerance`. 0 turns it off (the default of
+    /// `upsample_depth`, whose observations are too sparse to check each other); `fill_options()`
+    /// and `denoise_options()` run up to 2. `depth_result::rejected` counts the observations it
+    /// ended with weight 0.
+    std::size_t robust_iterations = 0;
+    /// Tukey's c in robust standard deviations of the residuals (1.4826 x their median absolute
+    /// value), at least half a `step`: residuals beyond it reject their observation.
+    double robust_threshold = 4.685;
+    double robust_tolerance = 0.02;   ///< largest change of a weight that ends the robust re-estimates
+    /// Flying pixels: observations at a depth step holding a mix of its two sides (time-of-flight
+    /// sensors average both sides within a pixel), which `depth/flying_pixels.hpp` finds and the
+    /// task re-estimates from the side their colour belongs to (as if missing). On in
+    /// `fill_options()` and `denoise_options()`; `depth_result::flying` counts them.
+    bool flying_pixels = false;
+    occlusion_fill occlusions = occlusion_fill::blend;   ///< how holes beside depth steps are filled
     depth_solver solver = depth_solver::pcg_multigrid;   ///< of the normalised and AR models
     int threads = 1;                                               ///< of the solver's passes over the pixels
     bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
@@ -112,6 +142,9 @@ struct depth_result {
     xt::xtensor<float, 2> depth;
     solve_report report;
     double seconds = 0;
+    std::size_t rejected = 0;            ///< observations the robust data term rejected (weight 0)
+    std::size_t flying = 0;              ///< observations taken as flying pixels and re-estimated
+    std::size_t robust_iterations = 0;   ///< re-estimates of the robust data term
 };
 
 /// The most memory a depth task takes per pixel of its guide beyond its inputs, at the
@@ -136,11 +169,14 @@ inline void check_options(const depth_options& o, std::string_view where) {
                 std::isfinite(o.chroma_weight) && o.chroma_weight >= 0 && std::isfinite(o.median_flatness) &&
                 o.median_flatness >= 0 && std::isfinite(o.min_weight) && o.min_weight >= 0 && o.stage_factor >= 2 &&
                 o.separable_passes >= 1 && std::isfinite(o.separable_strength) && o.separable_strength > 0 &&
-                o.solve.tolerance >= 0 && o.threads >= 1,
+                o.solve.tolerance >= 0 && o.threads >= 1 && std::isfinite(o.step) && o.step >= 0 &&
+                std::isfinite(o.robust_threshold) && o.robust_threshold > 0 && std::isfinite(o.robust_tolerance) &&
+                o.robust_tolerance >= 0,
             where, [&] {
                 return "needs finite epsilon_scale > 0, finite lambda > 0, finite median_scale >= 0, finite sigma_d >= 0, "
                        "finite chroma_weight >= 0, finite median_flatness >= 0, finite min_weight >= 0, stage_factor >= 2, "
-                       "separable_passes >= 1, finite separable_strength > 0, solve.tolerance >= 0 and threads >= 1, "
+                       "separable_passes >= 1, finite separable_strength > 0, solve.tolerance >= 0, threads >= 1, finite step >= 0, "
+                       "finite robust_threshold > 0 and finite robust_tolerance >= 0, "
                        "got epsilon_scale = " +
                        std::to_string(o.epsilon_scale) + ", lambda = " + std::to_string(o.lambda) +
                        ", median_scale = " + std::to_string(o.median_scale) + ", sigma_d = " + std::to_string(o.sigma_d) +
@@ -149,7 +185,9 @@ inline void check_options(const depth_options& o, std::string_view where) {
                        ", min_weight = " + std::to_string(o.min_weight) + ", stage_factor = " + std::to_string(o.stage_factor) +
                        ", separable_passes = " + std::to_string(o.separable_passes) +
                        ", separable_strength = " + std::to_string(o.separable_strength) +
-                       ", solve.tolerance = " + std::to_string(o.solve.tolerance) + ", threads = " + std::to_string(o.threads);
+                       ", solve.tolerance = " + std::to_string(o.solve.tolerance) + ", threads = " + std::to_string(o.threads) +
+                       ", step = " + std::to_string(o.step) + ", robust_threshold = " + std::to_string(o.robust_threshold) +
+                       ", robust_tolerance = " + std::to_string(o.robust_tolerance);
             });
 }
 

@@ -1,0 +1,123 @@
+#pragma once
+// The real-sensor depth protocols of the depth evaluation (docs/performance.md), built from a
+// ground-truth disparity map d [H, W] (0 = unknown) with fixed seeds: what a stereo matcher or
+// structured light gives (occlusion holes, fattened edges, mismatches), and what a
+// time-of-flight camera gives (flying pixels, noise growing with distance, outliers, holes).
+// Both return the observations, 0 where missing; `depth_steps` is the definition of a step both use.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+namespace nonlocal::bench {
+
+using disparity_map = xt::xtensor<float, 2>;
+
+/// The smallest and largest known disparity.
+inline std::pair<float, float> known_range(const disparity_map& d) {
+    float lo = INFINITY, hi = -INFINITY;
+    for (const float v : d)
+        if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+    return {lo, hi};
+}
+
+/// Calls step(p, q) for every pair of horizontal or vertical neighbours with known disparities
+/// differing by more than 8, p the foreground (larger disparity), q the background.
+template <class Step>
+void depth_steps(const disparity_map& d, Step&& step) {
+    const std::size_t H = d.shape(0), W = d.shape(1);
+    for (std::size_t r = 0; r < H; ++r)
+        for (std::size_t c = 0; c < W; ++c)
+            for (const auto& [dr, dc] : {std::pair<std::size_t, std::size_t>{0, 1}, {1, 0}}) {
+                if (r + dr >= H || c + dc >= W) continue;
+                const std::size_t i = r * W + c, j = (r + dr) * W + c + dc;
+                const float a = d.data()[i], b = d.data()[j];
+                if (a <= 0 || b <= 0 || std::abs(a - b) <= 8) continue;
+                a > b ? step(i, j) : step(j, i);
+            }
+}
+
+/// `count` of the pixels where `eligible`, drawn without replacement.
+template <class Eligible>
+std::vector<std::size_t> draw_pixels(std::size_t n, double share, Eligible&& eligible, std::mt19937& gen) {
+    std::vector<std::size_t> pool;
+    for (std::size_t i = 0; i < n; ++i)
+        if (eligible(i)) pool.push_back(i);
+    std::shuffle(pool.begin(), pool.end(), gen);
+    pool.resize(std::size_t(std::llround(share * double(pool.size()))));
+    return pool;
+}
+
+/// Stereo or structured light: (a) occlusion holes: (y, x) is missing when some x' > x has
+/// x' - d(y, x') <= x - d(y, x), hidden in the right view; (b) edge fattening: within 2 pixels of
+/// a step on the background side, the foreground's disparity; (c) 3 % of the remaining observed
+/// pixels replaced by uniform random disparities over d's range; (d) 10 % of the pixels dropped
+/// at random, and every pixel with d = 0; (e) Gaussian noise of sigma 1 on what is left.
+inline disparity_map stereo_protocol(const disparity_map& d, unsigned seed = 2024) {
+    const std::size_t H = d.shape(0), W = d.shape(1);
+    std::mt19937 gen(seed);
+    disparity_map out = d;
+    std::vector<bool> missing(H * W);
+    for (std::size_t r = 0; r < H; ++r) {   // (a), each row from the right
+        float nearest = INFINITY;           // min over x' > x of x' - d(y, x')
+        for (std::size_t c = W; c-- > 0;) {
+            const float v = d(r, c);
+            if (v > 0 && nearest <= float(c) - v) missing[r * W + c] = true;
+            if (v > 0) nearest = std::min(nearest, float(c) - v);
+        }
+    }
+    depth_steps(d, [&](std::size_t fg, std::size_t bg) {   // (b)
+        const std::ptrdiff_t away = std::ptrdiff_t(bg) - std::ptrdiff_t(fg);
+        for (std::ptrdiff_t k = 0, p = std::ptrdiff_t(bg); k < 2; ++k, p += away) {
+            const bool wrapped = (away == 1 && std::size_t(p) % W == 0) || (away == -1 && std::size_t(p) % W == W - 1);
+            if (p < 0 || p >= std::ptrdiff_t(H * W) || wrapped) break;
+            if (d.data()[p] > 0 && d.data()[p] < d.data()[fg] - 8) out.data()[p] = std::max(out.data()[p], d.data()[fg]);
+        }
+    });
+    const auto [lo, hi] = known_range(d);
+    std::uniform_real_distribution<float> anywhere(lo, hi);
+    for (const std::size_t i : draw_pixels(H * W, 0.03, [&](std::size_t i) { return d.data()[i] > 0 && !missing[i]; }, gen))   // (c)
+        out.data()[i] = anywhere(gen);
+    for (const std::size_t i : draw_pixels(H * W, 0.10, [](std::size_t) { return true; }, gen)) missing[i] = true;   // (d)
+    std::normal_distribution<float> noise(0.f, 1.f);
+    for (std::size_t i = 0; i < H * W; ++i)   // (d), (e)
+        out.data()[i] = missing[i] || d.data()[i] <= 0 ? 0.f : std::max(out.data()[i] + noise(gen), 0.01f);
+    return out;
+}
+
+/// Time of flight: (a) flying pixels: at each step, the pixel on either side becomes
+/// t fg + (1 - t) bg with t uniform in [0, 1]; (b) noise growing with distance, sigma =
+/// 0.5 + 2 (dmax - d) / (dmax - dmin); (c) 1 % gross outliers, uniform over d's range;
+/// (d) 5 % random holes and every pixel with d = 0.
+inline disparity_map tof_protocol(const disparity_map& d, unsigned seed = 2025) {
+    const std::size_t n = d.size();
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> unit(0.f, 1.f);
+    disparity_map out = d;
+    std::vector<bool> mixed(n);
+    depth_steps(d, [&](std::size_t fg, std::size_t bg) {   // (a), each pixel mixed once
+        for (const std::size_t p : {fg, bg})
+            if (!mixed[p]) {
+                const float t = unit(gen);
+                out.data()[p] = t * d.data()[fg] + (1 - t) * d.data()[bg], mixed[p] = true;
+            }
+    });
+    const auto [lo, hi] = known_range(d);
+    std::normal_distribution<float> noise(0.f, 1.f);
+    for (std::size_t i = 0; i < n; ++i)   // (b)
+        if (d.data()[i] > 0) out.data()[i] += (0.5f + 2 * (hi - d.data()[i]) / (hi - lo)) * noise(gen);
+    std::uniform_real_distribution<float> anywhere(lo, hi);
+    for (const std::size_t i : draw_pixels(n, 0.01, [&](std::size_t i) { return d.data()[i] > 0; }, gen))   // (c)
+        out.data()[i] = anywhere(gen);
+    std::vector<bool> missing(n);
+    for (const std::size_t i : draw_pixels(n, 0.05, [](std::size_t) { return true; }, gen)) missing[i] = true;   // (d)
+    for (std::size_t i = 0; i < n; ++i)
+        out.data()[i] = missing[i] || d.data()[i] <= 0 ? 0.f : std::max(out.data()[i], 0.01f);
+    return out;
+}
+
+}  // namespace nonlocal::bench

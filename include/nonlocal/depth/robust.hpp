@@ -1,0 +1,107 @@
+#pragma once
+/// @file depth/robust.hpp
+/// The robust data term of the depth tasks: iteratively reweighted least squares with
+/// Tukey's biweight. Each round weighs every observation by its residual to the last
+/// estimate, so that wrong measurements (a matcher's mismatches, multipath, a sensor's
+/// gross errors), which the edge-aware estimate does not follow, lose their pull on it.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "nonlocal/buffer.hpp"
+#include "nonlocal/depth/observations.hpp"
+#include "nonlocal/depth/options.hpp"
+
+namespace nonlocal::detail {
+
+/// Tukey's biweight: (1 - (r / c)^2)^2 for |r| < c, 0 beyond.
+inline double tukey_weight(double r, double c) {
+    const double u = r / c;
+    return std::abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0.0;
+}
+
+/// The robust standard deviation of the observations' residuals to `estimate`: 1.4826 x their
+/// median absolute value (the standard deviation for Gaussian residuals, unmoved by up to half
+/// of them being wrong). 0 when nothing is observed.
+inline double robust_scale(const observed_depth& d, std::span<const double> estimate) {
+    std::vector<double> residuals;
+    residuals.reserve(d.count);
+    for (std::size_t i = 0; i < d.depth.size(); ++i)
+        if (d.observed[i]) residuals.push_back(std::abs(d.depth[i] - estimate[i]));
+    if (residuals.empty()) return 0;
+    const auto middle = residuals.begin() + std::ptrdiff_t(residuals.size() / 2);
+    std::nth_element(residuals.begin(), middle, residuals.end());
+    return 1.4826 * *middle;
+}
+
+/// At every observed pixel of `d`, the median of the observations in the 5 x 5 window around
+/// it (the upper median of an even count), 0 elsewhere. Near the image's edges the window
+/// shrinks on both sides alike (a row at the top edge looks along it, a corner at itself),
+/// so that it stays symmetric about the pixel, where the median of a plane is the plane.
+inline buffer<double> observed_median(const observed_depth& d) {
+    constexpr std::ptrdiff_t radius = 2;
+    const std::ptrdiff_t H = std::ptrdiff_t(d.height), W = std::ptrdiff_t(d.width);
+    buffer<double> median(d.depth.size(), 0.0);
+    std::array<double, (2 * radius + 1) * (2 * radius + 1)> window;
+    for (std::ptrdiff_t r = 0; r < H; ++r)
+        for (std::ptrdiff_t c = 0; c < W; ++c) {
+            if (!d.observed[std::size_t(r * W + c)]) continue;
+            const std::ptrdiff_t ry = std::min({radius, r, H - 1 - r}), rx = std::min({radius, c, W - 1 - c});
+            std::size_t n = 0;
+            for (std::ptrdiff_t y = r - ry; y <= r + ry; ++y)
+                for (std::ptrdiff_t x = c - rx; x <= c + rx; ++x)
+                    if (const std::size_t j = std::size_t(y * W + x); d.observed[j]) window[n++] = d.depth[j];
+            std::nth_element(window.begin(), window.begin() + std::ptrdiff_t(n / 2), window.begin() + std::ptrdiff_t(n));
+            median[std::size_t(r * W + c)] = window[n / 2];
+        }
+    return median;
+}
+
+/// Tukey's weight of every observation's residual (1 where nothing is observed), with c =
+/// `robust_threshold` x `robust_scale`, at least half a depth step. The residual is the smaller
+/// of the one to `estimate` and the one to `median` (`observed_median`): an observation is
+/// rejected when it disagrees with both the edge-aware estimate and the observations around it.
+inline buffer<double> robust_weights(const observed_depth& d, std::span<const double> estimate, std::span<const double> median,
+                                     const depth_options& o) {
+    const double c = std::max(o.robust_threshold * robust_scale(d, estimate), 0.5 * depth_step(d, o));
+    buffer<double> weights(d.depth.size(), 1.0);
+    if (!(c > 0)) return weights;   // a constant depth: nothing to reject
+    for (std::size_t i = 0; i < d.depth.size(); ++i)
+        if (d.observed[i]) weights[i] = tukey_weight(std::min(std::abs(d.depth[i] - estimate[i]), std::abs(d.depth[i] - median[i])), c);
+    return weights;
+}
+
+/// Runs `estimate(observations, report)` on `d`, then re-estimates with the observations
+/// reweighted by `robust_weights` until no weight changes by more than `o.robust_tolerance`,
+/// at most `o.robust_iterations` times. Leaves in `d` the observations of the last
+/// estimate (with their weights) and in `result` the rounds, the rejected count and the
+/// solves' report; returns the last estimate.
+template <class Estimate>
+buffer<double> estimate_robustly(Estimate&& estimate, observed_depth& d, const depth_options& o, depth_result& result) {
+    buffer<double> x = estimate(d, result.report);
+    if (o.robust_iterations == 0) return x;
+    const observed_depth measured = d;
+    const buffer<double> median = observed_median(measured);
+    buffer<double> weights(d.depth.size(), 1.0);
+    for (std::size_t round = 0; round < o.robust_iterations; ++round) {
+        buffer<double> next = robust_weights(measured, x, median, o);
+        double change = 0;
+        for (std::size_t i = 0; i < next.size(); ++i) change = std::max(change, std::abs(next[i] - weights[i]));
+        if (change <= o.robust_tolerance) break;
+        observed_depth kept = measured.reweighted(next);
+        if (kept.count == 0) break;   // cannot happen with c above the median residual; kept for safety
+        weights = std::move(next), d = std::move(kept);
+        solve_report report;
+        x = estimate(d, report);
+        result.report = one_report(result.report.method, result.report, report);
+        result.robust_iterations = round + 1;
+    }
+    result.rejected = measured.count - d.count;
+    return x;
+}
+
+}  // namespace nonlocal::detail

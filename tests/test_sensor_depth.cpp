@@ -1,0 +1,392 @@
+// depth/robust.hpp, depth/flying_pixels.hpp, depth/occlusion.hpp and confidence maps: the
+// depth tasks on what real sensors give (wrong measurements, flying pixels, occlusion holes,
+// a confidence per pixel), on synthetic scenes whose truth is known, and the parts by hand.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <nonlocal/nonlocal.hpp>
+
+#include "support.hpp"
+#include "systems.hpp"
+
+using namespace nonlocal;
+
+namespace {
+
+/// A scene: an RGB guide [H, W, 3] and its true depth [H, W].
+struct scene {
+    xt::xtensor<float, 3> guide;
+    xt::xtensor<float, 2> truth;
+};
+
+/// A slanted plane, 60 + 0.2 x + 0.1 y, under a smoothly shaded guide.
+scene smooth_surface(std::size_t H, std::size_t W) {
+    scene s{xt::empty<float>({H, W, std::size_t(3)}), xt::empty<float>({H, W})};
+    for (std::size_t r = 0; r < H; ++r)
+        for (std::size_t c = 0; c < W; ++c) {
+            s.truth(r, c) = float(60 + 0.2 * double(c) + 0.1 * double(r));
+            for (std::size_t k = 0; k < 3; ++k) s.guide(r, c, k) = float(100 + 2 * k + 0.5 * double(c));
+        }
+    return s;
+}
+
+/// A background at depth 20 left of column `step`, a foreground at 60 from it on; the guide's
+/// colour edge on the depth step when `coloured`, else one grey everywhere.
+scene step_scene(std::size_t H, std::size_t W, std::size_t step, bool coloured) {
+    scene s{xt::empty<float>({H, W, std::size_t(3)}), xt::empty<float>({H, W})};
+    for (std::size_t r = 0; r < H; ++r)
+        for (std::size_t c = 0; c < W; ++c) {
+            const bool front = c >= step;
+            s.truth(r, c) = front ? 60.f : 20.f;
+            const float colour[2][3] = {{40, 90, 160}, {200, 120, 60}};
+            for (std::size_t k = 0; k < 3; ++k) s.guide(r, c, k) = coloured ? colour[front][k] : 128.f;
+        }
+    return s;
+}
+
+/// `depth` plus Gaussian noise of `sigma` (seeded) where it is positive.
+xt::xtensor<float, 2> noisy(xt::xtensor<float, 2> depth, double sigma, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> noise(0.f, float(sigma));
+    for (float& d : depth)
+        if (d > 0) d += noise(gen);
+    return depth;
+}
+
+double rmse(const xt::xtensor<float, 2>& a, const xt::xtensor<float, 2>& b) {
+    double se = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) se += (double(a.data()[i]) - b.data()[i]) * (double(a.data()[i]) - b.data()[i]);
+    return std::sqrt(se / double(a.size()));
+}
+
+/// `fill_options()` without the robust term and flying pixels: what the tasks did before them.
+depth_options trusting() {
+    depth_options o = fill_options();
+    o.robust_iterations = 0, o.flying_pixels = false;
+    return o;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_sensor_depth)
+
+BOOST_AUTO_TEST_CASE(tukey_weight_and_robust_scale_by_hand) {
+    BOOST_TEST(detail::tukey_weight(0, 4) == 1.0);
+    BOOST_TEST(detail::tukey_weight(2, 4) == 0.5625, boost::test_tools::tolerance(1e-15));   // (1 - 1/4)^2
+    BOOST_TEST(detail::tukey_weight(-2, 4) == 0.5625, boost::test_tools::tolerance(1e-15));
+    BOOST_TEST(detail::tukey_weight(4, 4) == 0.0);
+    BOOST_TEST(detail::tukey_weight(-9, 4) == 0.0);
+    // Residuals 1, -2, 3, 4 and 100 (a wrong measurement) at the observed pixels; the
+    // unobserved pixel's 1000 does not count: the median of |r| is 3, the scale 1.4826 x 3.
+    detail::observed_depth d(1, 6);
+    const double depth[] = {11, 8, 13, 14, 110, 0};
+    for (std::size_t i = 0; i < 6; ++i) d.observe(i, depth[i]);
+    const std::vector<double> estimate = {10, 10, 10, 10, 10, 1000};
+    BOOST_TEST(detail::robust_scale(d, estimate) == 1.4826 * 3, boost::test_tools::tolerance(1e-15));
+    // The median of the observations in each window, 5 wide or as wide as fits on both sides
+    // alike: at pixel 0 of 11 alone; at pixel 1 of 11, 8, 13; at pixel 2 of 11, 8, 13, 14, 110;
+    // at pixel 4 of 14, 110 and the unobserved pixel 5: the upper median of two.
+    const buffer<double> median = detail::observed_median(d);
+    BOOST_TEST(median[0] == 11.0);
+    BOOST_TEST(median[1] == 11.0);
+    BOOST_TEST(median[2] == 13.0);
+    BOOST_TEST(median[4] == 110.0);
+    BOOST_TEST(median[5] == 0.0);   // not observed
+    // c = 4.685 x 4.4478 = 20.84 (above half the default step, 5 % of the range 102). The
+    // residual is the smaller of those to the estimate and to the median: the wrong
+    // measurement (100 off the estimate and 96 off the median of its 5-wide window) gets weight 0;
+    // pixel 1 (8) is 2 from the estimate, pixel 0 its own median.
+    const std::vector<double> wide = {11, 11, 13, 13, 14, 0};
+    const buffer<double> w = detail::robust_weights(d, estimate, wide, depth_options{});
+    const double c = 4.685 * 1.4826 * 3;
+    BOOST_TEST(w[0] == 1.0);
+    BOOST_TEST(w[1] == detail::tukey_weight(2, c), boost::test_tools::tolerance(1e-15));
+    BOOST_TEST(w[4] == 0.0);
+    BOOST_TEST(w[5] == 1.0);
+    // An observation the median agrees with keeps its weight, however far the estimate is.
+    const std::vector<double> agreeing = {0, 0, 0, 0, 110, 0};
+    BOOST_TEST(detail::robust_weights(d, estimate, agreeing, depth_options{})[4] == 1.0);
+    // Half a step is the least c: residuals below it are never rejected.
+    const buffer<double> floor = detail::robust_weights(d, estimate, estimate, {.step = 300});
+    BOOST_TEST(floor[4] == detail::tukey_weight(100, 150), boost::test_tools::tolerance(1e-15));
+}
+
+BOOST_AUTO_TEST_CASE(flying_pixels_by_hand) {
+    // One row: 20 20 20 20 [44] [36] 60 60 60 60. Pixel 4 lies between pixels 2 (20) and 6 (60),
+    // 24 from 20 and 16 from 60, both above a fifth of 40, and the sides are flat: flying; so
+    // is pixel 5 (between 20 at 3 and 60 at 7). With a step of 50 nothing is a step.
+    const auto row = [](std::initializer_list<double> depths) {
+        detail::observed_depth d(1, depths.size());
+        std::size_t i = 0;
+        for (const double v : depths) d.observe(i++, v);
+        return d;
+    };
+    detail::observed_depth d = row({20, 20, 20, 20, 44, 36, 60, 60, 60, 60});
+    BOOST_TEST(detail::find_flying_pixels(d, 8) == (std::vector<std::size_t>{4, 5}), boost::test_tools::per_element());
+    BOOST_TEST(detail::find_flying_pixels(d, 50).empty());
+    // Within a fifth of the jump of one side: a pixel of that side, not flying.
+    d.observe(4, 27);
+    BOOST_TEST(detail::find_flying_pixels(d, 8) == (std::vector<std::size_t>{5}), boost::test_tools::per_element());
+    // A steep plane, 10 a pixel: each pixel lies halfway between those two away, but the depth
+    // changes by a quarter of their difference from two to three away: a slope, not a step.
+    BOOST_TEST(detail::find_flying_pixels(row({0.5, 10, 20, 30, 40, 50, 60, 70, 80, 90}), 8).empty());
+    // A ridge two pixels thin whose sides agree is no step: 20 20 20 50 50 20 20 20.
+    BOOST_TEST(detail::find_flying_pixels(row({20, 20, 20, 50, 50, 20, 20, 20}), 8).empty());
+    // Removing them: unobserved after, the count down by one.
+    detail::remove_flying_pixels(d, {5});
+    BOOST_TEST(d.count == 9u);
+    BOOST_TEST(!d.observed[5]);
+}
+
+BOOST_AUTO_TEST_CASE(far_side_by_hand) {
+    // 5 x 5, observed: column 0 at 10 (far, the smaller disparity), column 4 at 50 (near); the
+    // middle three columns missing. From (2, 2) the 8 directions meet 10 to the left, up-left
+    // and down-left, 50 to the right, up-right and down-right, nothing up and down (missing to
+    // the grid's edge). The far side is the second smallest, 10; its interpolation, the mean
+    // of the first observations within a step (8) of it, is 10.
+    detail::observed_depth d(5, 5);
+    for (std::size_t r = 0; r < 5; ++r) d.observe(r * 5, 10), d.observe(r * 5 + 4, 50);
+    const detail::far_side far(d, occlusion_fill::from_smaller, 8);
+    BOOST_TEST(far.depth[12] == 10.0);
+    BOOST_TEST(far.interpolation[12] == 10.0);
+    BOOST_TEST(std::isnan(far.depth[10]));   // observed
+    BOOST_TEST(far.near_side(d, 12, 14));    // 50 is more than 8 nearer than 10
+    BOOST_TEST(!far.near_side(d, 12, 10));
+    // Larger depths farther: the far side is 50, and 10 the near side.
+    const detail::far_side larger(d, occlusion_fill::from_larger, 8);
+    BOOST_TEST(larger.depth[12] == 50.0);
+    BOOST_TEST(larger.near_side(d, 12, 10));
+    // An observation at 12 in (2, 3), within a step of 10, joins the far side: from (2, 1) the
+    // first observations are 10 left (distance 1), up-left and down-left (sqrt 2), 12 right (2).
+    detail::observed_depth mixed = d;
+    mixed.observe(13, 12);
+    const detail::far_side with_middle(mixed, occlusion_fill::from_smaller, 8);
+    const double s2 = std::sqrt(2.0);
+    const double expected = (10 / 1.0 + 10 / s2 + 10 / s2 + 12 / 2.0) / (1 / 1.0 + 1 / s2 + 1 / s2 + 1 / 2.0);
+    BOOST_TEST(with_middle.interpolation[11] == expected, boost::test_tools::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(isolated_outliers_on_a_smooth_surface_are_removed) {
+    // A fully observed slanted plane with noise 0.3 and 12 wrong measurements, 15 to 40 off,
+    // some up, some down: with the robust term each ends within noise of the plane; without it
+    // (and the flying pixels: the tasks before them) they are not. Without the edge-sharpening
+    // median, which removes isolated pixels too, to see the robust term alone.
+    const std::size_t H = 37, W = 45;
+    const scene s = smooth_surface(H, W);
+    xt::xtensor<float, 2> depth = noisy(s.truth, 0.3, 3);
+    std::vector<std::size_t> wrong;
+    for (std::size_t k = 0; k < 12; ++k) {
+        const std::size_t i = (4 + 2 * k) * W + 4 + (3 * k) % (W - 8);
+        depth.data()[i] += float((k % 2 ? -1 : 1) * (15 + 2.5 * double(k))), wrong.push_back(i);
+    }
+    for (const auto model : {depth_model::normalised, depth_model::separable, depth_model::ar}) {
+        BOOST_TEST_CONTEXT("model " << int(model)) {
+            depth_options o = fill_options(), plain = trusting();
+            o.model = plain.model = model;
+            o.median_scale = plain.median_scale = 0;
+            const depth_result robust = fill_depth(depth, s.guide, o), trusted = fill_depth(depth, s.guide, plain);
+            BOOST_TEST(robust.rejected == wrong.size());
+            BOOST_TEST(robust.robust_iterations >= 1u);
+            double worst_robust = 0, worst_trusted = 0;
+            for (const std::size_t i : wrong) {
+                worst_robust = std::max(worst_robust, std::abs(double(robust.depth.data()[i]) - s.truth.data()[i]));
+                worst_trusted = std::max(worst_trusted, std::abs(double(trusted.depth.data()[i]) - s.truth.data()[i]));
+            }
+            BOOST_TEST(worst_robust < 1.0);
+            BOOST_TEST(worst_trusted > 3.0);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(clusters_of_wrong_measurements_are_removed) {
+    // Squares of 2 x 2 and 3 x 3 wrong measurements, 25 above the plane: wider than the
+    // edge-sharpening median (radius 1 here) can remove, and supported by each other in the
+    // first estimate; the re-estimates reject them all.
+    const std::size_t H = 40, W = 40;
+    const scene s = smooth_surface(H, W);
+    xt::xtensor<float, 2> depth = noisy(s.truth, 0.3, 4);
+    std::vector<std::size_t> wrong;
+    for (const auto [r0, c0, size] : {std::array<std::size_t, 3>{8, 8, 2}, {25, 20, 3}})
+        for (std::size_t r = r0; r < r0 + size; ++r)
+            for (std::size_t c = c0; c < c0 + size; ++c) depth(r, c) += 25, wrong.push_back(r * W + c);
+    const depth_result out = fill_depth(depth, s.guide);
+    for (const std::size_t i : wrong) BOOST_TEST(std::abs(double(out.depth.data()[i]) - s.truth.data()[i]) < 1.0);
+    const depth_result trusted = fill_depth(depth, s.guide, trusting());
+    BOOST_TEST(std::abs(double(trusted.depth(26, 21)) - s.truth(26, 21)) > 3.0);
+}
+
+BOOST_AUTO_TEST_CASE(robust_term_converges_and_reports_its_rounds) {
+    // With room for 30 rounds the re-estimates stop by themselves once no weight changes by
+    // more than robust_tolerance; the rounds are reported and lie within the limit.
+    const std::size_t H = 30, W = 33;
+    const scene s = smooth_surface(H, W);
+    xt::xtensor<float, 2> depth = noisy(s.truth, 0.5, 5);
+    for (std::size_t i = 17; i < depth.size(); i += 97) depth.data()[i] += 30;
+    depth_options o = fill_options();
+    o.robust_iterations = 30;
+    const depth_result out = fill_depth(depth, s.guide, o);
+    BOOST_TEST(out.robust_iterations >= 1u);
+    BOOST_TEST(out.robust_iterations < 30u);
+    // No robust term: no rounds, nothing rejected.
+    const depth_result none = fill_depth(depth, s.guide, trusting());
+    BOOST_TEST(none.robust_iterations == 0u);
+    BOOST_TEST(none.rejected == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(robust_term_never_worsens_noise_free_fully_observed_depth) {
+    // Exact depth everywhere: on a plane, on a step along a colour edge, and on random depth
+    // under a random guide, the defaults are no farther from the truth than the tasks without
+    // the robust term (and the flying pixels, which exact depth has none of).
+    const std::size_t H = 23, W = 29;
+    std::vector<scene> scenes = {smooth_surface(H, W), step_scene(H, W, 13, true)};
+    scenes.push_back({test::random_tensor<float, 3>({H, W, 3}, 7, 0, 255), test::random_tensor<float, 2>({H, W}, 8, 20, 80)});
+    for (std::size_t k = 0; k < scenes.size(); ++k) {
+        BOOST_TEST_CONTEXT("scene " << k) {
+            const scene& s = scenes[k];
+            const double robust = rmse(fill_depth(s.truth, s.guide).depth, s.truth);
+            const double trusted = rmse(fill_depth(s.truth, s.guide, trusting()).depth, s.truth);
+            BOOST_TEST(robust <= trusted + 1e-6);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(confidence_zero_is_missing) {
+    const std::size_t H = 17, W = 21;
+    const auto guide = test::random_tensor<float, 3>({H, W, 3}, 11, 0, 255);
+    const auto depth = test::random_tensor<float, 2>({H, W}, 12, 20, 80);
+    xt::xtensor<float, 2> confidence = xt::ones<float>({H, W}), holes = depth;
+    for (std::size_t i = 0; i < depth.size(); i += 4) confidence.data()[i] = 0, holes.data()[i] = 0;
+    for (const auto model : {depth_model::normalised, depth_model::separable, depth_model::ar}) {
+        depth_options o = fill_options();
+        o.model = model;
+        BOOST_TEST(fill_depth(depth, confidence, guide, o).depth == fill_depth(holes, guide, o).depth);
+        BOOST_TEST(denoise_depth(depth, confidence, guide).depth == denoise_depth(holes, guide).depth);
+    }
+    // Upsampling: the confidence of each low-resolution pixel.
+    const xt::xtensor<float, 2> low = xt::view(depth, xt::range(0, 9), xt::range(0, 11));
+    xt::xtensor<float, 2> low_confidence = xt::ones<float>({9, 11}), low_holes = low;
+    low_confidence(3, 4) = 0, low_holes(3, 4) = 0;
+    BOOST_TEST(upsample_depth(low, low_confidence, guide, 2).depth == upsample_depth(low_holes, guide, 2).depth);
+}
+
+BOOST_AUTO_TEST_CASE(confidence_scales_the_data_term) {
+    // The normalised model is K(c m d) / K(c m): against two dense solves with the confidences
+    // folded into the right-hand sides (the model alone: no median, robust term or passes).
+    const std::size_t H = 9, W = 10;
+    const auto guide = test::random_tensor<double, 3>({H, W, 3}, 21, 0, 3);
+    const auto depth = test::random_tensor<double, 2>({H, W}, 22, 50, 90);
+    xt::xtensor<double, 2> confidence = test::random_tensor<double, 2>({H, W}, 23, 0, 1);
+    for (std::size_t i = 0; i < confidence.size(); i += 3) confidence.data()[i] = 0;
+    depth_options o{.space = colour_space::guide, .sigma_r = 3, .median_scale = 0};
+    o.solve = {1e-12, 1000};
+    const depth_result out = fill_depth(depth, confidence, guide, o);
+    BOOST_TEST(out.report.converged);
+    const double fraction = double(xt::sum(xt::cast<double>(confidence > 0))()) / double(H * W), eps = 0.5 * fraction;
+    const xt::xtensor<double, 2> all_eps = xt::zeros<double>({H, W}) + eps, cd = confidence * depth;
+    const auto system = [&](const xt::xtensor<double, 2>& values) {
+        return ar_system(guide, grid_stencil{H, W, 8}, laplacian_distance(o.sigma_r), values, all_eps, 1e-3);
+    };
+    const auto kd = test::dense_solve(system(cd)), km = test::dense_solve(system(confidence));
+    const double delta = 1e-3 * xt::mean(confidence)();   // of the fallback, scaled with the confidences
+    const auto x0 = detail::normalised_interpolation(H, W, confidence.data(), cd.data());
+    for (std::size_t i = 0; i < H * W; ++i)
+        BOOST_TEST(std::abs(out.depth.data()[i] - (kd[i] + delta * x0[i]) / (km[i] + delta)) < 1e-3);
+    // Only the confidences' ratios matter to the normalised model; in the AR model they
+    // multiply lambda: confidence 0.25 everywhere is lambda 0.25.
+    const xt::xtensor<double, 2> ones = xt::ones<double>({H, W}), quarter = 0.25 * ones;
+    BOOST_TEST(xt::allclose(fill_depth(depth, 0.3 * confidence, guide, o).depth, out.depth, 1e-5, 1e-3));
+    depth_options ar = o;
+    ar.model = depth_model::ar;
+    depth_options weaker = ar;
+    weaker.lambda = 0.25;
+    BOOST_TEST(xt::allclose(fill_depth(depth, quarter, guide, ar).depth, fill_depth(depth, guide, weaker).depth, 1e-5, 1e-3));
+}
+
+BOOST_AUTO_TEST_CASE(occlusion_holes_are_filled_from_the_far_side) {
+    // Background (20) left of column 22, foreground (60) from it on; columns 12 to 21 missing
+    // beside the step, as the part of the background a stereo pair's second camera cannot
+    // see. One grey guide: the colours cannot say which side the hole belongs to. Filled from
+    // the far side (the smaller disparities), the hole is background; from the larger
+    // values, foreground; blended, the foreground reaches into it.
+    const std::size_t H = 24, W = 40;
+    const scene s = step_scene(H, W, 22, false);
+    xt::xtensor<float, 2> depth = s.truth;
+    for (std::size_t r = 0; r < H; ++r)
+        for (std::size_t c = 12; c < 22; ++c) depth(r, c) = 0;
+    for (const auto model : {depth_model::normalised, depth_model::separable, depth_model::ar}) {
+        BOOST_TEST_CONTEXT("model " << int(model)) {
+            depth_options o = fill_options();
+            o.model = model, o.occlusions = occlusion_fill::from_smaller;
+            const depth_result far = fill_depth(depth, s.guide, o);
+            o.occlusions = occlusion_fill::from_larger;
+            const depth_result near = fill_depth(depth, s.guide, o);
+            o.occlusions = occlusion_fill::blend;
+            const depth_result blended = fill_depth(depth, s.guide, o);
+            for (std::size_t r = 0; r < H; ++r)
+                for (std::size_t c = 12; c < 22; ++c) {
+                    BOOST_TEST(std::abs(far.depth(r, c) - 20.f) < 0.5f);
+                    BOOST_TEST(std::abs(near.depth(r, c) - 60.f) < 0.5f);
+                }
+            BOOST_TEST(xt::amax(xt::abs(xt::view(blended.depth, xt::all(), xt::range(12, 22)) - 20.f))() > 5.f);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(flying_pixels_move_to_the_side_of_their_colour) {
+    // A step from 20 to 60 between columns 14 and 15 on a colour edge; the two pixels of every
+    // row on either side hold mixes t 60 + (1 - t) 20 with t from 0.3 to 0.7, as a
+    // time-of-flight camera measures them. With the defaults each ends on its side of the
+    // colour edge, within noise; without the flying pixels and the robust term, mixes stay.
+    const std::size_t H = 20, W = 30;
+    const scene s = step_scene(H, W, 15, true);
+    xt::xtensor<float, 2> depth = noisy(s.truth, 0.2, 9);
+    std::mt19937 gen(10);
+    std::uniform_real_distribution<float> t(0.3f, 0.7f);
+    for (std::size_t r = 0; r < H; ++r)
+        for (const std::size_t c : {14, 15}) {
+            const float mix = t(gen);
+            depth(r, c) = mix * 60 + (1 - mix) * 20;
+        }
+    const depth_result out = fill_depth(depth, s.guide);
+    BOOST_TEST(out.flying >= 2 * H);
+    for (std::size_t r = 0; r < H; ++r) {
+        BOOST_TEST(std::abs(out.depth(r, 14) - 20.f) < 1.f);
+        BOOST_TEST(std::abs(out.depth(r, 15) - 60.f) < 1.f);
+    }
+    const depth_result trusted = fill_depth(depth, s.guide, trusting());
+    double worst = 0;
+    for (std::size_t r = 0; r < H; ++r)
+        worst = std::max({worst, std::abs(double(trusted.depth(r, 14)) - 20), std::abs(double(trusted.depth(r, 15)) - 60)});
+    BOOST_TEST(worst > 3.0);
+}
+
+BOOST_AUTO_TEST_CASE(bad_confidence_maps_are_refused) {
+    const xt::xtensor<float, 3> guide = xt::ones<float>({4, 5, 3});
+    const xt::xtensor<float, 2> depth = xt::ones<float>({4, 5});
+    const xt::xtensor<float, 2> wrong_size = xt::ones<float>({4, 6});
+    test::check_invalid([&] { fill_depth(depth, wrong_size, guide); }, "fill_depth", "confidence [4, 6] and depth [4, 5]");
+    test::check_invalid([&] { denoise_depth(depth, wrong_size, guide); }, "denoise_depth", "confidence [4, 6]");
+    xt::xtensor<float, 2> bad = xt::ones<float>({4, 5});
+    bad(2, 3) = -0.5f;
+    test::check_invalid([&] { fill_depth(depth, bad, guide); }, "fill_depth", "confidence at pixel (2, 3) is -0.5",
+                        "finite and at least 0");
+    bad(2, 3) = std::nanf("");
+    test::check_invalid([&] { fill_depth(depth, bad, guide); }, "fill_depth", "confidence at pixel (2, 3) is nan");
+    bad(2, 3) = std::numeric_limits<float>::infinity();
+    test::check_invalid([&] { fill_depth(depth, bad, guide); }, "fill_depth", "confidence at pixel (2, 3) is inf");
+    const xt::xtensor<float, 2> low = xt::ones<float>({2, 3}), low_bad = xt::ones<float>({3, 3});
+    test::check_invalid([&] { upsample_depth(low, low_bad, guide, 2); }, "upsample_depth", "confidence [3, 3] and depth [2, 3]");
+    // Confidence 0 everywhere: nothing observed.
+    const xt::xtensor<float, 2> zero = xt::zeros<float>({4, 5});
+    test::check_invalid([&] { fill_depth(depth, zero, guide); }, "fill_depth", "nothing is observed");
+    // The new options' ranges.
+    test::check_invalid([&] { fill_depth(depth, guide, {.step = -1}); }, "fill_depth", "step = -1");
+    test::check_invalid([&] { fill_depth(depth, guide, {.robust_threshold = 0}); }, "fill_depth", "robust_threshold = 0");
+    test::check_invalid([&] { fill_depth(depth, guide, {.robust_tolerance = std::nan("")}); }, "fill_depth",
+                        "robust_tolerance = nan");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
