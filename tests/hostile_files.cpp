@@ -4,7 +4,9 @@
 // loop, and batch lists with CRLF endings, a byte-order mark and broken lines.
 #include <zlib.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,13 +35,27 @@ std::vector<unsigned char> with_size(std::vector<unsigned char> png, std::uint32
     return png;
 }
 
-/// A .npy file: the header dictionary `dict` padded as numpy pads it, then `data` zero bytes.
-void npy_of_dict(const std::string& path, std::string dict, std::size_t data) {
+/// A .npy file: the header dictionary `dict` padded as numpy pads it, then `data` zero bytes
+/// (or the bytes `payload`).
+void npy_of_dict(const std::string& path, std::string dict, std::size_t data, const std::string& payload = "") {
     dict.append(63 - (10 + dict.size()) % 64, ' ').push_back('\n');
     std::string bytes = "\x93NUMPY\x01";
     bytes.push_back('\0');
     bytes.push_back(char(dict.size() & 0xff)), bytes.push_back(char(dict.size() >> 8));
-    write(path, bytes + dict + std::string(data, '\0'));
+    write(path, bytes + dict + (payload.empty() ? std::string(data, '\0') : payload));
+}
+
+/// A float32 .npy [192, 256] (the demo's size) of ones but `value` at pixel (r, c), little-endian.
+void ones_but(const std::string& path, std::size_t r, std::size_t c, float value) {
+    std::vector<float> values(192 * 256, 1.0f);
+    values[r * 256 + c] = value;
+    std::string payload(values.size() * 4, '\0');
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &values[i], 4);
+        for (int b = 0; b < 4; ++b) payload[4 * i + std::size_t(b)] = char((bits >> (8 * b)) & 0xff);
+    }
+    npy_of_dict(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (192, 256), }", 0, payload);
 }
 
 /// A .npy file of a well-formed header.
@@ -83,6 +99,8 @@ int main(int argc, char** argv) {
     npy(dir + "/rank1.npy", "<f4", "(49152,)", false, 49152 * 4);
     npy(dir + "/rank4.npy", "<f4", "(1, 1, 192, 256)", false, 49152 * 4);
     npy(dir + "/small.npy", "<f4", "(16, 16)", false, 16 * 16 * 4);
+    ones_but(dir + "/negative_confidence.npy", 5, 7, -0.25f);
+    ones_but(dir + "/nan_confidence.npy", 100, 200, std::nanf(""));
     npy(dir + "/garbage_shape.npy", "<f4", "(192, x)", false, 64);
     npy_of_dict(dir + "/no_colon.npy", "{'descr': '<f8', 'fortran_order': False, 'shape'> (3, 4), }", 96);
     npy_of_dict(dir + "/no_order.npy", "{'descr': '<f8', 'shape': (3, 4), }", 96);

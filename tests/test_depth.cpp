@@ -461,18 +461,15 @@ BOOST_AUTO_TEST_CASE(depth_passes_add_the_last_result_to_the_guide) {
                        fill_depth(depth, guide, {.model = model, .depth_passes = 1, .sigma_d = 0.02 * (double(hi) - lo)}).depth);
         }
     }
-    // Hole filling and denoising run one pass by default (with the robust term and flying
-    // pixels), upsampling none.
+    // Hole filling and denoising run one pass by default (and find flying pixels), upsampling none.
     const auto filled = fill_depth(depth, guide), denoised = denoise_depth(depth, guide);
-    const depth_options sensor{.depth_passes = 1, .robust_iterations = 2, .flying_pixels = true};
+    const depth_options sensor{.depth_passes = 1, .flying_pixels = true};
     BOOST_TEST(filled.depth == fill_depth(depth, guide, sensor).depth);
-    BOOST_TEST(filled.depth != fill_depth(depth, guide, {.depth_passes = 0, .robust_iterations = 2, .flying_pixels = true}).depth);
+    BOOST_TEST(filled.depth != fill_depth(depth, guide, {.depth_passes = 0, .flying_pixels = true}).depth);
     BOOST_TEST(denoised.depth == denoise_depth(depth, guide,
-                                               {.epsilon_scale = 0.25, .lambda = 0.2, .depth_passes = 1,
-                                                .robust_iterations = 2, .flying_pixels = true})
+                                               {.epsilon_scale = 0.25, .lambda = 0.2, .depth_passes = 1, .flying_pixels = true})
                                      .depth);
-    BOOST_TEST(denoised.depth != denoise_depth(depth, guide, {.epsilon_scale = 0.25, .lambda = 0.2, .robust_iterations = 2,
-                                                              .flying_pixels = true})
+    BOOST_TEST(denoised.depth != denoise_depth(depth, guide, {.epsilon_scale = 0.25, .lambda = 0.2, .flying_pixels = true})
                                      .depth);
     const xt::xtensor<float, 2> low = xt::view(depth, xt::range(std::size_t(0), H, std::size_t(2)),
                                                xt::range(std::size_t(0), W, std::size_t(2)));

@@ -2,8 +2,8 @@
 // The lists of the tools' --batch: one item per line, its files separated by spaces or tabs,
 // the output last,
 //
-//     GUIDE DEPTH OUT        (nonlocal-refine)
-//     INPUT OUTPUT           (nonlocal-denoise)
+//     GUIDE DEPTH [CONFIDENCE] OUT   (nonlocal-refine; the confidence map may be left out)
+//     INPUT OUTPUT                   (nonlocal-denoise)
 //
 // a path holding spaces written in double quotes ("my scans/0001.png", with \" and \\ inside
 // quotes); blank lines and lines whose first field starts with # are skipped; CRLF line ends
@@ -11,6 +11,7 @@
 // directory.
 #include "image_io.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -33,9 +34,10 @@ struct list_entry {
     std::string out;   ///< files.back()
 };
 
-/// A guide, the depth it refines and where the result goes, and its line in the list.
+/// A guide, the depth it refines, the depth's confidence map (empty: none) and where the
+/// result goes, and its line in the list.
 struct depth_pair {
-    std::string guide, depth, out;
+    std::string guide, depth, confidence, out;
     std::size_t line = 0;
 };
 
@@ -51,9 +53,9 @@ inline bool closes_its_quotes(const std::string& text) {
 }
 
 /// Reads and checks a list before anything is computed: every line has the fields `names`
-/// (say "GUIDE DEPTH OUT"), every output ends in one of `outputs`, and no two items (nor an
-/// item and its own inputs) share an output. Throws std::runtime_error naming the file and
-/// the line.
+/// (say "GUIDE DEPTH OUT"; a name in brackets, "[CONFIDENCE]", is a field a line may leave out,
+/// read as empty), every output ends in one of `outputs`, and no two items (nor an item and its
+/// own inputs) share an output. Throws std::runtime_error naming the file and the line.
 inline std::vector<list_entry> read_list(const std::string& path, const std::vector<std::string>& names,
                                          const std::vector<std::string>& outputs) {
     std::ifstream in(path);
@@ -62,6 +64,8 @@ inline std::vector<list_entry> read_list(const std::string& path, const std::vec
     const auto key = [](const std::string& p) { return std::filesystem::absolute(p).lexically_normal().string(); };
     std::string expected;
     for (const std::string& name : names) expected += (expected.empty() ? "" : " ") + name;
+    const auto optional = std::find_if(names.begin(), names.end(), [](const std::string& n) { return n.starts_with('['); });
+    const std::size_t least = names.size() - (optional != names.end());
     std::vector<list_entry> entries;
     std::map<std::string, std::size_t> written;   // output -> the line that writes it
     std::string text;
@@ -72,15 +76,16 @@ inline std::vector<list_entry> read_list(const std::string& path, const std::vec
         for (std::string field; fields >> std::quoted(field);) f.push_back(field);
         if (!closes_its_quotes(text)) throw std::runtime_error(where(line) + "a quote is not closed");
         if (f.empty() || f[0].starts_with('#')) continue;
-        if (f.size() != names.size())
+        if (f.size() != names.size() && f.size() != least)
             throw std::runtime_error(where(line) + "expected " + expected + ", got " + std::to_string(f.size()) +
                                      (f.size() == 1 ? " field" : " fields"));
+        if (f.size() < names.size()) f.insert(f.begin() + (optional - names.begin()), std::string());
         list_entry entry{f, line, f.back()};
         if (const std::string error = ending_error(entry.out, outputs); !error.empty())
             throw std::runtime_error(where(line) + "the output " + error);
         const std::string out = key(entry.out);
         for (std::size_t i = 0; i + 1 < f.size(); ++i)
-            if (out == key(f[i]))
+            if (!f[i].empty() && out == key(f[i]))
                 throw std::runtime_error(where(line) + "the output " + entry.out + " would overwrite an input of its line");
         if (const auto [at, fresh] = written.emplace(out, line); !fresh)
             throw std::runtime_error(where(line) + "the output " + entry.out + " is written by line " +
@@ -92,20 +97,22 @@ inline std::vector<list_entry> read_list(const std::string& path, const std::vec
 }
 
 /// Throws std::runtime_error when `out` names the same file as one of `inputs` (the check a
-/// list's lines get, for a single item given on the command line).
+/// list's lines get, for a single item given on the command line); empty inputs are absent.
 inline void require_distinct_output(const std::string& out, const std::vector<std::string>& inputs) {
     std::error_code error;
-    for (const std::string& input : inputs)
+    for (const std::string& input : inputs) {
+        if (input.empty()) continue;
         if (std::filesystem::absolute(out).lexically_normal() == std::filesystem::absolute(input).lexically_normal() ||
             std::filesystem::equivalent(out, input, error))
             throw std::runtime_error("the output " + out + " would overwrite the input " + input);
+    }
 }
 
 /// The pairs of a `nonlocal-refine --batch` list.
 inline std::vector<depth_pair> read_pair_list(const std::string& path) {
     std::vector<depth_pair> pairs;
-    for (const list_entry& e : read_list(path, {"GUIDE", "DEPTH", "OUT"}, depth_outputs))
-        pairs.push_back({e.files[0], e.files[1], e.files[2], e.line});
+    for (const list_entry& e : read_list(path, {"GUIDE", "DEPTH", "[CONFIDENCE]", "OUT"}, depth_outputs))
+        pairs.push_back({e.files[0], e.files[1], e.files[2], e.files[3], e.line});
     return pairs;
 }
 

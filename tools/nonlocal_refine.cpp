@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace {
@@ -34,6 +35,26 @@ struct refinement {
     nonlocal::depth_options options;
 };
 
+/// The confidence map at `path` for a depth map of `shape`: a PNG of 8 or 16 bits scaled to
+/// [0, 1] (255 or 65535 is 1), or a .npy as it is. Throws std::runtime_error naming the file
+/// unless it has one channel, the depth's size, and values that are finite and at least 0.
+xt::xtensor<float, 2> read_confidence(const std::string& path, const std::array<std::size_t, 2>& shape) {
+    const auto image = nonlocal::tools::read_image(path);
+    if (image.pixels.shape(2) != 1) throw std::runtime_error(path + " must have one channel");
+    if (image.pixels.shape(0) != shape[0] || image.pixels.shape(1) != shape[1])
+        throw std::runtime_error(path + " is " + std::to_string(image.pixels.shape(0)) + " x " +
+                                 std::to_string(image.pixels.shape(1)) + ", its depth map " + std::to_string(shape[0]) +
+                                 " x " + std::to_string(shape[1]));
+    const float scale = image.array ? 1.0f : 1.0f / float((1u << image.bit_depth) - 1);
+    xt::xtensor<float, 2> confidence = xt::view(image.pixels, xt::all(), xt::all(), 0) * scale;
+    for (std::size_t i = 0; i < confidence.size(); ++i)
+        if (const float c = confidence.data()[i]; !std::isfinite(c) || c < 0)
+            throw std::runtime_error(path + ": the confidence at pixel (" + std::to_string(i / shape[1]) + ", " +
+                                     std::to_string(i % shape[1]) + ") is " + std::to_string(c) +
+                                     "; confidences must be finite and at least 0");
+    return confidence;
+}
+
 /// Reads a pair, refines it and writes the result; the exceptions of the library and of the
 /// image files pass through.
 nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, const refinement& how) {
@@ -41,7 +62,15 @@ nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, cons
     const auto depth_image = nonlocal::tools::read_image(pair.depth);
     if (depth_image.pixels.shape(2) != 1) throw std::runtime_error(pair.depth + " must have one channel");
     const xt::xtensor<float, 2> depth = xt::view(depth_image.pixels, xt::all(), xt::all(), 0);
+    const std::optional<xt::xtensor<float, 2>> confidence =
+        pair.confidence.empty() ? std::nullopt
+                                : std::optional(read_confidence(pair.confidence, {depth.shape(0), depth.shape(1)}));
     const auto refine = [&](const auto& guide_pixels) {
+        if (confidence) {
+            if (how.mode == "upsample") return nonlocal::upsample_depth(depth, *confidence, guide_pixels, how.factor, how.options);
+            if (how.mode == "denoise") return nonlocal::denoise_depth(depth, *confidence, guide_pixels, how.options);
+            return nonlocal::fill_depth(depth, *confidence, guide_pixels, how.options);
+        }
         if (how.mode == "upsample") return nonlocal::upsample_depth(depth, guide_pixels, how.factor, how.options);
         if (how.mode == "denoise") return nonlocal::denoise_depth(depth, guide_pixels, how.options);
         return nonlocal::fill_depth(depth, guide_pixels, how.options);
@@ -64,13 +93,17 @@ nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, cons
     return result;
 }
 
-/// "solver pcg: 10 iterations, relative residual 9e-05, converged, solve 0.3 s, total 0.5 s -> OUT"
+/// "solver pcg: 10 iterations, relative residual 9e-05, converged, solve 0.3 s, total 0.5 s; 12
+/// observations rejected, 3 flying pixels re-estimated -> OUT" (the last part when there are any)
 std::string describe(const nonlocal::depth_result& result, const std::string& out_path) {
     const auto& r = result.report;
     std::ostringstream s;
     s << "solver " << r.method << ": " << r.iterations << " iterations, relative residual " << r.relative_residual
       << (r.converged ? ", converged" : ", NOT converged") << ", solve " << r.seconds << " s, total "
-      << result.seconds << " s -> " << out_path;
+      << result.seconds << " s";
+    if (result.rejected > 0 || result.flying > 0)
+        s << "; " << result.rejected << " observations rejected, " << result.flying << " flying pixels re-estimated";
+    s << " -> " << out_path;
     return s.str();
 }
 
@@ -78,16 +111,19 @@ std::string describe(const nonlocal::depth_result& result, const std::string& ou
 std::string pair_fields(const nonlocal::tools::depth_pair& pair) {
     using nonlocal::tools::json_quoted;
     return ", \"guide\": " + json_quoted(pair.guide) + ", \"depth\": " + json_quoted(pair.depth) +
+           (pair.confidence.empty() ? "" : ", \"confidence\": " + json_quoted(pair.confidence)) +
            ", \"out\": " + json_quoted(pair.out);
 }
 
-/// A result's fields in its --report line: the solve's method, iterations, relative residual
-/// and the seconds.
+/// A result's fields in its --report line: the solve's method, iterations, relative residual,
+/// the seconds, the observations the robust term rejected, the flying pixels and the robust
+/// term's rounds.
 std::string solve_fields(const nonlocal::depth_result& result) {
     std::ostringstream fields;
     fields << ", \"method\": " << nonlocal::tools::json_quoted(result.report.method)
            << ", \"iterations\": " << result.report.iterations << ", \"relative_residual\": " << result.report.relative_residual
-           << ", \"seconds\": " << result.seconds;
+           << ", \"seconds\": " << result.seconds << ", \"rejected\": " << result.rejected
+           << ", \"flying\": " << result.flying << ", \"robust_iterations\": " << result.robust_iterations;
     return fields.str();
 }
 
@@ -101,8 +137,9 @@ nonlocal::tools::item_outcome refine_item(const nonlocal::tools::depth_pair& pai
 
 int main(int argc, char** argv) {
     CLI::App app{"Colour-guided depth refinement (linear AR model)"};
-    std::string guide_path, depth_path, out_path, solver = "pcg", model = "normalised",
-                colour = "laplacian", space = "luma-chroma", coarsening = "operator-dependent";
+    std::string guide_path, depth_path, confidence_path, out_path, solver = "pcg", model = "normalised",
+                colour = "laplacian", space = "luma-chroma", coarsening = "operator-dependent", occlusions = "blend",
+                flying = "default";
     refinement how;
     nonlocal::depth_options& options = how.options;
     auto* guide_option =
@@ -110,11 +147,16 @@ int main(int argc, char** argv) {
     auto* depth_option = app.add_option("--depth", depth_path, "depth: 8- or 16-bit PNG, or .npy of float32, float64 or integers; 0, negative or not finite is missing");
     auto* out_option = app.add_option("--out", out_path, "output: .png (16 bit) or .npy (float32)")
                            ->check(nonlocal::tools::path_ending_in(nonlocal::tools::depth_outputs));
+    auto* confidence_option = app.add_option(
+        "--confidence", confidence_path,
+        "confidence per depth pixel, scaling its data term: 8- or 16-bit PNG (255 or 65535 is 1) or .npy (as it is); 0 is missing");
     nonlocal::tools::voice speech;
     nonlocal::tools::batch_command_line batch;
-    batch.add_to(app, "pairs", "GUIDE DEPTH OUT",
-                 "line, guide, depth, out, status, method, iterations, relative_residual, seconds, error", speech);
-    batch.batch->excludes(guide_option)->excludes(depth_option)->excludes(out_option);
+    batch.add_to(app, "pairs", "GUIDE DEPTH [CONFIDENCE] OUT",
+                 "line, guide, depth, confidence (when listed), out, status, method, iterations, relative_residual, seconds, "
+                 "rejected, flying, robust_iterations, error",
+                 speech);
+    batch.batch->excludes(guide_option)->excludes(depth_option)->excludes(out_option)->excludes(confidence_option);
     app.add_option("--mode", how.mode, "fill, denoise or upsample")
         ->check(CLI::IsMember({"fill", "denoise", "upsample"}))->capture_default_str();
     auto* factor_option =
@@ -158,6 +200,22 @@ int main(int argc, char** argv) {
                                   "default: 1 in modes fill and denoise, 0 in mode upsample)")
                       ->check(nonlocal::tools::at_least(0));
     app.add_option("--sigma-d", options.sigma_d, "depth bandwidth of those weights, in depth units (0: 2 % of the range)")
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
+    app.add_option("--robust-iterations", options.robust_iterations,
+                   "re-estimates of the robust data term, which rejects wrong measurements (0: off; 2 suit sensor depth)")
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
+    app.add_option("--robust-threshold", options.robust_threshold,
+                   "Tukey's c in robust standard deviations of the residuals (at least half a --step)")
+        ->check(nonlocal::tools::above_zero())->capture_default_str();
+    app.add_option("--flying-pixels", flying,
+                   "find the pixels that straddle a depth step (time of flight) and re-estimate them: on or off "
+                   "(default: on in modes fill and denoise, off in mode upsample)")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--occlusions", occlusions,
+                   "holes beside a depth step: blend them from both sides, or fill them from the far side, that of "
+                   "the smaller values (disparity: stereo, structured light) or of the larger ones (distance)")
+        ->check(CLI::IsMember({"blend", "smaller", "larger"}))->capture_default_str();
+    app.add_option("--step", options.step, "a depth step, in depth units (0: 5 % of the observed range)")
         ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--threads", options.threads, "threads of each pair's solver passes")->check(nonlocal::tools::at_least(1))
         ->capture_default_str();
@@ -214,15 +272,20 @@ int main(int argc, char** argv) {
         if (!lambda->count()) options.lambda = defaults.lambda;
         if (!epsilon->count()) options.epsilon_scale = defaults.epsilon_scale;
         if (!passes->count()) options.depth_passes = defaults.depth_passes;
+        options.flying_pixels = defaults.flying_pixels;
     }
+    if (flying != "default") options.flying_pixels = flying == "on";
+    options.occlusions = occlusions == "smaller"  ? nonlocal::occlusion_fill::from_smaller
+                         : occlusions == "larger" ? nonlocal::occlusion_fill::from_larger
+                                                  : nonlocal::occlusion_fill::blend;
     speech.report = batch.report;
-    const nonlocal::tools::depth_pair single{guide_path, depth_path, out_path, 0};
+    const nonlocal::tools::depth_pair single{guide_path, depth_path, confidence_path, out_path, 0};
     try {
         if (batch.given())
             return nonlocal::tools::run_batch(batch.list, nonlocal::tools::read_pair_list(batch.list),
                                               batch.settings("pairs", "refined"), speech, pair_fields,
                                               [&](const nonlocal::tools::depth_pair& pair) { return refine_item(pair, how); });
-        nonlocal::tools::require_distinct_output(out_path, {guide_path, depth_path});
+        nonlocal::tools::require_distinct_output(out_path, {guide_path, depth_path, confidence_path});
         const auto result = refine_pair(single, how);
         if (!speech.quiet) std::cout << describe(result, out_path) << '\n';
         if (preview_option->count()) {

@@ -102,10 +102,13 @@ struct depth_options {
     /// Robust data term: after the first estimate, up to this many re-estimates with each
     /// observation's confidence times Tukey's biweight of its residual to the last estimate,
     /// (1 - (r / c)^2)^2 for |r| < c and 0 beyond (iteratively reweighted least squares), stopping
-    /// early when no weight changes by more than `robust_tolerance`. 0 turns it off (the default of
-    /// `upsample_depth`, whose observations are too sparse to check each other); `fill_options()`
-    /// and `denoise_options()` run up to 2. `depth_result::rejected` counts the observations it
-    /// ended with weight 0.
+    /// early when no weight changes by more than `robust_tolerance`. The residual is the smaller
+    /// of those to the estimate and to the median of the observations around (`depth/robust.hpp`).
+    /// For sensor depth with wrong measurements (a matcher's mismatches, multipath); 2 re-estimates
+    /// suffice on the real-sensor protocols. 0 (off) by default: on clean depth it also rejects
+    /// correct observations of structures a pixel or two thin whose colour edges are a pixel off
+    /// (see the performance page). `depth_result::rejected` counts the observations it ended with
+    /// weight 0.
     std::size_t robust_iterations = 0;
     /// Tukey's c in robust standard deviations of the residuals (1.4826 x their median absolute
     /// value), at least half a `step`: residuals beyond it reject their observation.
@@ -114,7 +117,8 @@ struct depth_options {
     /// Flying pixels: observations at a depth step holding a mix of its two sides (time-of-flight
     /// sensors average both sides within a pixel), which `depth/flying_pixels.hpp` finds and the
     /// task re-estimates from the side their colour belongs to (as if missing). On in
-    /// `fill_options()` and `denoise_options()`; `depth_result::flying` counts them.
+    /// `fill_options()` and `denoise_options()` (clean depth has none to find: nothing changes);
+    /// `depth_result::flying` counts them.
     bool flying_pixels = false;
     occlusion_fill occlusions = occlusion_fill::blend;   ///< how holes beside depth steps are filled
     depth_solver solver = depth_solver::pcg_multigrid;   ///< of the normalised and AR models

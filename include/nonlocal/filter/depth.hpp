@@ -116,7 +116,7 @@ depth_result in_precision(const depth_options& o, F&& f) {
 /// follow the first result's depth. On Aloe's hole-filling protocol it lowers the normalised
 /// model's error from 1.56 to 1.44 (and 1.43 to 1.29 without the noise) for about 1.6 times
 /// the time; with 80 % of the pixels missing it changes the error by less than 1 %.
-inline depth_options fill_options() { return {.depth_passes = 1, .robust_iterations = 2, .flying_pixels = true}; }
+inline depth_options fill_options() { return {.depth_passes = 1, .flying_pixels = true}; }
 
 namespace detail {
 /// `fill_depth` with `confidence` per pixel (null: 1 everywhere).
@@ -142,8 +142,8 @@ depth_result fill(const xt::xexpression<D>& depth, const double* confidence, con
 /// Fills the missing pixels (0, negative or not finite) of `depth` [H, W] guided by `guide`
 /// [H, W] or [H, W, C], with the valid pixels as the observations of `o.model`
 /// (the normalised model by default; the AR model with alpha = lambda on them), with
-/// `fill_options()` by default: flying pixels re-estimated, wrong measurements rejected by
-/// the robust data term, one depth pass. The result lies within the range of the valid
+/// `fill_options()` by default: flying pixels re-estimated, one depth pass (for sensor depth
+/// with wrong measurements, turn on the robust data term, `depth_options::robust_iterations`). The result lies within the range of the valid
 /// depths kept. Throws `std::invalid_argument` when sizes differ, no pixel is valid, a depth
 /// is beyond float's range (the result's type), the guide holds NaN or infinity, or an option
 /// is out of its range.
