@@ -93,32 +93,33 @@ BOOST_AUTO_TEST_CASE(tukey_weight_and_robust_scale_by_hand) {
     for (std::size_t i = 0; i < 6; ++i) d.observe(i, depth[i]);
     const std::vector<double> estimate = {10, 10, 10, 10, 10, 1000};
     BOOST_TEST(detail::robust_scale(d, estimate) == 1.4826 * 3, boost::test_tools::tolerance(1e-15));
-    // The median of the observations in each window, 5 wide or as wide as fits on both sides
-    // alike: at pixel 0 of 11 alone; at pixel 1 of 11, 8, 13; at pixel 2 of 11, 8, 13, 14, 110;
-    // at pixel 4 of 14, 110 and the unobserved pixel 5: the upper median of two.
-    const buffer<double> median = detail::observed_median(d);
-    BOOST_TEST(median[0] == 11.0);
-    BOOST_TEST(median[1] == 11.0);
-    BOOST_TEST(median[2] == 13.0);
-    BOOST_TEST(median[4] == 110.0);
-    BOOST_TEST(median[5] == 0.0);   // not observed
-    // c = 4.685 x 4.4478 = 20.84 (above half the default step, 5 % of the range 102). The
-    // residual is the smaller of those to the estimate and to the median: the wrong
-    // measurement (100 off the estimate and 96 off the median of its 5-wide window) gets weight 0;
-    // pixel 1 (8) is 2 from the estimate, pixel 0 its own median.
-    const std::vector<double> wide = {11, 11, 13, 13, 14, 0};
-    const buffer<double> w = detail::robust_weights(d, estimate, wide, depth_options{});
-    const double c = 4.685 * 1.4826 * 3;
+}
+
+BOOST_AUTO_TEST_CASE(robust_weights_by_hand) {
+    // 5 x 5 observations of 10, but 12 at (1, 1), 110 at the centre (a wrong measurement) and
+    // 40 at (4, 4). The estimate: 10, but 30 at the centre (pulled by the wrong measurement)
+    // and 10 at (4, 4). Residuals to it: 0, 2, 80, 30. Their median is 0, so c is half the
+    // default step, 5 % of the range 100: 2.5.
+    detail::observed_depth d(5, 5);
+    for (std::size_t i = 0; i < 25; ++i) d.observe(i, 10);
+    d.observe(6, 12), d.observe(12, 110), d.observe(24, 40);
+    std::vector<double> estimate(25, 10.0);
+    estimate[12] = 30;
+    // The median of the 5 x 5 window at the centre is 10; at the corner (4, 4) the window is the
+    // pixel alone; at (1, 1) the 3 x 3 window holds eight 10s and the 12.
+    BOOST_TEST(detail::observed_median(d, 2, 2) == 10.0);
+    BOOST_TEST(detail::observed_median(d, 4, 4) == 40.0);
+    BOOST_TEST(detail::observed_median(d, 1, 1) == 10.0);
+    const buffer<double> median = detail::observed_medians(d);
+    BOOST_TEST(median[12] == 10.0);
+    const buffer<double> w = detail::robust_weights(d, estimate, median, depth_options{});
     BOOST_TEST(w[0] == 1.0);
-    BOOST_TEST(w[1] == detail::tukey_weight(2, c), boost::test_tools::tolerance(1e-15));
-    BOOST_TEST(w[4] == 0.0);
-    BOOST_TEST(w[5] == 1.0);
-    // An observation the median agrees with keeps its weight, however far the estimate is.
-    const std::vector<double> agreeing = {0, 0, 0, 0, 110, 0};
-    BOOST_TEST(detail::robust_weights(d, estimate, agreeing, depth_options{})[4] == 1.0);
-    // Half a step is the least c: residuals below it are never rejected.
-    const buffer<double> floor = detail::robust_weights(d, estimate, estimate, {.step = 300});
-    BOOST_TEST(floor[4] == detail::tukey_weight(100, 150), boost::test_tools::tolerance(1e-15));
+    BOOST_TEST(w[6] == detail::tukey_weight(2, 2.5), boost::test_tools::tolerance(1e-15));   // 2 off both
+    BOOST_TEST(w[12] == 0.0);    // 80 off the estimate, 100 off its neighbours' median: rejected
+    BOOST_TEST(w[24] == 1.0);    // 30 off the estimate, but its own median (the corner's window) agrees
+    // Half a step is the least c: with a step of 200, c = 100 and the centre keeps some weight.
+    const buffer<double> wide = detail::robust_weights(d, estimate, median, {.step = 200});
+    BOOST_TEST(wide[12] == detail::tukey_weight(80, 100), boost::test_tools::tolerance(1e-15));
 }
 
 BOOST_AUTO_TEST_CASE(flying_pixels_by_hand) {

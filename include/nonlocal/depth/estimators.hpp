@@ -59,7 +59,8 @@ solve_report solve(const ar_system<T>& A, vector_in<T> b, vector_out<T> x, const
     return {};
 }
 
-/// The far side of the holes of `d` when `o.occlusions` asks for it.
+/// The far side of the holes of `d` when `o.occlusions` asks for it (computed once a task:
+/// the estimators take a pointer to it, null for none).
 inline std::optional<far_side> far_side_of(const observed_depth& d, const depth_options& o) {
     if (o.occlusions == occlusion_fill::blend) return std::nullopt;
     return far_side(d, o.occlusions, depth_step(d, o));
@@ -71,8 +72,8 @@ inline std::optional<far_side> far_side_of(const observed_depth& d, const depth_
 /// every pixel has a data term (the normalised and separable models), to `min_weight` in the
 /// AR model, whose holes must stay connected to observations.
 template <class T>
-ar_system<T> depth_system(const image_planes<T>& g, const observed_depth& d, const std::optional<far_side>& far,
-                          buffer<T> alpha, buffer<T> b, const depth_options& o) {
+ar_system<T> depth_system(const image_planes<T>& g, const observed_depth& d, const far_side* far, buffer<T> alpha,
+                          buffer<T> b, const depth_options& o) {
     const grid_stencil stencil{g.height, g.width, o.connectivity, o.radius};
     ar_system<T> A = o.colour == colour_kernel::laplacian
                          ? ar_system<T>(g, stencil, laplacian_distance(o.sigma_r), std::move(alpha), std::move(b),
@@ -118,11 +119,11 @@ inline double normalised_epsilon(const observed_depth& d, const depth_options& o
 template <class T>
 class ar_estimator {
 public:
-    ar_estimator(const image_planes<T>& g, const observed_depth& d, const depth_options& o)
-        : g_(g), o_(o), holes_(d), far_(far_side_of(d, o)) {}
+    ar_estimator(const image_planes<T>& g, const observed_depth&, const far_side* far, const depth_options& o)
+        : g_(g), o_(o), far_(far) {}
     buffer<double> operator()(const observed_depth& d, solve_report& report) const {
         auto [alpha, b] = d.scaled<T>(o_.lambda);
-        const ar_system<T> A = depth_system<T>(g_, holes_, far_, std::move(alpha), std::move(b), o_);
+        const ar_system<T> A = depth_system<T>(g_, d, far_, std::move(alpha), std::move(b), o_);
         const auto M = hierarchy(A, o_);
         buffer<T> solution(A.size(), T(0));
         if (!M) {
@@ -136,8 +137,7 @@ public:
 private:
     const image_planes<T>& g_;
     const depth_options& o_;
-    observed_depth holes_;   // the observations the estimator was built on, whose holes `far_` describes
-    std::optional<far_side> far_;
+    const far_side* far_;
 };
 
 /// depth_model::normalised: K(c m d) / K(c m) with K = eps (L + eps I)^-1, c the confidences:
@@ -146,8 +146,8 @@ private:
 template <class T>
 class normalised_estimator {
 public:
-    normalised_estimator(const image_planes<T>& g, const observed_depth& d, const depth_options& o)
-        : o_(o), fraction_(d.fraction()), eps_(normalised_epsilon(d, o)), far_(far_side_of(d, o)),
+    normalised_estimator(const image_planes<T>& g, const observed_depth& d, const far_side* far, const depth_options& o)
+        : o_(o), fraction_(d.fraction()), eps_(normalised_epsilon(d, o)), far_(far),
           A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(eps_)), buffer<T>(g.pixels(), T(0)), o)),
           M_(hierarchy(A_, o)), km_(g.pixels(), T(fraction_)) {}
 
@@ -181,7 +181,7 @@ public:
 private:
     const depth_options& o_;
     double fraction_, eps_;
-    std::optional<far_side> far_;
+    const far_side* far_;
     ar_system<T> A_;
     std::unique_ptr<multigrid<T>> M_;
     buffer<T> km_;
@@ -193,8 +193,8 @@ private:
 template <class T>
 class separable_estimator {
 public:
-    separable_estimator(const image_planes<T>& g, const observed_depth& d, const depth_options& o)
-        : passes_{o.separable_passes, o.separable_strength / std::sqrt(d.fraction())}, far_(far_side_of(d, o)),
+    separable_estimator(const image_planes<T>& g, const observed_depth& d, const far_side* far, const depth_options& o)
+        : passes_{o.separable_passes, o.separable_strength / std::sqrt(d.fraction())}, far_(far),
           A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(normalised_epsilon(d, o))), buffer<T>(g.pixels(), T(0)),
                              o)) {}   // b unused
 
@@ -231,25 +231,26 @@ public:
 
 private:
     separable_options passes_;
-    std::optional<far_side> far_;
+    const far_side* far_;
     ar_system<T> A_;
 };
 
-/// f(estimator) with the estimator of `o.model`, built on the guide and the observations.
+/// f(estimator) with the estimator of `o.model`, built on the guide, the observations and the
+/// far side of their holes (null: holes blended).
 template <class T, class F>
-auto with_estimator(const image_planes<T>& g, const observed_depth& d, const depth_options& o, F&& f) {
+auto with_estimator(const image_planes<T>& g, const observed_depth& d, const far_side* far, const depth_options& o, F&& f) {
     switch (o.model) {
         case depth_model::ar: {
-            ar_estimator<T> e(g, d, o);
+            ar_estimator<T> e(g, d, far, o);
             return f(e);
         }
         case depth_model::separable: {
-            separable_estimator<T> e(g, d, o);
+            separable_estimator<T> e(g, d, far, o);
             return f(e);
         }
         case depth_model::normalised: break;
     }
-    normalised_estimator<T> e(g, d, o);
+    normalised_estimator<T> e(g, d, far, o);
     return f(e);
 }
 

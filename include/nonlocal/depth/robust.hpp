@@ -38,33 +38,36 @@ inline double robust_scale(const observed_depth& d, std::span<const double> esti
     return 1.4826 * *middle;
 }
 
-/// At every observed pixel of `d`, the median of the observations in the 5 x 5 window around
-/// it (the upper median of an even count), 0 elsewhere. Near the image's edges the window
-/// shrinks on both sides alike (a row at the top edge looks along it, a corner at itself),
-/// so that it stays symmetric about the pixel, where the median of a plane is the plane.
-inline buffer<double> observed_median(const observed_depth& d) {
-    constexpr std::ptrdiff_t radius = 2;
-    const std::ptrdiff_t H = std::ptrdiff_t(d.height), W = std::ptrdiff_t(d.width);
-    buffer<double> median(d.depth.size(), 0.0);
+/// The median of the observations of `d` in the 5 x 5 window around pixel (r, c) (the upper
+/// median of an even count); the pixel must be observed. Near the image's edges the window
+/// shrinks on both sides alike (a row at the top edge looks along it, a corner at itself), so
+/// that it stays symmetric about the pixel, where the median of a plane is the plane.
+inline double observed_median(const observed_depth& d, std::size_t r, std::size_t c) {
+    constexpr std::size_t radius = 2;
+    const std::size_t ry = std::min({radius, r, d.height - 1 - r}), rx = std::min({radius, c, d.width - 1 - c});
     std::array<double, (2 * radius + 1) * (2 * radius + 1)> window;
-    for (std::ptrdiff_t r = 0; r < H; ++r)
-        for (std::ptrdiff_t c = 0; c < W; ++c) {
-            if (!d.observed[std::size_t(r * W + c)]) continue;
-            const std::ptrdiff_t ry = std::min({radius, r, H - 1 - r}), rx = std::min({radius, c, W - 1 - c});
-            std::size_t n = 0;
-            for (std::ptrdiff_t y = r - ry; y <= r + ry; ++y)
-                for (std::ptrdiff_t x = c - rx; x <= c + rx; ++x)
-                    if (const std::size_t j = std::size_t(y * W + x); d.observed[j]) window[n++] = d.depth[j];
-            std::nth_element(window.begin(), window.begin() + std::ptrdiff_t(n / 2), window.begin() + std::ptrdiff_t(n));
-            median[std::size_t(r * W + c)] = window[n / 2];
-        }
+    std::size_t n = 0;
+    for (std::size_t y = r - ry; y <= r + ry; ++y)
+        for (std::size_t x = c - rx; x <= c + rx; ++x)
+            if (const std::size_t j = y * d.width + x; d.observed[j]) window[n++] = d.depth[j];
+    std::nth_element(window.begin(), window.begin() + std::ptrdiff_t(n / 2), window.begin() + std::ptrdiff_t(n));
+    return window[n / 2];
+}
+
+/// `observed_median` at every observed pixel of `d`, 0 elsewhere.
+inline buffer<double> observed_medians(const observed_depth& d) {
+    buffer<double> median(d.depth.size(), 0.0);
+    for (std::size_t i = 0; i < median.size(); ++i)
+        if (d.observed[i]) median[i] = observed_median(d, i / d.width, i % d.width);
     return median;
 }
 
 /// Tukey's weight of every observation's residual (1 where nothing is observed), with c =
 /// `robust_threshold` x `robust_scale`, at least half a depth step. The residual is the smaller
-/// of the one to `estimate` and the one to `median` (`observed_median`): an observation is
-/// rejected when it disagrees with both the edge-aware estimate and the observations around it.
+/// of the one to `estimate` and the one to `median` (`observed_medians`): an observation is
+/// rejected only when it disagrees with both the edge-aware estimate and its neighbours (a
+/// pixel at a depth step whose colour edge is a pixel off keeps the median of its side, a
+/// plane's edge its exact median).
 inline buffer<double> robust_weights(const observed_depth& d, std::span<const double> estimate, std::span<const double> median,
                                      const depth_options& o) {
     const double c = std::max(o.robust_threshold * robust_scale(d, estimate), 0.5 * depth_step(d, o));
@@ -85,7 +88,7 @@ buffer<double> estimate_robustly(Estimate&& estimate, observed_depth& d, const d
     buffer<double> x = estimate(d, result.report);
     if (o.robust_iterations == 0) return x;
     const observed_depth measured = d;
-    const buffer<double> median = observed_median(measured);
+    const buffer<double> median = observed_medians(measured);
     buffer<double> weights(d.depth.size(), 1.0);
     for (std::size_t round = 0; round < o.robust_iterations; ++round) {
         buffer<double> next = robust_weights(measured, x, median, o);

@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -52,13 +53,14 @@ namespace nonlocal {
 namespace detail {
 
 /// Runs the estimator of `o.model` on the observations `d` on the guide `g` in precision
-/// T, robustly when `o.robust_iterations` says (leaving in `d` the observations it kept, with
+/// T, their holes filled from `far` (null: blended), robustly when `o.robust_iterations` says (leaving in `d` the observations it kept, with
 /// their weights), then the edge-sharpening median; `clock` started when the task did.
 template <class T>
-depth_result refine(const image_planes<T>& g, observed_depth& d, const depth_options& o, const stopwatch& clock) {
+depth_result refine(const image_planes<T>& g, observed_depth& d, const far_side* far, const depth_options& o,
+                    const stopwatch& clock) {
     depth_result result;
     const buffer<double> x =
-        with_estimator(g, d, o, [&](auto& estimate) { return estimate_robustly(estimate, d, o, result); });
+        with_estimator(g, d, far, o, [&](auto& estimate) { return estimate_robustly(estimate, d, o, result); });
     // Every model's exact result is a weighted mean of the observations (its operators have
     // no negative entries), so it lies within their range; an approximate solve can leave the
     // range by its error, the more where few observations reach a pixel: clamped to the range
@@ -89,13 +91,15 @@ depth_result refine_with_passes(const image_planes<T>& g, observed_depth d, cons
     const std::size_t measured = d.count;
     if (o.flying_pixels) remove_flying_pixels(d, find_flying_pixels(d, depth_step(d, o)));
     const std::size_t landed = d.count;   // all but the flying pixels, unless every observation flies
-    depth_result result = refine<T>(g, d, o, clock);
+    const std::optional<far_side> far = far_side_of(d, o);   // of the holes as measured
+    const far_side* holes = far ? &*far : nullptr;
+    depth_result result = refine<T>(g, d, holes, o, clock);
     const std::size_t rejected = result.rejected, rounds = result.robust_iterations;
     const double sigma_d = o.depth_passes > 0 ? depth_bandwidth(d, o) : 0;
     depth_options pass_options = o;
     pass_options.robust_iterations = 0;
     for (std::size_t pass = 0; pass < o.depth_passes && sigma_d > 0; ++pass) {
-        depth_result next = refine<T>(with_depth_channel(g, result.depth, o.sigma_r / sigma_d), d, pass_options, clock);
+        depth_result next = refine<T>(with_depth_channel(g, result.depth, o.sigma_r / sigma_d), d, holes, pass_options, clock);
         next.report = one_report(next.report.method, result.report, next.report);
         result = std::move(next);
     }
