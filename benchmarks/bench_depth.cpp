@@ -9,6 +9,11 @@
 //   peer_opencv_fgs_upsample/x:8|16: OpenCV ximgproc's fast global smoother on the same
 //     task when found, normalised (FGS(d m) / FGS(m)) at the parameters eval_depth finds best
 //     on Aloe (x8: lambda 17.8, sigma 11.3; x16: lambda 53.3, sigma 16);
+//   depth_sensor/protocol:0|1/model:0|2: fill_depth on the real-sensor protocols of
+//     eval_depth (0: stereo, holes filled from the far side; 1: time of flight), with the
+//     robust data term's 2 re-estimates, in the normalised (0) or separable (2) model;
+//     peer_opencv_fgs_sensor/protocol:0|1: OpenCV's fast global smoother on the same
+//     observations (normalised, at eval_depth's best parameters);
 //   depth_dataset/jobs:1|2: four of those x8 upsamplings, one pair per thread, 1 or 2 at a
 //     time, in pairs per second;
 //   multigrid_setup/aggregation:0|1: the hierarchy of that x8 system;
@@ -21,6 +26,7 @@
 //   build/release/benchmarks/bench_depth
 #define STB_IMAGE_IMPLEMENTATION
 #include "images.hpp"
+#include "sensor_protocols.hpp"
 
 #include <nonlocal/nonlocal.hpp>
 
@@ -138,6 +144,56 @@ void peer_opencv_fgs_upsample(benchmark::State& state) {
 BENCHMARK(peer_opencv_fgs_upsample)->ArgName("x")->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
+/// The observations of a real-sensor protocol on Aloe's ground truth (0: stereo, 1: time of flight).
+const xt::xtensor<float, 2>& sensor_observations(std::int64_t protocol) {
+    static const xt::xtensor<float, 2> stereo = nonlocal::bench::stereo_protocol(aloe().truth);
+    static const xt::xtensor<float, 2> tof = nonlocal::bench::tof_protocol(aloe().truth);
+    return protocol == 0 ? stereo : tof;
+}
+
+void depth_sensor(benchmark::State& state) {
+    nonlocal::depth_options o = nonlocal::fill_options();
+    o.robust_iterations = 2, o.model = nonlocal::depth_model(state.range(1));
+    if (state.range(0) == 0) o.occlusions = nonlocal::occlusion_fill::from_smaller;
+    const auto& observed = sensor_observations(state.range(0));
+    std::size_t rejected = 0;
+    for (auto _ : state) {
+        auto out = nonlocal::fill_depth(observed, aloe().guide, o);
+        rejected = out.rejected;
+        benchmark::DoNotOptimize(out.depth.data());
+    }
+    state.counters["rejected"] = double(rejected);
+}
+BENCHMARK(depth_sensor)
+    ->ArgNames({"protocol", "model"})
+    ->Args({0, 0})
+    ->Args({0, 2})
+    ->Args({1, 0})
+    ->Args({1, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+/// OpenCV's fast global smoother on depth_sensor's observations, normalised.
+void peer_opencv_fgs_sensor(benchmark::State& state) {
+    cv::setNumThreads(1);
+    const auto& observed = sensor_observations(state.range(0));
+    const int H = int(observed.shape(0)), W = int(observed.shape(1));
+    cv::Mat sparse(H, W, CV_32F, const_cast<float*>(observed.data())), mask, guide, num, den;
+    cv::threshold(sparse, mask, 0, 1, cv::THRESH_BINARY);
+    cv::Mat(H, W, CV_32FC3, const_cast<float*>(aloe().guide.data())).convertTo(guide, CV_8UC3);
+    cv::cvtColor(guide, guide, cv::COLOR_RGB2BGR);
+    const double lambda = state.range(0) == 0 ? 3000 : 1.69, sigma = state.range(0) == 0 ? 2.83 : 45.3;
+    for (auto _ : state) {
+        cv::ximgproc::fastGlobalSmootherFilter(guide, sparse, num, lambda, sigma);
+        cv::ximgproc::fastGlobalSmootherFilter(guide, mask, den, lambda, sigma);
+        cv::Mat depth = num / cv::max(den, 1e-6f);
+        benchmark::DoNotOptimize(depth.data);
+    }
+}
+BENCHMARK(peer_opencv_fgs_sensor)->ArgName("protocol")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
 /// A dataset refined one pair per thread: 4 x8 upsamplings of Aloe, `jobs` at a time on
 /// threads of their own (each solve on one thread), in pairs per second; against
 /// depth_upsample/x:8/threads:2, two threads within each pair.
@@ -172,7 +228,8 @@ const nonlocal::ar_system<float>& x8_system() {
         const float eps = float(o.epsilon_scale / 64);
         for (std::size_t r = 0; r < H; r += 8)
             for (std::size_t c = 0; c < W; c += 8) b[r * W + c] = eps * s.truth(r, c);
-        return nonlocal::detail::depth_system<float>(g, nonlocal::buffer<float>(n, eps), std::move(b), o);
+        const nonlocal::detail::observed_depth none(H, W);   // its holes are not filled from a far side
+        return nonlocal::detail::depth_system<float>(g, none, nullptr, nonlocal::buffer<float>(n, eps), std::move(b), o);
     }();
     return A;
 }
