@@ -10,7 +10,8 @@
 //     task when found, normalised (FGS(d m) / FGS(m)) at the parameters eval_depth finds best
 //     on Aloe (x8: lambda 17.8, sigma 11.3; x16: lambda 53.3, sigma 16);
 //   depth_sensor/protocol:0|1/model:0|2: fill_depth on the real-sensor protocols of
-//     eval_depth (0: stereo, holes filled from the far side; 1: time of flight), with the
+//     eval_depth (0: stereo, holes filled from the far side; 1: time of flight, the median of
+//     the observations), with the
 //     robust data term's 2 re-estimates, in the normalised (0) or separable (2) model;
 //     peer_opencv_fgs_sensor/protocol:0|1: OpenCV's fast global smoother on the same
 //     observations (normalised, at eval_depth's best parameters);
@@ -155,6 +156,7 @@ void depth_sensor(benchmark::State& state) {
     nonlocal::depth_options o = nonlocal::fill_options();
     o.robust_iterations = 2, o.model = nonlocal::depth_model(state.range(1));
     if (state.range(0) == 0) o.occlusions = nonlocal::occlusion_fill::from_smaller;
+    else o.median_of_observations = true;
     const auto& observed = sensor_observations(state.range(0));
     std::size_t rejected = 0;
     for (auto _ : state) {

@@ -197,7 +197,8 @@ std::vector<variant> clean_variants(const nonlocal::depth_options& base) {
 
 /// The rows of the real-sensor protocols, from the protocol's options `base`: those, the
 /// separable model, then each of the defences off in turn (the robust data term, flying
-/// pixels, occlusion-aware filling), all three off, and the AR model.
+/// pixels, the median of the observations, occlusion-aware filling), all of them off, and the
+/// AR model.
 std::vector<variant> sensor_variants(const nonlocal::depth_options& base) {
     using options = nonlocal::depth_options;
     std::vector<variant> v = {
@@ -205,12 +206,15 @@ std::vector<variant> sensor_variants(const nonlocal::depth_options& base) {
         {"", with(base, [](options& o) { o.model = nonlocal::depth_model::separable; })},
         {", no robust term", with(base, [](options& o) { o.robust_iterations = 0; })},
         {", no flying pixels", with(base, [](options& o) { o.flying_pixels = false; })},
-        {", none of the three", with(base, [](options& o) {
+        {", none of them", with(base, [](options& o) {
              o.robust_iterations = 0, o.flying_pixels = false, o.occlusions = nonlocal::occlusion_fill::blend;
+             o.median_of_observations = false;
          })},
         {"", with(base, [](options& o) { o.model = nonlocal::depth_model::ar; })}};
     if (base.occlusions != nonlocal::occlusion_fill::blend)
         v.insert(v.begin() + 4, {", holes blended", with(base, [](options& o) { o.occlusions = nonlocal::occlusion_fill::blend; })});
+    if (base.median_of_observations)
+        v.insert(v.begin() + 4, {", no median of observations", with(base, [](options& o) { o.median_of_observations = false; })});
     return v;
 }
 
@@ -498,7 +502,8 @@ int main(int argc, char** argv) {
     }
 
     // The real-sensor protocols: fill_depth's defaults with the robust data term (2 re-estimates),
-    // the stereo one with holes filled from the smaller disparities (the far side).
+    // the stereo one with holes filled from the smaller disparities (the far side), the
+    // time-of-flight one with the median of the observations.
     for (const char* protocol : {"stereo", "tof"}) {
         if (!wanted(protocol)) continue;
         const bool stereo = std::string(protocol) == "stereo";
@@ -506,6 +511,7 @@ int main(int argc, char** argv) {
         nonlocal::depth_options base = nonlocal::fill_options();
         base.robust_iterations = 2;
         if (stereo) base.occlusions = nonlocal::occlusion_fill::from_smaller;
+        else base.median_of_observations = true;
         const errors input = score(observed, truth);
         std::printf("%-10s %-56s %8.3f %8s %6.2f %6.2f\n", protocol, "(the observations, 0 where missing)", input.rmse, "",
                     input.bad1, input.bad2);

@@ -383,6 +383,33 @@ BOOST_AUTO_TEST_CASE(flying_pixels_move_to_the_side_of_their_colour) {
     BOOST_TEST(worst > 3.0);
 }
 
+BOOST_AUTO_TEST_CASE(median_of_observations_replaces_each_by_its_windows_median) {
+    // Random observations with holes: the task with the median of the observations equals the
+    // task on the observations replaced by hand by the median of the observed ones in each
+    // 5 x 5 window (narrowed symmetrically at the edges; the upper median of an even count).
+    const std::size_t H = 13, W = 16;
+    const auto guide = test::random_tensor<float, 3>({H, W, 3}, 31, 0, 255);
+    xt::xtensor<float, 2> depth = test::random_tensor<float, 2>({H, W}, 32, 20, 80);
+    for (std::size_t i = 0; i < depth.size(); i += 5) depth.data()[i] = 0;
+    xt::xtensor<float, 2> by_hand = depth;
+    for (std::size_t r = 0; r < H; ++r)
+        for (std::size_t c = 0; c < W; ++c) {
+            if (depth(r, c) == 0) continue;
+            const std::size_t ry = std::min({std::size_t(2), r, H - 1 - r}), rx = std::min({std::size_t(2), c, W - 1 - c});
+            std::vector<float> window;
+            for (std::size_t y = r - ry; y <= r + ry; ++y)
+                for (std::size_t x = c - rx; x <= c + rx; ++x)
+                    if (depth(y, x) != 0) window.push_back(depth(y, x));
+            std::sort(window.begin(), window.end());
+            by_hand(r, c) = window[window.size() / 2];
+        }
+    depth_options plain = fill_options();
+    plain.flying_pixels = false;
+    depth_options median = plain;
+    median.median_of_observations = true;
+    BOOST_TEST(fill_depth(depth, guide, median).depth == fill_depth(by_hand, guide, plain).depth);
+}
+
 BOOST_AUTO_TEST_CASE(bad_confidence_maps_are_refused) {
     const xt::xtensor<float, 3> guide = xt::ones<float>({4, 5, 3});
     const xt::xtensor<float, 2> depth = xt::ones<float>({4, 5});

@@ -215,6 +215,8 @@ int main(int argc, char** argv) {
                    "holes beside a depth step: blend them from both sides, or fill them from the far side, that of "
                    "the smaller values (disparity: stereo, structured light) or of the larger ones (distance)")
         ->check(CLI::IsMember({"blend", "smaller", "larger"}))->capture_default_str();
+    app.add_flag("--median-of-observations", options.median_of_observations,
+                 "replace each observation by the median of those in its 5 x 5 window first (noisy time-of-flight depth)");
     app.add_option("--step", options.step, "a depth step, in depth units (0: 5 % of the observed range)")
         ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--threads", options.threads, "threads of each pair's solver passes")->check(nonlocal::tools::at_least(1))

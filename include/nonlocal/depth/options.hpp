@@ -121,6 +121,11 @@ struct depth_options {
     /// `depth_result::flying` counts them.
     bool flying_pixels = false;
     occlusion_fill occlusions = occlusion_fill::blend;   ///< how holes beside depth steps are filled
+    /// Each observation replaced by the median of the observations in its 5 x 5 window (after
+    /// the flying pixels are removed, before anything else): noisy depth with mixed pixels at
+    /// its steps (time of flight) loses both, at the cost of corners and of structures thinner
+    /// than three pixels, so it is off by default (see the performance page for both sides).
+    bool median_of_observations = false;
     depth_solver solver = depth_solver::pcg_multigrid;   ///< of the normalised and AR models
     int threads = 1;                                               ///< of the solver's passes over the pixels
     bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double

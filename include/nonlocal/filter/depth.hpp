@@ -74,7 +74,8 @@ depth_result refine(const image_planes<T>& g, observed_depth& d, const far_side*
     return result;
 }
 
-/// The task in precision T: flying pixels removed when `o.flying_pixels` says, the model
+/// The task in precision T: flying pixels removed when `o.flying_pixels` says, the
+/// observations replaced by their neighbours' median when `o.median_of_observations` says, the model
 /// (robustly when `o.robust_iterations` says), then each depth pass on the guide with the last
 /// result as one more channel, on the observations the robust term kept. Throws (from `where`)
 /// when nothing is observed.
@@ -90,6 +91,12 @@ depth_result refine_with_passes(const image_planes<T>& g, observed_depth d, cons
     });
     const std::size_t measured = d.count;
     if (o.flying_pixels) remove_flying_pixels(d, find_flying_pixels(d, depth_step(d, o)));
+    if (o.median_of_observations) {   // the range and the count follow the medians
+        const buffer<double> median = observed_medians(d);
+        observed_depth medians(d.height, d.width);
+        for (std::size_t i = 0; i < median.size(); ++i) medians.observe(i, median[i], d.confidence[i]);
+        d = std::move(medians);
+    }
     const std::size_t landed = d.count;   // all but the flying pixels, unless every observation flies
     const std::optional<far_side> far = far_side_of(d, o);   // of the holes as measured
     const far_side* holes = far ? &*far : nullptr;
