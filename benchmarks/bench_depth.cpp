@@ -122,25 +122,39 @@ BENCHMARK(depth_upsample)
     ->UseRealTime();
 
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-/// OpenCV's fast global smoother on depth_upsample's task: the low-resolution depth on the
-/// guide's grid (0 elsewhere) and its mask, each smoothed, divided.
-void peer_opencv_fgs_upsample(benchmark::State& state) {
+/// Aloe's guide as OpenCV takes it: 8-bit BGR.
+cv::Mat aloe_bgr() {
+    const auto& guide = aloe().guide;
+    cv::Mat bgr;
+    cv::Mat(int(guide.shape(0)), int(guide.shape(1)), CV_32FC3, const_cast<float*>(guide.data())).convertTo(bgr, CV_8UC3);
+    cv::cvtColor(bgr, bgr, cv::COLOR_RGB2BGR);
+    return bgr;
+}
+
+/// Times OpenCV's fast global smoother, normalised, on one thread: the observations `sparse`
+/// (0 elsewhere) and their `mask` each smoothed on Aloe's guide, then divided.
+void time_normalised_fgs(benchmark::State& state, const cv::Mat& sparse, const cv::Mat& mask, double lambda, double sigma) {
     cv::setNumThreads(1);
-    const std::size_t factor = state.range(0);
-    const auto& truth = aloe().truth;
-    const int H = int(truth.shape(0)), W = int(truth.shape(1));
-    cv::Mat sparse = cv::Mat::zeros(H, W, CV_32F), mask = cv::Mat::zeros(H, W, CV_32F), guide, num, den;
-    for (int r = 0; r < H; r += int(factor))
-        for (int c = 0; c < W; c += int(factor)) sparse.at<float>(r, c) = truth(r, c), mask.at<float>(r, c) = 1;
-    cv::Mat(H, W, CV_32FC3, const_cast<float*>(aloe().guide.data())).convertTo(guide, CV_8UC3);
-    cv::cvtColor(guide, guide, cv::COLOR_RGB2BGR);
-    const double lambda = factor == 8 ? 17.8 : 53.3, sigma = factor == 8 ? 11.3 : 16;
+    const cv::Mat guide = aloe_bgr();
+    cv::Mat num, den;
     for (auto _ : state) {
         cv::ximgproc::fastGlobalSmootherFilter(guide, sparse, num, lambda, sigma);
         cv::ximgproc::fastGlobalSmootherFilter(guide, mask, den, lambda, sigma);
         cv::Mat depth = num / cv::max(den, 1e-6f);
         benchmark::DoNotOptimize(depth.data);
     }
+}
+
+/// OpenCV's fast global smoother on depth_upsample's task: the low-resolution depth on the
+/// guide's grid (0 elsewhere) and its mask.
+void peer_opencv_fgs_upsample(benchmark::State& state) {
+    const std::size_t factor = state.range(0);
+    const auto& truth = aloe().truth;
+    const int H = int(truth.shape(0)), W = int(truth.shape(1));
+    cv::Mat sparse = cv::Mat::zeros(H, W, CV_32F), mask = cv::Mat::zeros(H, W, CV_32F);
+    for (int r = 0; r < H; r += int(factor))
+        for (int c = 0; c < W; c += int(factor)) sparse.at<float>(r, c) = truth(r, c), mask.at<float>(r, c) = 1;
+    time_normalised_fgs(state, sparse, mask, factor == 8 ? 17.8 : 53.3, factor == 8 ? 11.3 : 16);
 }
 BENCHMARK(peer_opencv_fgs_upsample)->ArgName("x")->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
@@ -176,22 +190,13 @@ BENCHMARK(depth_sensor)
     ->UseRealTime();
 
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-/// OpenCV's fast global smoother on depth_sensor's observations, normalised.
+/// OpenCV's fast global smoother on depth_sensor's observations, at eval_depth's best parameters.
 void peer_opencv_fgs_sensor(benchmark::State& state) {
-    cv::setNumThreads(1);
     const auto& observed = sensor_observations(state.range(0));
-    const int H = int(observed.shape(0)), W = int(observed.shape(1));
-    cv::Mat sparse(H, W, CV_32F, const_cast<float*>(observed.data())), mask, guide, num, den;
+    const cv::Mat sparse(int(observed.shape(0)), int(observed.shape(1)), CV_32F, const_cast<float*>(observed.data()));
+    cv::Mat mask;
     cv::threshold(sparse, mask, 0, 1, cv::THRESH_BINARY);
-    cv::Mat(H, W, CV_32FC3, const_cast<float*>(aloe().guide.data())).convertTo(guide, CV_8UC3);
-    cv::cvtColor(guide, guide, cv::COLOR_RGB2BGR);
-    const double lambda = state.range(0) == 0 ? 3000 : 1.69, sigma = state.range(0) == 0 ? 2.83 : 45.3;
-    for (auto _ : state) {
-        cv::ximgproc::fastGlobalSmootherFilter(guide, sparse, num, lambda, sigma);
-        cv::ximgproc::fastGlobalSmootherFilter(guide, mask, den, lambda, sigma);
-        cv::Mat depth = num / cv::max(den, 1e-6f);
-        benchmark::DoNotOptimize(depth.data);
-    }
+    time_normalised_fgs(state, sparse, mask, state.range(0) == 0 ? 3000 : 1.69, state.range(0) == 0 ? 2.83 : 45.3);
 }
 BENCHMARK(peer_opencv_fgs_sensor)->ArgName("protocol")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
