@@ -3,7 +3,8 @@
 // the inputs its documentation says it refuses, and otherwise keep its promises: non-local
 // means is a weighted mean, so every output lies within its channel's input range; the
 // depth models average the observations, and fill_depth's result lies within their range,
-// converged or not.
+// converged or not, with or without a confidence map, the robust term, flying pixels, the
+// median of the observations and occlusion-aware filling.
 #include <nonlocal/nonlocal.hpp>
 
 #include "fuzz_support.hpp"
@@ -83,19 +84,35 @@ void fill(FuzzedDataProvider& in) {
     o.solver = nonlocal::depth_solver(in.ConsumeIntegralInRange(0, 4));
     o.threads = in.ConsumeIntegralInRange(1, 2);
     o.single_precision = in.ConsumeBool();
+    o.robust_iterations = in.ConsumeIntegralInRange(0, 3);
+    o.flying_pixels = in.ConsumeBool();
+    o.median_of_observations = in.ConsumeBool();
+    o.occlusions = nonlocal::occlusion_fill(in.ConsumeIntegralInRange(0, 2));
     const xt::xtensor<float, 3> guide = drawn_image(in, gh, w, c);
     xt::xtensor<float, 2> depth = xt::empty<float>({h, w});
     for (float& d : depth) d = in.ConsumeIntegralInRange(0, 3) == 0 ? 0.0f : float(in.ConsumeIntegralInRange(1, 255));
+    // A confidence map half the time: levels 0 to 1, sometimes negative or NaN at one pixel.
+    const bool confident = in.ConsumeBool();
+    const std::size_t ch = confident && in.ConsumeIntegralInRange(0, 7) == 0 ? in.ConsumeIntegralInRange(0, 16) : h;
+    xt::xtensor<float, 2> confidence = xt::empty<float>({ch, w});
+    for (float& v : confidence) v = float(in.ConsumeIntegralInRange(0, 4)) / 4.0f;
+    const int spoiled = confidence.size() > 0 ? in.ConsumeIntegralInRange(0, 7) : 0;   // 1: negative, 2: NaN
+    if (confident && spoiled == 1) confidence.data()[in.ConsumeIntegralInRange<std::size_t>(0, confidence.size() - 1)] = -1.0f;
+    if (confident && spoiled == 2) confidence.data()[in.ConsumeIntegralInRange<std::size_t>(0, confidence.size() - 1)] = NAN;
     float lo = INFINITY, hi = -INFINITY;
-    for (float d : depth)
-        if (d > 0) lo = std::min(lo, d), hi = std::max(hi, d);
+    for (std::size_t i = 0; i < depth.size(); ++i)
+        if (const float d = depth.data()[i]; d > 0 && (!confident || ch != h || confidence.data()[i] > 0))
+            lo = std::min(lo, d), hi = std::max(hi, d);
     const bool valid = gh == h && lo <= hi && std::isfinite(o.epsilon_scale) && o.epsilon_scale > 0 &&
-                       std::isfinite(o.lambda) && o.lambda > 0;
+                       std::isfinite(o.lambda) && o.lambda > 0 && (!confident || (ch == h && spoiled != 1 && spoiled != 2));
     nonlocal::depth_result result;
-    const bool ran = nonlocal::fuzz::completed<std::invalid_argument>([&] { result = nonlocal::fill_depth(depth, guide, o); });
+    const bool ran = nonlocal::fuzz::completed<std::invalid_argument>([&] {
+        result = confident ? nonlocal::fill_depth(depth, confidence, guide, o) : nonlocal::fill_depth(depth, guide, o);
+    });
     if (ran != valid)
-        std::fprintf(stderr, "%zu x %zu (guide %zu x %zu x %zu), epsilon_scale = %g, lambda = %g, observed %g..%g\n", h, w, gh, w,
-                     c, o.epsilon_scale, o.lambda, double(lo), double(hi));
+        std::fprintf(stderr, "%zu x %zu (guide %zu x %zu x %zu, confidence %d: %zu rows, spoiled %d), epsilon_scale = %g, "
+                     "lambda = %g, observed %g..%g\n",
+                     h, w, gh, w, c, int(confident), ch, spoiled, o.epsilon_scale, o.lambda, double(lo), double(hi));
     nonlocal::fuzz::require(ran == valid, "fill_depth refuses the inputs its documentation lists, and only them");
     if (!ran) return;
     nonlocal::fuzz::require(result.depth.shape() == depth.shape(), "fill_depth keeps the size");

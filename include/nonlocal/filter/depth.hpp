@@ -26,8 +26,15 @@
 ///   accurate at x4, 2.5 and 5 % less at x8 and x16; in hole filling 2 % more without a depth
 ///   pass, 3 % less with the one `fill_options()` runs.
 ///
+/// Sensor depth (options, off unless said): a confidence per pixel scaling the data term (the
+/// tasks' overloads taking a confidence map), flying pixels treated as missing (on in
+/// `fill_options()`), the median of the observations, the robust data term, and holes beside
+/// depth steps filled from the far side.
+///
 /// The parts: `depth/options.hpp` (the parameters), `depth/observations.hpp` (what a task
-/// observes), `depth/estimators.hpp` (one struct per model); this header holds the tasks.
+/// observes), `depth/estimators.hpp` (one class per model), `depth/robust.hpp`,
+/// `depth/flying_pixels.hpp` and `depth/occlusion.hpp` (what real sensors need); this header
+/// holds the tasks.
 
 #include <algorithm>
 #include <cstddef>
