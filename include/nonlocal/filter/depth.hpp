@@ -81,11 +81,27 @@ depth_result refine(const image_planes<T>& g, observed_depth& d, const far_side*
     return result;
 }
 
-/// The task in precision T: flying pixels removed when `o.flying_pixels` says, the
-/// observations replaced by their neighbours' median when `o.median_of_observations` says, the model
-/// (robustly when `o.robust_iterations` says), then each depth pass on the guide with the last
-/// result as one more channel, on the observations the robust term kept. Throws (from `where`)
-/// when nothing is observed.
+/// The observations as the estimators take them: without the flying pixels when
+/// `o.flying_pixels` says, each replaced by the median of its neighbours when
+/// `o.median_of_observations` says (the range and the count following). Returns how many
+/// flying pixels went.
+inline std::size_t prepare_observations(observed_depth& d, const depth_options& o) {
+    const std::size_t measured = d.count;
+    if (o.flying_pixels) remove_flying_pixels(d, find_flying_pixels(d, depth_step(d, o)));
+    const std::size_t flying = measured - d.count;   // none when every observation flies
+    if (o.median_of_observations) {
+        const buffer<double> median = observed_medians(d);
+        observed_depth medians(d.height, d.width);
+        for (std::size_t i = 0; i < median.size(); ++i) medians.observe(i, median[i], d.confidence[i]);
+        d = std::move(medians);
+    }
+    return flying;
+}
+
+/// The task in precision T: the observations prepared (`prepare_observations`), the model
+/// (robustly when `o.robust_iterations` says, holes filled as `o.occlusions` says), then each
+/// depth pass on the guide with the last result as one more channel, on the observations the
+/// robust term kept. Throws (from `where`) when nothing is observed.
 template <class T>
 depth_result refine_with_passes(const image_planes<T>& g, observed_depth d, const depth_options& o,
                                 std::string_view where, const stopwatch& clock) {
@@ -96,15 +112,7 @@ depth_result refine_with_passes(const image_planes<T>& g, observed_depth d, cons
         return "the depth " + std::to_string(d.highest) + " at pixel (" + std::to_string(i / d.width) + ", " +
                std::to_string(i % d.width) + ") is beyond the range of float, the result's type";
     });
-    const std::size_t measured = d.count;
-    if (o.flying_pixels) remove_flying_pixels(d, find_flying_pixels(d, depth_step(d, o)));
-    if (o.median_of_observations) {   // the range and the count follow the medians
-        const buffer<double> median = observed_medians(d);
-        observed_depth medians(d.height, d.width);
-        for (std::size_t i = 0; i < median.size(); ++i) medians.observe(i, median[i], d.confidence[i]);
-        d = std::move(medians);
-    }
-    const std::size_t landed = d.count;   // all but the flying pixels, unless every observation flies
+    const std::size_t flying = prepare_observations(d, o);
     const std::optional<far_side> far = far_side_of(d, o);   // of the holes as measured
     const far_side* holes = far ? &*far : nullptr;
     depth_result result = refine<T>(g, d, holes, o, clock);
@@ -117,7 +125,7 @@ depth_result refine_with_passes(const image_planes<T>& g, observed_depth d, cons
         next.report = one_report(next.report.method, result.report, next.report);
         result = std::move(next);
     }
-    result.flying = measured - landed, result.rejected = rejected, result.robust_iterations = rounds;
+    result.flying = flying, result.rejected = rejected, result.robust_iterations = rounds;
     result.seconds = clock.seconds();
     return result;
 }
