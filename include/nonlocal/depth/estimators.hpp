@@ -147,9 +147,9 @@ template <class T>
 class normalised_estimator {
 public:
     normalised_estimator(const image_planes<T>& g, const observed_depth& d, const far_side* far, const depth_options& o)
-        : o_(o), fraction_(d.fraction()), eps_(normalised_epsilon(d, o)), far_(far),
+        : o_(o), eps_(normalised_epsilon(d, o)), far_(far),
           A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(eps_)), buffer<T>(g.pixels(), T(0)), o)),
-          M_(hierarchy(A_, o)), km_(g.pixels(), T(fraction_)) {}
+          M_(hierarchy(A_, o)), km_(g.pixels(), T(d.fraction())) {}
 
     buffer<double> operator()(const observed_depth& d, solve_report& report) {
         const std::size_t n = A_.size();
@@ -180,7 +180,7 @@ public:
 
 private:
     const depth_options& o_;
-    double fraction_, eps_;
+    double eps_;
     const far_side* far_;
     ar_system<T> A_;
     std::unique_ptr<multigrid<T>> M_;
