@@ -2,20 +2,22 @@
 // classes, prepared as torchvision's and timm's evaluation transforms prepare it.
 //
 //   nonlocal_classify MODEL PREFIX IMAGE [--heads H] [--labels FILE] [--top K]
-//                     [--resize R] [--size S] [--mean M M M] [--std S S S] [--logits OUT.npy]
+//                     [--resize R] [--interpolation I] [--size S] [--mean M M M] [--std S S S]
+//                     [--logits OUT.npy]
 //
 // MODEL is torchvision-vit, timm-vit or timm-mobilevit, PREFIX the start of its weight files
 // (see nonlocal_model_forward). IMAGE is a PNG or JPEG (8 or 16 bit, grey or colour) or a
 // .npy [H, W, C] (uint8 taken as 0..255, floats as 0..1). The image is scaled to [0, 1],
-// resized bilinearly with antialias so that its shorter side is R (the longer one R x
-// long / short, rounded down), cropped to S x S at its centre (offsets rounded as
-// torchvision rounds them, half to even), and each channel c becomes (x - M_c) / S_c. Defaults per model:
-//   torchvision-vit   R 256, S 224, ImageNet's mean and std (torchvision's vit_b_16 weights)
-//   timm-vit          R 248, S 224, mean 0.5, std 0.5 (crop_pct 0.9)
-//   timm-mobilevit    R 284, S 256, mean 0, std 1 (crop_pct 0.9)
-// A checkpoint's own preprocessing (timm's pretrained_cfg) may differ: pass its values. timm's
-// configurations name bicubic resizing for these models; this program resizes bilinearly,
-// which can move a probability slightly.
+// resized with antialias by I (bilinear or bicubic, as torchvision resizes a float tensor)
+// so that its shorter side is R (the longer one R x long / short, rounded down), cropped to
+// S x S at its centre (offsets rounded as torchvision rounds them, half to even), and each
+// channel c becomes (x - M_c) / S_c. Defaults per model:
+//   torchvision-vit   R 256, bilinear, S 224, ImageNet's mean and std (vit_b_16's weights)
+//   timm-vit          R 248, bicubic, S 224, mean 0.5, std 0.5 (crop_pct 0.9)
+//   timm-mobilevit    R 284, bicubic, S 256, mean 0, std 1 (crop_pct 0.9)
+// A checkpoint's own preprocessing (timm's pretrained_cfg) may differ: pass its values.
+// Pictures decoded by PIL are resized in 8 bits, so PIL's results differ from these in the
+// last bits of a pixel.
 // Prints the top K classes (index, probability, label when --labels gives one per line).
 // Exit status: 0 classified, 1 bad options or an unreadable or mismatched file.
 #include "checkpoints.hpp"
@@ -41,13 +43,14 @@ namespace nn = nonlocal::nn;
 /// How a model wants its images.
 struct preparation {
     std::size_t resize = 0, size = 0;
+    std::string interpolation;
     std::vector<double> mean, std;
 };
 
 preparation defaults_of(const std::string& model) {
-    if (model == "torchvision-vit") return {256, 224, {0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}};
-    if (model == "timm-vit") return {248, 224, {0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
-    return {284, 256, {0, 0, 0}, {1, 1, 1}};
+    if (model == "torchvision-vit") return {256, 224, "bilinear", {0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}};
+    if (model == "timm-vit") return {248, 224, "bicubic", {0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
+    return {284, 256, "bicubic", {0, 0, 0}, {1, 1, 1}};
 }
 
 /// The image as the model's input [1, 3, S, S] (see the file's comment).
@@ -66,7 +69,8 @@ xt::xtensor<float, 4> prepare(const nonlocal::tools::image& img, const preparati
     const nn::size2 resized = tall ? nn::size2{resized_long, p.resize} : nn::size2{p.resize, resized_long};
     if (resized.h < p.size || resized.w < p.size)
         throw std::runtime_error("--size " + std::to_string(p.size) + " is larger than the resized image");
-    const xt::xtensor<float, 4> big = nn::resize_bilinear(x, resized, true);
+    const auto mode = p.interpolation == "bicubic" ? nn::interpolation::bicubic : nn::interpolation::bilinear;
+    const xt::xtensor<float, 4> big = nn::resize(x, resized, {mode, true});
     // Rounded half to even, as Python's round() in torchvision's centre_crop.
     const auto top = std::size_t(std::nearbyint((resized.h - p.size) / 2.0));
     const auto left = std::size_t(std::nearbyint((resized.w - p.size) / 2.0));
@@ -95,6 +99,8 @@ int main(int argc, char** argv) {
     app.add_option("--top", top, "classes to print (default 5)")->check(nonlocal::tools::at_least(1));
     app.add_option("--resize", p.resize, "the shorter side after resizing (default: the model's)")
         ->check(nonlocal::tools::at_least(1));
+    app.add_option("--interpolation", p.interpolation, "bilinear or bicubic (default: the model's)")
+        ->check(CLI::IsMember({"bilinear", "bicubic"}));
     app.add_option("--size", p.size, "the side of the centre crop (default: the model's)")->check(nonlocal::tools::at_least(1));
     app.add_option("--mean", p.mean, "three channel means")->expected(3);
     app.add_option("--std", p.std, "three channel deviations")->expected(3)->check(nonlocal::tools::above_zero());
@@ -110,6 +116,7 @@ int main(int argc, char** argv) {
     const preparation d = defaults_of(model);
     if (!p.resize) p.resize = d.resize;
     if (!p.size) p.size = d.size;
+    if (p.interpolation.empty()) p.interpolation = d.interpolation;
     if (p.mean.empty()) p.mean = d.mean;
     if (p.std.empty()) p.std = d.std;
     try {

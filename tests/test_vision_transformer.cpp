@@ -4,10 +4,13 @@
 // torchvision's itself when PyTorch is installed.)
 #include <nonlocal/nonlocal.hpp>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 
 #include <xtensor/xnpy.hpp>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xstrided_view.hpp>
 #include <xtensor/xview.hpp>
 
 #include "support.hpp"
@@ -192,10 +195,26 @@ BOOST_AUTO_TEST_CASE(encodings_by_hand) {
     const double grid3[] = {1, 1.5, 2, 2.5, 3.75, 5, 4, 6, 8};
     for (std::size_t i = 0; i < 9; ++i) BOOST_TEST(nine(i, 0) == grid3[i], boost::test_tools::tolerance(1e-14));
     BOOST_TEST(nn::resample_position_embedding(corners, 2, 2) == corners);
-    // With the cells' centres aligned (timm), 2 x 2 stays as it is, and its one cell at 1 x 1
-    // sits at source 0.5 in both axes: the mean of the four, 3.75.
-    BOOST_TEST(nn::resample_position_embedding(corners, 2, 2, false) == corners);
-    BOOST_TEST(nn::resample_position_embedding(corners, 2, 1, false)(0, 0) == 3.75, boost::test_tools::tolerance(1e-14));
+    // With the cells' centres aligned, 2 x 2 stays as it is, and its one cell at 1 x 1 sits at
+    // source 0.5 in both axes: the mean of the four, 3.75. timm's antialiased resampling
+    // centres a cubic stretched by 2 there, weighing the four alike: the same mean.
+    const nn::resize_options centres{nn::interpolation::bicubic};
+    for (const nn::resize_options options : {centres, nn::timm_position_resampling}) {
+        BOOST_TEST(nn::resample_position_embedding(corners, 2, 2, options) == corners);
+        BOOST_TEST(nn::resample_position_embedding(corners, 2, 1, options)(0, 0) == 3.75,
+                   boost::test_tools::tolerance(1e-14));
+    }
+    // Each feature is resampled as `resize` resamples a plane.
+    const auto features = test::random_tensor<double, 2>({25, 3}, 22);
+    for (const nn::resize_options options : {nn::torchvision_position_resampling, nn::timm_position_resampling}) {
+        const auto planes = xt::eval(xt::reshape_view(xt::transpose(features), {3, 5, 5}));
+        for (const std::size_t to : {std::size_t(3), std::size_t(8)}) {
+            const xt::xtensor<double, 3> expected = nn::resize(planes, {to, to}, options);
+            test::check_close(nn::resample_position_embedding(features, 5, to, options),
+                              xt::xtensor<double, 2>(xt::transpose(xt::reshape_view(expected, std::array<std::size_t, 2>{3, to * to}))), 1e-14,
+                              1e-14, "as resize");
+        }
+    }
     test::check_invalid([&] { nn::resample_position_embedding(corners, 3, 4); }, "embedding [4, 1]", "3 x 3");
 }
 

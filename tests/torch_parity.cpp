@@ -163,14 +163,18 @@ int main(int argc, char** argv) {
     check_double("mobilevit_double_logits", nn::basic_mobilevit<double>::load_timm(folder + "mobilevit_double_")(
                                                 xt::xtensor<double, 4>(xt::cast<double>(tensor4("mobilevit_images")))));
 
-    // Bilinear resizing, with and without antialias.
+    // Resizing: bilinear and bicubic, with and without antialias and align_corners.
     const xt::xtensor<float, 4> planes = tensor4("resize_input");
-    for (const nn::size2 size : {nn::size2{5, 4}, nn::size2{29, 17}, nn::size2{13, 3}})
-        for (const bool antialias : {false, true}) {
-            const std::string name = "resize_" + std::to_string(size.h) + "x" + std::to_string(size.w) +
-                                     (antialias ? "_antialias" : "");
-            check(name.c_str(), nn::resize_bilinear(planes, size, antialias));
-        }
+    for (const auto mode : {nn::interpolation::bilinear, nn::interpolation::bicubic})
+        for (const nn::size2 size : {nn::size2{5, 4}, nn::size2{29, 17}, nn::size2{13, 3}, nn::size2{1, 1}})
+            for (const bool antialias : {false, true})
+                for (const bool align_corners : {false, true}) {
+                    const std::string name = std::string("resize_") +
+                                             (mode == nn::interpolation::bilinear ? "bilinear_" : "bicubic_") +
+                                             std::to_string(size.h) + "x" + std::to_string(size.w) +
+                                             (antialias ? "_antialias" : "") + (align_corners ? "_corners" : "");
+                    check(name.c_str(), nn::resize(planes, size, {mode, antialias, align_corners}));
+                }
 
     // torchvision's VisionTransformer, loaded from its names and from timm's.
     if (!std::filesystem::exists(folder + "vit_logits.npy")) {

@@ -223,15 +223,20 @@ with torch.no_grad():
             save("mobilevit_double_" + name.replace(".", "_"), tensor, np.float64)
     save("mobilevit_double_logits", model(pictures.double()), np.float64)
 
-# Bilinear resizing, as F.interpolate computes it, with and without antialias.
+# Resizing as F.interpolate computes it: bilinear and bicubic, with and without antialias, the
+# cells' centres or the corners aligned.
 torch.manual_seed(5)
 with torch.no_grad():
     planes = torch.randn(2, 3, 13, 10)
     save("resize_input", planes)
-    for size in [(5, 4), (29, 17), (13, 3)]:
-        for antialias in (False, True):
-            name = f"resize_{size[0]}x{size[1]}" + ("_antialias" if antialias else "")
-            save(name, F.interpolate(planes, size=size, mode="bilinear", align_corners=False, antialias=antialias))
+    for mode in ("bilinear", "bicubic"):
+        for size in [(5, 4), (29, 17), (13, 3), (1, 1)]:
+            for antialias in (False, True):
+                for align_corners in (False, True):
+                    name = f"resize_{mode}_{size[0]}x{size[1]}" + ("_antialias" if antialias else "") + (
+                        "_corners" if align_corners else "")
+                    save(name, F.interpolate(planes, size=size, mode=mode, align_corners=align_corners,
+                                             antialias=antialias))
 
 try:
     from torchvision.models.vision_transformer import VisionTransformer, interpolate_embeddings
@@ -278,11 +283,12 @@ else:
         bigger_pictures = torch.randn(1, 3, 48, 48)
         save("vit_images_48", bigger_pictures)
         save("vit_logits_48", larger(bigger_pictures))
-        # timm resamples the grid bicubically with the cells' centres aligned (resample_abs_pos_embed).
+        # timm resamples the grid bicubically with antialias and the cells' centres aligned
+        # (resample_abs_pos_embed, timm 0.9 and later).
         # (interpolate_embeddings replaced the state's entry: the model holds the 4 x 4 grid.)
         original = vit.encoder.pos_embedding
         grid = original[:, 1:].reshape(1, 4, 4, -1).permute(0, 3, 1, 2)
-        grid = torch.nn.functional.interpolate(grid, size=(6, 6), mode="bicubic", align_corners=False)
+        grid = torch.nn.functional.interpolate(grid, size=(6, 6), mode="bicubic", antialias=True)
         timm_state = dict(larger.state_dict())
         timm_state["encoder.pos_embedding"] = torch.cat(
             [original[:, :1], grid.permute(0, 2, 3, 1).reshape(1, 36, -1)], dim=1)

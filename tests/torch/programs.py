@@ -2,7 +2,8 @@
 """nonlocal_model_forward and nonlocal_classify on the checkpoints parity.py saved, against
 PyTorch's outputs: every MODEL of nonlocal_model_forward, and nonlocal_classify's logits
 against torchvision's evaluation transform (shorter side resized with antialias, centre
-crop, ImageNet's mean and std) and VisionTransformer on a random picture. Bad runs: a
+crop, ImageNet's mean and std) and VisionTransformer on a random picture, and against
+timm's (bicubic with antialias, mean and std 0.5) for the same weights under timm's names. Bad runs: a
 missing weight file, a ViT without --heads, each a one-line error, status 1, nothing written.
 
     programs.py CASES MODEL_FORWARD CLASSIFY SCRATCH
@@ -81,15 +82,23 @@ with torch.no_grad():
     x = x[:, :, top:top + 32, left:left + 32]
     mean, std = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1), torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
     np.save(os.path.join(scratch, "picture_logits.npy"), vit((x - mean) / std).numpy())
-logits = os.path.join(scratch, "classify_logits.npy")
-result = run(classify, "torchvision-vit", case("vit_"), os.path.join(scratch, "picture.npy"), "--heads", "2",
-             "--resize", "36", "--size", "32", "--logits", logits)
-lines = result.stdout.strip().splitlines()
-if result.returncode != 0 or len(lines) != 5:
-    failed += 1
-    print(f"classify: exit status {result.returncode}, {len(lines)} classes printed: {result.stderr.strip()}  FAILED")
-else:
-    compare("classify torchvision-vit picture", logits, os.path.join(scratch, "picture_logits.npy"), 1e-4)
+    # timm's transform of the same picture: bicubic with antialias, mean and std 0.5.
+    x = picture.permute(2, 0, 1).float().unsqueeze(0) / 255
+    x = torch.nn.functional.interpolate(x, size=(45, 36), mode="bicubic", align_corners=False, antialias=True)
+    x = x[:, :, top:top + 32, left:left + 32]
+    np.save(os.path.join(scratch, "picture_timm_logits.npy"), vit((x - 0.5) / 0.5).numpy())
+for model, prefix, expected in [("torchvision-vit", "vit_", "picture_logits.npy"),
+                                ("timm-vit", "timm_", "picture_timm_logits.npy")]:
+    logits = os.path.join(scratch, f"classify_{model}_logits.npy")
+    result = run(classify, model, case(prefix), os.path.join(scratch, "picture.npy"), "--heads", "2",
+                 "--resize", "36", "--size", "32", "--logits", logits)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or len(lines) != 5:
+        failed += 1
+        print(f"classify {model}: exit status {result.returncode}, {len(lines)} classes printed: "
+              f"{result.stderr.strip()}  FAILED")
+    else:
+        compare(f"classify {model} picture", logits, os.path.join(scratch, expected), 1e-4)
 
 # Bad runs: one line naming the file or option, status 1, no output.
 bad = [

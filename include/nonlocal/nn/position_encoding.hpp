@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/nn/resize.hpp"
 
 namespace nonlocal::nn {
 
@@ -55,58 +57,39 @@ xt::xtensor<T, 2> sincos_encoding_2d(std::size_t h, std::size_t w, std::size_t d
     return pe;
 }
 
+/// How torchvision's `interpolate_embeddings` resamples a ViT's position embedding:
+/// bicubic, the grids' corners aligned.
+inline constexpr resize_options torchvision_position_resampling{interpolation::bicubic, false, true};
+/// How timm's `resample_abs_pos_embed` resamples it: bicubic with antialias, the grids' cell
+/// centres aligned.
+inline constexpr resize_options timm_position_resampling{interpolation::bicubic, true, false};
+
 /// A learned position embedding of a grid of `from` x `from` tokens [from^2, d] resampled to
-/// `to` x `to` [to^2, d], bicubic (a = -0.75) as `F.interpolate(mode='bicubic')` computes it:
-/// with the corners aligned (torchvision's `interpolate_embeddings`), or with the grids'
-/// cell centres aligned, `align_corners = false` (timm's `resample_abs_pos_embed`, which
-/// also antialiases when it shrinks a grid; this does not). Throws `std::invalid_argument`
-/// unless the embedding has from^2 rows and both grids are non-empty.
+/// `to` x `to` [to^2, d] as `resize` resamples a map (`F.interpolate`), each of the d
+/// features a plane; sums in double. Throws `std::invalid_argument` unless the embedding has
+/// from^2 rows and both grids are non-empty.
 template <class T>
 xt::xtensor<T, 2> resample_position_embedding(const xt::xtensor<T, 2>& embedding, std::size_t from, std::size_t to,
-                                              bool align_corners = true) {
+                                              resize_options options = torchvision_position_resampling) {
     detail::require(from > 0 && to > 0 && embedding.shape(0) == from * from, "nn::resample_position_embedding", [&] {
         return "embedding " + detail::shape_string(embedding.shape()) + " must hold a " + std::to_string(from) + " x " +
                std::to_string(from) + " grid, to a non-empty grid of " + std::to_string(to);
     });
     const std::size_t d = embedding.shape(1);
-    // The four taps around a source coordinate and their weights.
-    struct taps {
-        std::size_t at[4];
-        double weight[4];
-    };
-    const auto taps_of = [&](std::size_t o) {
-        const double a = -0.75;
-        const double src = !align_corners ? (double(o) + 0.5) * double(from) / double(to) - 0.5
-                           : to > 1       ? double(o) * double(from - 1) / double(to - 1)
-                                          : 0.0;
-        const double base = std::floor(src), t = src - base;
-        const auto far = [a](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };   // 1 < x < 2
-        const auto near = [a](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };         // x <= 1
-        taps r{};
-        const double weights[4] = {far(t + 1), near(t), near(1 - t), far(2 - t)};
-        for (int i = 0; i < 4; ++i) {
-            const double at = std::clamp(base - 1 + i, 0.0, double(from - 1));
-            r.at[i] = std::size_t(at);
-            r.weight[i] = weights[i];
-        }
-        return r;
-    };
+    const detail::resize_taps taps(from, to, options);
     xt::xtensor<T, 2> out = xt::empty<T>({to * to, d});
-    for (std::size_t oy = 0; oy < to; ++oy) {
-        const taps ty = taps_of(oy);
+    std::vector<double> sum(d);
+    for (std::size_t oy = 0; oy < to; ++oy)
         for (std::size_t ox = 0; ox < to; ++ox) {
-            const taps tx = taps_of(ox);
-            for (std::size_t c = 0; c < d; ++c) {
-                double sum = 0;
-                for (int i = 0; i < 4; ++i) {
-                    double row = 0;
-                    for (int j = 0; j < 4; ++j) row += tx.weight[j] * double(embedding(ty.at[i] * from + tx.at[j], c));
-                    sum += ty.weight[i] * row;
+            std::fill(sum.begin(), sum.end(), 0.0);
+            for (std::size_t i = oy * taps.span; i < (oy + 1) * taps.span; ++i)
+                for (std::size_t j = ox * taps.span; j < (ox + 1) * taps.span; ++j) {
+                    const double w = taps.weights[i] * taps.weights[j];
+                    const T* row = &embedding(taps.index[i] * from + taps.index[j], 0);
+                    for (std::size_t c = 0; c < d; ++c) sum[c] += w * double(row[c]);
                 }
-                out(oy * to + ox, c) = T(sum);
-            }
+            for (std::size_t c = 0; c < d; ++c) out(oy * to + ox, c) = T(sum[c]);
         }
-    }
     return out;
 }
 

@@ -46,15 +46,16 @@ public:
     /// `patch_embedding` a convolution whose stride is its kernel (p x p), `class_token` [E],
     /// `position_embedding` [1 + g^2, E] for a g x g grid of patches, the encoder layers,
     /// the final norm and the head (none: `operator()` gives the features);
-    /// `align_corners` how the position embedding is resampled for images of another size
-    /// (`resample_position_embedding`: true as torchvision, false as timm). Throws
+    /// `position_resampling` how the position embedding is resampled for images of another
+    /// size (`torchvision_position_resampling` or `timm_position_resampling`). Throws
     /// `std::invalid_argument` naming what does not fit.
     basic_vision_transformer(conv2d<T> patch_embedding, xt::xtensor<T, 1> class_token,
                        xt::xtensor<T, 2> position_embedding, std::vector<basic_transformer_encoder_layer<T>> layers,
-                       basic_layer_norm<T> norm, std::optional<linear_layer<T>> head = std::nullopt, bool align_corners = true)
+                       basic_layer_norm<T> norm, std::optional<linear_layer<T>> head = std::nullopt,
+                       resize_options position_resampling = torchvision_position_resampling)
         : patch_(std::move(patch_embedding)), class_token_(std::move(class_token)),
           position_(std::move(position_embedding)), layers_(std::move(layers)), norm_(std::move(norm)),
-          head_(std::move(head)), align_corners_(align_corners) {
+          head_(std::move(head)), position_resampling_(position_resampling) {
         const std::size_t E = class_token_.size(), p = patch_.kernel().h, tokens = position_.shape(0);
         std::size_t g = 0;
         while ((g + 1) * (g + 1) + 1 <= tokens) ++g;
@@ -118,7 +119,7 @@ public:
         xt::xtensor<T, 2> position = position_;
         if (g != grid_) {   // the grid's rows resampled, the class token's kept
             const xt::xtensor<T, 2> patches = xt::view(position_, xt::range(1, 1 + grid_ * grid_), xt::all());
-            const xt::xtensor<T, 2> resampled = resample_position_embedding(patches, grid_, g, align_corners_);
+            const xt::xtensor<T, 2> resampled = resample_position_embedding(patches, grid_, g, position_resampling_);
             position = xt::empty<T>({1 + N, E});
             xt::view(position, 0) = xt::view(position_, 0);
             xt::view(position, xt::range(1, 1 + N), xt::all()) = resampled;
@@ -160,7 +161,7 @@ public:
     /// the others): `cls_token`, `patch_embed.proj`, `pos_embed`, `blocks.N.{norm1, attn.qkv,
     /// attn.proj, norm2, mlp.fc1, mlp.fc2}`, `norm`, `head`, saved as the file's comment
     /// shows; for images of another size the position embedding is resampled as timm's
-    /// `resample_abs_pos_embed` does (cell centres aligned, no antialias when shrinking).
+    /// `resample_abs_pos_embed` does (`timm_position_resampling`).
     /// Models with layer scale (`ls1`), `fc_norm` or average pooling are refused with
     /// `std::invalid_argument`; file errors as `load_torchvision`.
     static basic_vision_transformer load_timm(const std::string& prefix, std::size_t num_heads) {
@@ -174,7 +175,7 @@ public:
                                                                  num_heads, activation::gelu, 1e-6));
         }
         return {load.patch_embedding("patch_embed_proj"), load.token("cls_token"), load.positions("pos_embed"),
-                std::move(layers), load.norm("norm"), load.head("head"), false};
+                std::move(layers), load.norm("norm"), load.head("head"), timm_position_resampling};
     }
 
 private:
@@ -184,7 +185,7 @@ private:
     std::vector<basic_transformer_encoder_layer<T>> layers_;
     basic_layer_norm<T> norm_;
     std::optional<linear_layer<T>> head_;
-    bool align_corners_ = true;
+    resize_options position_resampling_;
     std::size_t grid_ = 0;
 
     /// The files of one saved state_dict, and how the ViT's parts are read from them.
