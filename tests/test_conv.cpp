@@ -25,7 +25,9 @@ struct conv_case {
 };
 
 // Odd sizes, strides, dilations, groups, depthwise (with a channel multiplier), 1 x 1, a
-// single pixel, outputs around the panels' 64 pixels and channels that no tile divides.
+// single pixel, outputs around the panels' 64 pixels and channels that no tile divides, and
+// depthwise maps whose rows of output vectors do not fill the direct kernel's 8 (or 4)
+// accumulators.
 const conv_case cases[] = {
     {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1},        {2, 4, 17, 13, 6, 3, 3, 2, 1, 1, 2},
     {1, 8, 10, 10, 8, 3, 3, 1, 2, 2, 8},      {1, 16, 5, 33, 16, 3, 3, 2, 1, 1, 16},
@@ -33,6 +35,9 @@ const conv_case cases[] = {
     {1, 3, 4, 70, 17, 1, 5, {1, 2}, {0, 2}, 1, 1}, {1, 6, 9, 9, 12, 3, 3, 1, 1, 1, 6},
     {1, 24, 16, 16, 40, 3, 3, 1, 1, 1, 1},    {2, 1, 8, 8, 1, 5, 5, 1, 2, 1, 1},
     {1, 4, 8, 65, 4, 3, 3, {1, 3}, 1, {2, 1}, 4},
+    // Depthwise kernels of other sizes than 3 x 3 and 5 x 5 (taps read from memory): 1 x 5,
+    // and 7 x 7 with a channel multiplier of 2 and stride 2.
+    {1, 5, 9, 23, 5, 1, 5, 1, {0, 2}, 1, 5},  {1, 3, 12, 40, 6, 7, 7, 2, 3, 1, 3},
 };
 
 std::string describe(const conv_case& c) {

@@ -87,6 +87,38 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(updates_match_double_loops, T, value_types) {
     });
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(partial_loads_stores_and_copies_touch_their_lanes_only, T, value_types) {
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        using batch = xsimd::batch<T, Arch>;
+        constexpr std::size_t W = batch::size;
+        const T guard = T(-7.5);
+        for (std::size_t lanes = 0; lanes <= W; ++lanes) {
+            BOOST_TEST_CONTEXT("arch " << Arch::name() << ", lanes = " << lanes) {
+                // Lanes past `lanes` load as 0, whatever follows in memory.
+                std::vector<T> from(W + 1, guard);
+                for (std::size_t l = 0; l < lanes; ++l) from[l] = T(l + 1);
+                alignas(64) T loaded[W];
+                simd::load_lanes<batch>(from.data(), lanes).store_aligned(loaded);
+                for (std::size_t l = 0; l < W; ++l) BOOST_TEST(loaded[l] == (l < lanes ? T(l + 1) : T(0)));
+                // A store leaves the memory past `lanes` as it was.
+                std::vector<T> to(W + 1, guard);
+                simd::store_lanes(batch(T(3)), lanes, to.data());
+                for (std::size_t l = 0; l <= W; ++l) BOOST_TEST(to[l] == (l < lanes ? T(3) : guard));
+            }
+        }
+        for (std::size_t n : test::awkward_lengths)
+            for (std::size_t offset : {0, 1, 3}) {
+                const auto a = random_vector<T>(n + offset, 5 + n);
+                std::vector<T> b(n + offset + 1, guard);
+                simd::copy<Arch>(a.data() + offset, n, b.data() + offset);
+                for (std::size_t i = 0; i < n + offset + 1; ++i)
+                    BOOST_TEST(b[i] == (i >= offset && i < offset + n ? a[i] : guard),
+                               Arch::name() << ": copy of " << n << " from " << offset << ", value " << i);
+            }
+    });
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(division_rounds_as_scalar_division, T, value_types) {
     // simd::divide on batches, bit for bit as scalar division (correctly rounded) on random
     // quotients over many binades, ones of exact results, and the inverses of

@@ -29,6 +29,8 @@
 
 #include <cstddef>
 #include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -188,6 +190,29 @@ struct buffer_allocator {
 /// A contiguous array of T for large work arrays: a `std::vector` with `buffer_allocator`.
 template <class T>
 using buffer = std::vector<T, buffer_allocator<T>>;
+
+/// `buffer_allocator` whose elements of a trivial type start uninitialised (`resize(n)`
+/// default-initialises them instead of writing zeros), for arrays whose every element is
+/// written before it is read.
+template <class T>
+struct uninitialised_buffer_allocator : buffer_allocator<T> {
+    uninitialised_buffer_allocator() noexcept = default;
+    template <class U>
+    uninitialised_buffer_allocator(const uninitialised_buffer_allocator<U>&) noexcept {}
+
+    template <class U>
+    void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+};
+
+/// A `buffer` that `resize` leaves uninitialised.
+template <class T>
+using uninitialised_buffer = std::vector<T, uninitialised_buffer_allocator<T>>;
 
 /// Bytes of freed buffer blocks the calling thread keeps for reuse.
 inline std::size_t buffer_cache_size() noexcept {

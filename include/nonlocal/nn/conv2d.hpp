@@ -10,8 +10,9 @@
 ///   straight into the panels `simd::linear_rows` reads (im2col without a matrix of its
 ///   own), the panels of output pixels shared out among the threads;
 /// - `direct`: one input channel per group (depthwise), each vector of outputs accumulated
-///   in a register over the kh kw taps from a zero-padded copy of its input plane; the
-///   channels shared out among the threads.
+///   in a register over the kh kw taps (held in registers for 3 x 3 and 5 x 5 kernels)
+///   from a zero-padded copy of its input plane; the channels shared out among the threads
+///   in blocks, each block padding its planes in one work array.
 /// `automatic` takes `direct` for one input channel per group, `gemm` otherwise.
 
 #include <algorithm>
@@ -175,31 +176,33 @@ private:
             for (std::size_t group = 0; group < g; ++group) {
                 const T* image = x + (b * in_channels() + group * cin) * H * W;
                 // The columns of the image, K values per output pixel, written into each panel
-                // of pixels [first, first + columns) as [K][width]; what lies in the padding
-                // stays 0. Along a row of outputs the taps of one (channel, ky, kx) are s.w apart.
+                // of pixels [first, first + columns) as [K][width], zeros where a tap falls in
+                // the padding. Along a row of outputs the taps of one (channel, ky, kx) are s.w
+                // apart: consecutive for s.w = 1, one copy.
                 const simd::packed_weight<T> columns(
                     K, P,
                     [&](std::size_t first, std::size_t count, std::size_t width, T* to) {
                         for (std::size_t j = 0; j < count;) {
                             const std::size_t oy = (first + j) / out.w, ox0 = (first + j) % out.w;
-                            const std::size_t run = std::min(count - j, out.w - ox0);
+                            const std::size_t end = ox0 + std::min(count - j, out.w - ox0);   // outputs [ox0, end)
                             for (std::size_t c = 0; c < cin; ++c)
                                 for (std::size_t ky = 0; ky < kh; ++ky) {
                                     const std::size_t iy = oy * s.h + ky * d.h;   // in padded rows
-                                    if (iy < p.h || iy >= p.h + H) continue;
-                                    const T* row = image + (c * H + iy - p.h) * W;
+                                    const bool inside = iy >= p.h && iy < p.h + H;
+                                    const T* row = image + (c * H + (inside ? iy - p.h : 0)) * W;
                                     for (std::size_t kx = 0; kx < kw; ++kx) {
                                         T* target = to + ((c * kh + ky) * kw + kx) * width + j - ox0;
                                         const auto [lo, hi] = detail::outputs_inside(out.w, W, s.w, kx * d.w, p.w);
-                                        const std::size_t first = std::max(lo, ox0), last = std::min(hi, ox0 + run);
-                                        if (s.w == 1 && first < last)   // consecutive taps: one copy
-                                            std::copy_n(row + first + kx * d.w - p.w, last - first, target + first);
+                                        const std::size_t from = inside ? std::clamp(lo, ox0, end) : end;
+                                        const std::size_t to_ = inside ? std::clamp(hi, from, end) : end;
+                                        for (std::size_t ox = ox0; ox < from; ++ox) target[ox] = T(0);
+                                        if (s.w == 1) simd::copy<Arch>(row + from + kx * d.w - p.w, to_ - from, target + from);
                                         else
-                                            for (std::size_t ox = first; ox < last; ++ox)
-                                                target[ox] = row[ox * s.w + kx * d.w - p.w];
+                                            for (std::size_t ox = from; ox < to_; ++ox) target[ox] = row[ox * s.w + kx * d.w - p.w];
+                                        for (std::size_t ox = to_; ox < end; ++ox) target[ox] = T(0);
                                     }
                                 }
-                            j += run;
+                            j += end - ox0;
                         }
                     },
                     threads);
@@ -219,9 +222,19 @@ private:
 
     template <class Arch>
     void convolve_direct(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
+        const std::size_t kh = kernel().h, kw = kernel().w;
+        if (kh == 3 && kw == 3) convolve_direct<Arch, 3, 3>(x, B, H, W, y, threads);
+        else if (kh == 5 && kw == 5) convolve_direct<Arch, 5, 5>(x, B, H, W, y, threads);
+        else convolve_direct<Arch, 0, 0>(x, B, H, W, y, threads);
+    }
+
+    /// The direct algorithm for a kernel of KH x KW taps (0 x 0: any size, known at run time).
+    template <class Arch, std::size_t KH, std::size_t KW>
+    void convolve_direct(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
         using batch = xsimd::batch<T, Arch>;
         constexpr std::size_t lanes = batch::size;
-        const std::size_t C = out_channels(), per_input = C / options_.groups, kh = kernel().h, kw = kernel().w;
+        const std::size_t C = out_channels(), per_input = C / options_.groups;
+        const std::size_t kh = KH ? KH : kernel().h, kw = KW ? KW : kernel().w;
         const size2 out = output_size(H, W), s = options_.stride, p = options_.padding, d = options_.dilation;
         // The input plane padded with zeros and its columns dealt into s.w phases, phase r
         // holding padded columns r, r + s.w, ...: the tap (ky, kx) of outputs ox .. ox + lanes
@@ -229,33 +242,74 @@ private:
         // ox + kx d.w / s.w. A phase is long enough for the last vector's lanes past Wo.
         const std::size_t rows = H + 2 * p.h, vectors = (out.w + lanes - 1) / lanes;
         const std::size_t phase = vectors * lanes + (kw - 1) * d.w / s.w + 1;
-        std::vector<std::size_t> column_of(kw);   // where tap kx starts in its padded row
-        for (std::size_t kx = 0; kx < kw; ++kx) column_of[kx] = (kx * d.w % s.w) * phase + kx * d.w / s.w;
-        detail::parallel_for(B * C, threads, [&](std::size_t bc) {
-            const std::size_t b = bc / C, c = bc % C;
-            const T* image = x + (b * in_channels() + c / per_input) * H * W;
+        std::vector<std::size_t> offset_of(kh * kw);   // where tap (ky, kx) starts from its output's
+        for (std::size_t ky = 0; ky < kh; ++ky)
+            for (std::size_t kx = 0; kx < kw; ++kx)
+                offset_of[ky * kw + kx] = ky * d.h * s.w * phase + (kx * d.w % s.w) * phase + kx * d.w / s.w;
+        // 16 lanes x 2 FMA ports x 4 cycles of latency: 8 independent accumulators (4 with 16
+        // registers, which also hold the 9 taps of a 3 x 3 kernel).
+        constexpr std::size_t accumulators = simd::vector_registers<Arch> >= 32 ? 8 : 4;
+        // Output vector k (row oy, vector v, in order) reads the padded plane from read_at[k]
+        // and is stored at plane + oy Wo + v lanes.
+        const std::size_t count = out.h * vectors;
+        std::vector<std::size_t> read_at(count);
+        for (std::size_t k = 0; k < count; ++k) read_at[k] = k / vectors * s.h * s.w * phase + k % vectors * lanes;
+        // Padded column r + j s.w of phase r holds input column r + j s.w - p.w: the input's
+        // columns fill j in [first_of[r], first_of[r] + count_of[r]).
+        std::vector<std::size_t> first_of(s.w), count_of(s.w);
+        for (std::size_t r = 0; r < s.w; ++r) {
+            first_of[r] = r >= p.w ? 0 : (p.w - r + s.w - 1) / s.w;
+            const std::size_t end = r >= W + p.w ? 0 : (W + p.w - r + s.w - 1) / s.w;   // columns < W + p.w
+            count_of[r] = end > first_of[r] ? end - first_of[r] : 0;
+        }
+        // The channels in as many blocks as threads can share; each block pads its planes in
+        // one work array, whose zeros (the padding) stay as the planes are copied in.
+        const std::size_t planes = B * C, blocks = std::min(planes, std::size_t(std::max(threads, 1)) * 4);
+        detail::parallel_for(blocks, threads, [&](std::size_t part) {
             std::vector<T> padded(rows * s.w * phase, T(0));
-            for (std::size_t iy = 0; iy < H; ++iy)
-                for (std::size_t r = 0; r < s.w; ++r) {   // padded columns r + j s.w
-                    T* to = padded.data() + ((iy + p.h) * s.w + r) * phase;
-                    for (std::size_t j = 0, column = r; column < W + p.w; ++j, column += s.w)
-                        if (column >= p.w) to[j] = image[iy * W + column - p.w];
-                }
-            const T* taps = weight_.data() + c * kh * kw;
-            const batch bias(bias_.size() ? bias_(c) : T(0));
-            T* plane = y + bc * out.h * out.w;
-            // 1 + kh kw vectors live per output vector: the accumulator, a tap, a load.
-            for (std::size_t oy = 0; oy < out.h; ++oy)
-                for (std::size_t v = 0; v < vectors; ++v) {
-                    const std::size_t ox = v * lanes;
-                    batch acc = bias;
-                    for (std::size_t ky = 0; ky < kh; ++ky) {
-                        const T* row = padded.data() + (oy * s.h + ky * d.h) * s.w * phase;
-                        for (std::size_t kx = 0; kx < kw; ++kx)
-                            acc = xsimd::fma(batch(taps[ky * kw + kx]), batch::load_unaligned(row + column_of[kx] + ox), acc);
+            for (std::size_t bc = part * planes / blocks; bc < (part + 1) * planes / blocks; ++bc) {
+                const std::size_t b = bc / C, c = bc % C;
+                const T* image = x + (b * in_channels() + c / per_input) * H * W;
+                for (std::size_t iy = 0; iy < H; ++iy)
+                    for (std::size_t r = 0; r < s.w; ++r) {
+                        T* to = padded.data() + ((iy + p.h) * s.w + r) * phase + first_of[r];
+                        const T* from = image + iy * W + r + first_of[r] * s.w - p.w;
+                        if (s.w == 1) simd::copy<Arch>(from, count_of[r], to);
+                        else
+                            for (std::size_t j = 0; j < count_of[r]; ++j) to[j] = from[j * s.w];
                     }
-                    simd::store_lanes(simd::activate(act_, acc), std::min(lanes, out.w - ox), plane + oy * out.w + ox);
+                const T* tap = weight_.data() + c * kh * kw;
+                batch taps[KH ? KH * KW : 1];   // held in registers when the size is known
+                if constexpr (KH != 0)
+                    for (std::size_t t = 0; t < KH * KW; ++t) taps[t] = batch(tap[t]);
+                const batch bias(bias_.size() ? bias_(c) : T(0));
+                T* plane = y + bc * out.h * out.w;
+                // The output vectors (row oy, vector v) in order, `accumulators` at a time, each
+                // in a register of its own, so that their FMAs are independent.
+                for (std::size_t k0 = 0, oy = 0, v = 0; k0 < count; k0 += accumulators) {
+                    const std::size_t n = std::min(accumulators, count - k0);
+                    const T* from[accumulators];
+                    batch acc[accumulators];
+#pragma GCC unroll 8
+                    for (std::size_t j = 0; j < accumulators; ++j) {
+                        from[j] = padded.data() + read_at[k0 + std::min(j, n - 1)];
+                        acc[j] = bias;
+                    }
+#pragma GCC unroll 25
+                    for (std::size_t t = 0; t < kh * kw; ++t) {
+                        const batch weight = KH != 0 ? taps[KH ? t : 0] : batch(tap[t]);
+#pragma GCC unroll 8
+                        for (std::size_t j = 0; j < accumulators; ++j)
+                            acc[j] = xsimd::fma(weight, batch::load_unaligned(from[j] + offset_of[t]), acc[j]);
+                    }
+                    for (std::size_t j = 0; j < n; ++j) {
+                        const std::size_t ox = v * lanes;
+                        simd::store_lanes(simd::activate(act_, acc[j]), std::min(lanes, out.w - ox),
+                                          plane + oy * out.w + ox);
+                        if (++v == vectors) v = 0, ++oy;
+                    }
                 }
+            }
         });
     }
 };

@@ -60,9 +60,9 @@ public:
               threads) {}
 
     /// Packs the W^T of `out` columns of `in` values that `fill(column, columns, width, to)`
-    /// writes for each panel, W^T[c][column + o] at to[c width + o] for o < columns (the
-    /// rest is 0 already, and may be left so): a convolution's image columns gathered
-    /// straight into the panels. The panels are shared out among `threads` threads.
+    /// writes for each panel, every W^T[c][column + o] at to[c width + o] for o < columns
+    /// (the panel's columns past `columns` are zeroed here): a convolution's image columns
+    /// gathered straight into the panels. The panels are shared out among `threads` threads.
     template <class Fill>
     packed_weight(std::size_t in, std::size_t out, Fill&& fill, int threads = 1) : in_(in), out_(out) {
         std::size_t offset = 0;
@@ -72,10 +72,13 @@ public:
             panels_.push_back({c, columns, width, offset});
             offset += in_ * width;
         }
-        values_.assign(offset, T(0));
+        values_.resize(offset);   // uninitialised: the fill writes every value, the padding below
         detail::parallel_for(panels_.size(), threads, [&](std::size_t j) {
             const panel& pn = panels_[j];
-            fill(pn.column, pn.columns, pn.width, values_.data() + pn.offset);
+            T* to = values_.data() + pn.offset;
+            fill(pn.column, pn.columns, pn.width, to);
+            if (pn.columns < pn.width)
+                for (std::size_t c = 0; c < in_; ++c) std::fill(to + c * pn.width + pn.columns, to + (c + 1) * pn.width, T(0));
         });
     }
 
@@ -97,7 +100,7 @@ public:
 private:
     std::size_t in_ = 0, out_ = 0;
     std::vector<panel> panels_;
-    buffer<T> values_;
+    uninitialised_buffer<T> values_;
 };
 
 /// The elementwise work a layer does on x W^T before storing it: a(x W^T + bias).

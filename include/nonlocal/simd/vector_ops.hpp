@@ -15,22 +15,71 @@
 
 namespace nonlocal::simd {
 
-/// Lanes [0, lanes) of `from` in a batch, the others 0.
+#if XSIMD_WITH_AVX2
+/// AVX2's mask of the first `lanes` of 8 x 32 or 4 x 64 bits, for vmaskmov (which, as
+/// AVX-512's masked moves, never touches the lanes left out, even past an array's end).
+template <class T>
+inline __m256i avx2_first_lanes(std::size_t lanes) noexcept {
+    if constexpr (sizeof(T) == 4)
+        return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(lanes)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    else
+        return _mm256_cmpgt_epi64(_mm256_set1_epi64x(static_cast<long long>(lanes)), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+#endif
+
+/// Lanes [0, lanes) of `from` in a batch, the others 0; nothing past from + lanes is read.
 template <class Batch, class T>
 Batch load_lanes(const T* from, std::size_t lanes) noexcept {
     if (lanes == Batch::size) return Batch::load_unaligned(from);
+    using Arch = typename Batch::arch_type;
+#if XSIMD_WITH_AVX512F
+    if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+        if constexpr (sizeof(T) == 4) return _mm512_maskz_loadu_ps(__mmask16((1u << lanes) - 1), from);
+        else return _mm512_maskz_loadu_pd(__mmask8((1u << lanes) - 1), from);
+    }
+#endif
+#if XSIMD_WITH_AVX2
+    if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !std::is_base_of_v<xsimd::avx512f, Arch>) {
+        if constexpr (sizeof(T) == 4) return _mm256_maskload_ps(from, avx2_first_lanes<T>(lanes));
+        else return _mm256_maskload_pd(from, avx2_first_lanes<T>(lanes));
+    }
+#endif
+    (void)sizeof(Arch);
     alignas(64) T values[Batch::size] = {};
-    std::copy_n(from, lanes, values);
+    for (std::size_t l = 0; l < lanes; ++l) values[l] = from[l];
     return Batch::load_aligned(values);
 }
 
-/// Lanes [0, lanes) of v to to[0, lanes).
+/// Lanes [0, lanes) of v to to[0, lanes); nothing past to + lanes is written.
 template <class Batch, class T>
 void store_lanes(const Batch& v, std::size_t lanes, T* to) noexcept {
     if (lanes == Batch::size) return v.store_unaligned(to);
+    using Arch = typename Batch::arch_type;
+#if XSIMD_WITH_AVX512F
+    if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+        if constexpr (sizeof(T) == 4) return _mm512_mask_storeu_ps(to, __mmask16((1u << lanes) - 1), v);
+        else return _mm512_mask_storeu_pd(to, __mmask8((1u << lanes) - 1), v);
+    }
+#endif
+#if XSIMD_WITH_AVX2
+    if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !std::is_base_of_v<xsimd::avx512f, Arch>) {
+        if constexpr (sizeof(T) == 4) return _mm256_maskstore_ps(to, avx2_first_lanes<T>(lanes), v);
+        else return _mm256_maskstore_pd(to, avx2_first_lanes<T>(lanes), v);
+    }
+#endif
+    (void)sizeof(Arch);
     alignas(64) T values[Batch::size];
     v.store_aligned(values);
-    std::copy_n(values, lanes, to);
+    for (std::size_t l = 0; l < lanes; ++l) to[l] = values[l];
+}
+
+/// to[0, n) = from[0, n), in batches of `Arch` (short copies without a call to memmove).
+template <class Arch = default_arch, class T>
+void copy(const T* from, std::size_t n, T* to) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    std::size_t i = 0;
+    for (; i + batch::size <= n; i += batch::size) batch::load_unaligned(from + i).store_unaligned(to + i);
+    if (i < n) store_lanes(load_lanes<batch>(from + i, n - i), n - i, to + i);
 }
 
 /// Dot product of `a[0, n)` and `b[0, n)`.
