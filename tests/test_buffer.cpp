@@ -4,6 +4,8 @@
 // released on request.
 #include <nonlocal/buffer.hpp>
 
+#include <algorithm>
+
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
@@ -62,6 +64,25 @@ BOOST_AUTO_TEST_CASE(growth_and_shrinking_keep_the_contents) {
     BOOST_TEST(empty.empty());
     empty.swap(v);
     BOOST_TEST(empty.size() == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(an_uninitialised_buffer_sizes_without_writing_and_keeps_given_values) {
+    // A kept block handed to an uninitialised buffer still holds what its last owner wrote
+    // (a plain buffer zeroes it); values given explicitly are written as in any vector.
+    const std::size_t n = buffer_cache_threshold / sizeof(float) + 7;
+    { buffer<float> first(n, 4.0f); }
+    uninitialised_buffer<float> reused;
+    reused.resize(n);
+    BOOST_TEST(aligned(reused.data()));
+    if (buffer_cache_enabled) BOOST_TEST(reused[n - 1] == 4.0f);
+    const uninitialised_buffer<float> given(5, 2.5f);
+    BOOST_TEST(std::count(given.begin(), given.end(), 2.5f) == 5);
+    uninitialised_buffer<double> grown{1.0, 2.0};
+    grown.push_back(3.0);
+    BOOST_TEST((grown == uninitialised_buffer<double>{1.0, 2.0, 3.0}));
+    { uninitialised_buffer<float> back(n); }
+    const buffer<float> zeroed(n);
+    BOOST_TEST(std::count(zeroed.begin(), zeroed.end(), 0.0f) == long(n));
 }
 
 BOOST_AUTO_TEST_CASE(large_blocks_are_reused_by_their_thread) {

@@ -7,7 +7,8 @@
 ///   stencil passes start their batches on multiples of the batch width
 ///   (`ar_system::vector_zone`), so a pixel's own entries (its weights, diagonal,
 ///   right-hand side and output) load and store without splitting cache lines.
-/// - Blocks of 1 MiB or more are kept when freed, per thread, and handed out again
+/// - Blocks of 128 KiB or more (those the C library maps afresh from the system) are kept
+///   when freed, per thread, and handed out again
 ///   for the next request of the same size. A fresh block costs a page fault and the
 ///   kernel's zeroing for every 4 KiB page when first written; a depth task on a
 ///   1.4 Mpix image allocates about 170 MB, and refining a dataset repeats the same
@@ -57,7 +58,7 @@ inline constexpr bool buffer_cache_enabled = NONLOCAL_BUFFER_CACHE != 0;
 /// Bytes to which a `buffer`'s data is aligned.
 inline constexpr std::size_t buffer_alignment = 64;
 /// Freed blocks of at least this many bytes are kept for reuse.
-inline constexpr std::size_t buffer_cache_threshold = std::size_t(1) << 20;
+inline constexpr std::size_t buffer_cache_threshold = std::size_t(128) << 10;
 /// Bytes of freed blocks each thread keeps at most.
 inline constexpr std::size_t buffer_cache_limit = std::size_t(512) << 20;
 /// Blocks of at least this many bytes start on a boundary of as many bytes (a huge page)

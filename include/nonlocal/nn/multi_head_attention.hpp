@@ -247,12 +247,14 @@ struct basic_multi_head_attention {
         // call: allocated anew (xtensor's allocator, notably xsimd's aligned one under
         // XTENSOR_USE_XSIMD), each block is page-faulted in again on every call, which made
         // this layer twice as slow at n = 1024.
-        const auto heads_of = [&](buffer<T>& data, std::size_t heads, std::size_t rows) {
+        // The projections' stores write every value of q, k and v: they start unwritten.
+        const auto heads_of = [&](auto& data, std::size_t heads, std::size_t rows) {
             data.resize(B * heads * rows * hd);
             return xt::adapt(data.data(), data.size(), xt::no_ownership(),
                              std::array<std::size_t, 4>{B, heads, rows, hd});
         };
-        buffer<T> q_data, k_data, v_data, o_data;
+        uninitialised_buffer<T> q_data, k_data, v_data;
+        buffer<T> o_data;
         auto qh = heads_of(q_data, h, L), kh = heads_of(k_data, kv_heads(), S), vh = heads_of(v_data, kv_heads(), S);
         auto o = heads_of(o_data, h, L);
         // Each projection's GEMM stores its rows [B * rows, heads hd] as [B, heads, rows, hd];

@@ -30,6 +30,7 @@
 #include <string>
 #include <utility>
 
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xtensor.hpp>
 
 #include "nonlocal/buffer.hpp"
@@ -101,8 +102,9 @@ private:
     // bias (and the residual) as linear2's stores its output.
     template <class Arch>
     void apply(row_matrix<const T> x, T* y, bool add, int threads) const {
-        // A buffer, whose large blocks are kept for the next call (see multi_head_attention).
-        buffer<T> h(x.rows * hidden());
+        // A buffer, whose large blocks are kept for the next call (see multi_head_attention),
+        // left unwritten: linear1's stores write every value.
+        uninitialised_buffer<T> h(x.rows * hidden());
         simd::linear_rows<Arch>(x, linear1.packed(),
                                 simd::store_rows<T>{h.data(), hidden(), {linear1.bias_data(), kind}}, threads);
         simd::linear_rows<Arch>(row_matrix<const T>{h.data(), x.rows, hidden()}, linear2.packed(),
@@ -188,19 +190,23 @@ struct basic_transformer_encoder_layer {
         const std::size_t tokens = y.size() / E;
         const int threads = detail::thread_count(policy);
         // Each residual is added as the last GEMM of its branch stores its results.
-        const auto attend_add = [&](const xt::xtensor<T, R>& in) {
+        const auto attend_add = [&](const auto& in) {
             self_attn.template forward_to<Arch>(y.data(), true, in, in, in, {}, neighborhood, policy);
         };
-        const auto feed_add = [&](const xt::xtensor<T, R>& in) {
-            mlp.template add_to<Arch>(row_matrix<const T>{in.data(), tokens, E}, y.data(), threads);
+        const auto feed_add = [&](const T* in) {
+            mlp.template add_to<Arch>(row_matrix<const T>{in, tokens, E}, y.data(), threads);
         };
         if (norm_first) {
-            attend_add(norm1.template operator()<Arch>(y));
-            feed_add(norm2.template operator()<Arch>(y));
+            // Both norms' outputs in one work array, whose block is kept for the next call.
+            uninitialised_buffer<T> normed(y.size());
+            norm1.template normalise<Arch>(y.data(), normed.data(), tokens);
+            attend_add(xt::adapt(normed.data(), normed.size(), xt::no_ownership(), y.shape()));
+            norm2.template normalise<Arch>(y.data(), normed.data(), tokens);
+            feed_add(normed.data());
         } else {
             attend_add(y);
             norm1.template normalise<Arch>(y.data(), y.data(), tokens);
-            feed_add(y);
+            feed_add(y.data());
             norm2.template normalise<Arch>(y.data(), y.data(), tokens);
         }
         return y;
