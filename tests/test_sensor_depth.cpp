@@ -122,6 +122,40 @@ BOOST_AUTO_TEST_CASE(robust_weights_by_hand) {
     BOOST_TEST(wide[12] == detail::tukey_weight(80, 100), boost::test_tools::tolerance(1e-15));
 }
 
+BOOST_AUTO_TEST_CASE(medians_of_the_observations_match_a_literal_sort) {
+    // Every observed pixel's median against its window's observations sorted (the upper
+    // median of an even count; the window shrunk symmetrically near the edges), on sizes
+    // around the vector widths, with few, many and no holes and with ties.
+    std::mt19937 engine(17);
+    for (const auto& [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 7}, {5, 5}, {6, 13}, {9, 12}, {9, 13},
+                               {9, 21}, {17, 33}, {12, 40}})
+        for (const double holes : {0.0, 0.3, 0.9})
+            for (const bool ties : {false, true}) {
+                detail::observed_depth d(H, W);
+                std::uniform_real_distribution<double> value(0, 50);
+                std::bernoulli_distribution missing(holes);
+                for (std::size_t i = 0; i < H * W; ++i)
+                    if (!missing(engine)) d.observe(i, ties ? std::floor(value(engine) / 10) + 1 : value(engine) + 1);
+                test::for_each_arch([&](auto arch) {
+                    using Arch = decltype(arch);
+                    const buffer<double> median = detail::observed_medians<Arch>(d);
+                    for (std::size_t r = 0; r < H; ++r)
+                        for (std::size_t c = 0; c < W; ++c) {
+                            const std::size_t ry = std::min({std::size_t(2), r, H - 1 - r});
+                            const std::size_t rx = std::min({std::size_t(2), c, W - 1 - c});
+                            std::vector<double> window;
+                            for (std::size_t y = r - ry; y <= r + ry; ++y)
+                                for (std::size_t x = c - rx; x <= c + rx; ++x)
+                                    if (d.observed[y * W + x]) window.push_back(d.depth[y * W + x]);
+                            std::sort(window.begin(), window.end());
+                            const double expected = d.observed[r * W + c] ? window[window.size() / 2] : 0.0;
+                            BOOST_TEST(median[r * W + c] == expected, Arch::name() << ", " << H << " x " << W << ", holes "
+                                                                               << holes << ", pixel (" << r << ", " << c << ")");
+                        }
+                });
+            }
+}
+
 BOOST_AUTO_TEST_CASE(flying_pixels_by_hand) {
     // One row: 20 20 20 20 [44] [36] 60 60 60 60. Pixel 4 lies between pixels 2 (20) and 6 (60),
     // 24 from 20 and 16 from 60, both above a fifth of 40, and the sides are flat: flying; so
