@@ -183,6 +183,53 @@ BOOST_AUTO_TEST_CASE(flying_pixels_by_hand) {
     BOOST_TEST(!d.observed[5]);
 }
 
+BOOST_AUTO_TEST_CASE(flying_pixels_match_a_literal_search) {
+    // Steps with mixed pixels, noise and holes on sizes around the vector widths, against the
+    // rule written out pixel by pixel with explicit tests of what is observed.
+    std::mt19937 engine(23);
+    std::size_t found = 0;
+    for (const auto& [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {4, 9}, {7, 7}, {9, 14}, {9, 15}, {13, 40}, {21, 23}})
+        for (const double holes : {0.0, 0.2}) {
+            detail::observed_depth d(H, W);
+            std::normal_distribution<double> noise(0, 0.5);
+            std::uniform_real_distribution<double> unit(0, 1);
+            for (std::size_t r = 0; r < H; ++r)
+                for (std::size_t c = 0; c < W; ++c) {
+                    const bool far = (r + c) % 11 < 5 || c % 7 == 3;
+                    const double mixed = unit(engine) < 0.2 ? 20 + 40 * unit(engine) : (far ? 60.0 : 20.0);
+                    if (unit(engine) >= holes) d.observe(r * W + c, mixed + noise(engine));
+                }
+            std::vector<std::size_t> expected;
+            const std::ptrdiff_t h = std::ptrdiff_t(H), w = std::ptrdiff_t(W);
+            const auto seen = [&](std::ptrdiff_t r, std::ptrdiff_t c) {
+                return r >= 0 && c >= 0 && r < h && c < w && d.observed[std::size_t(r * w + c)];
+            };
+            const auto at = [&](std::ptrdiff_t r, std::ptrdiff_t c) { return d.depth[std::size_t(r * w + c)]; };
+            for (std::ptrdiff_t r = 0; r < h; ++r)
+                for (std::ptrdiff_t c = 0; c < w; ++c) {
+                    if (!seen(r, c)) continue;
+                    bool flies = false;
+                    for (const auto& [dy, dx] : {std::pair{0, 1}, {1, 0}, {1, 1}, {1, -1}}) {
+                        if (!seen(r - 3 * dy, c - 3 * dx) || !seen(r - 2 * dy, c - 2 * dx) || !seen(r + 2 * dy, c + 2 * dx) ||
+                            !seen(r + 3 * dy, c + 3 * dx))
+                            continue;
+                        const double a = at(r - 2 * dy, c - 2 * dx), b = at(r + 2 * dy, c + 2 * dx), v = at(r, c);
+                        const double jump = std::abs(a - b);
+                        flies = flies || (jump > 8 && std::abs(a - at(r - 3 * dy, c - 3 * dx)) < 0.125 * jump &&
+                                          std::abs(b - at(r + 3 * dy, c + 3 * dx)) < 0.125 * jump &&
+                                          v > std::min(a, b) + 0.2 * jump && v < std::max(a, b) - 0.2 * jump);
+                    }
+                    if (flies) expected.push_back(std::size_t(r * w + c));
+                }
+            found += expected.size();
+            test::for_each_arch([&](auto arch) {
+                using Arch = decltype(arch);
+                BOOST_TEST(detail::find_flying_pixels<Arch>(d, 8) == expected, boost::test_tools::per_element());
+            });
+        }
+    BOOST_TEST(found > 20u);   // the cases have flying pixels to find
+}
+
 BOOST_AUTO_TEST_CASE(far_side_by_hand) {
     // 5 x 5, observed: column 0 at 10 (far, the smaller disparity), column 4 at 50 (near); the
     // middle three columns missing. From (2, 2) the 8 directions meet 10 to the left, up-left

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <span>
 
@@ -24,36 +25,80 @@
 
 namespace nonlocal::detail {
 
-/// Calls visit(i, depth, distance) for every missing pixel i of `d` and each of the 8
-/// directions in which an observation lies from it, with the first one's depth and distance
-/// (in pixels, a diagonal step sqrt 2).
-template <class Visit>
-void first_observations(const observed_depth& d, Visit&& visit) {
-    constexpr double none = std::numeric_limits<double>::infinity();
-    const std::size_t H = d.height, W = d.width;
-    buffer<double> met(H * W), distance(H * W);
-    for (int dy = -1; dy <= 1; ++dy)
-        for (int dx = -1; dx <= 1; ++dx) {
-            if (dy == 0 && dx == 0) continue;
-            const double length = dy != 0 && dx != 0 ? std::sqrt(2.0) : 1.0;
-            // met[i]: the first observation from i along -(dy, dx); i is visited after that neighbour.
-            for (std::size_t k = 0; k < H; ++k) {
-                const std::size_t r = dy >= 0 ? k : H - 1 - k;
-                for (std::size_t l = 0; l < W; ++l) {
-                    const std::size_t c = dx >= 0 ? l : W - 1 - l, i = r * W + c;
-                    const std::ptrdiff_t pr = std::ptrdiff_t(r) - dy, pc = std::ptrdiff_t(c) - dx;
-                    if (pr < 0 || pc < 0 || pr >= std::ptrdiff_t(H) || pc >= std::ptrdiff_t(W)) {
-                        met[i] = none;
-                        continue;
-                    }
-                    const std::size_t p = std::size_t(pr) * W + std::size_t(pc);
-                    met[i] = d.observed[p] ? d.depth[p] : met[p];
-                    distance[i] = d.observed[p] ? length : distance[p] + length;
-                    if (!d.observed[i] && met[i] != none) visit(i, met[i], distance[i]);
-                }
-            }
+/// The first observation met from each missing pixel of `d` along each of the 8 directions
+/// of the grid, k = 0 .. 7 for (dy, dx) = (-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1),
+/// (1, 0), (1, 1): hole h (the h-th missing pixel in row order, at `pixel[h]`) meets
+/// depth[8 h + k] at distance[8 h + k] (in pixels, a diagonal step sqrt 2), depth +inf when
+/// the image's edge comes first.
+///
+/// One sweep per direction carries each pixel's first observation from the neighbour it
+/// looks through: along a row for the two horizontal directions, from the row before
+/// otherwise, where a row's pixels are independent and the loop vectorises.
+struct first_observations {
+    static constexpr std::size_t directions = 8;
+    buffer<std::size_t> pixel;
+    buffer<double> depth, distance;
+
+    explicit first_observations(const observed_depth& d) {
+        constexpr double none = std::numeric_limits<double>::infinity();
+        const std::size_t H = d.height, W = d.width;
+        buffer<std::size_t> holes_before(H + 1, 0);   // of each row
+        for (std::size_t r = 0; r < H; ++r) {
+            holes_before[r + 1] = holes_before[r];
+            for (std::size_t c = 0; c < W; ++c)
+                if (!d.observed[r * W + c]) pixel.push_back(r * W + c), ++holes_before[r + 1];
         }
-}
+        depth.resize(pixel.size() * directions), distance.resize(pixel.size() * directions);
+        // met[i] and far[i]: the first observation from pixel i along -(dy, dx) and its distance.
+        uninitialised_buffer<double> met(H * W), far(H * W);
+        std::size_t k = 0;
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+                if (dy == 0 && dx == 0) continue;
+                const double length = dy != 0 && dx != 0 ? std::sqrt(2.0) : 1.0;
+                for (std::size_t step = 0; step < H; ++step) {
+                    const std::size_t r = dy >= 0 ? step : H - 1 - step;
+                    double* __restrict m = met.data() + r * W;
+                    double* __restrict f = far.data() + r * W;
+                    if (dy == 0) {   // along the row, each pixel from the one before it
+                        for (std::size_t l = 0; l < W; ++l) {
+                            const std::size_t c = dx > 0 ? l : W - 1 - l;
+                            if (l == 0) {
+                                m[c] = none, f[c] = 0;
+                                continue;
+                            }
+                            const std::size_t p = dx > 0 ? c - 1 : c + 1;
+                            const bool seen = d.observed[r * W + p];
+                            m[c] = seen ? d.depth[r * W + p] : m[p];
+                            f[c] = seen ? length : f[p] + length;
+                        }
+                    } else if (std::ptrdiff_t(r) - dy < 0 || std::ptrdiff_t(r) - dy >= std::ptrdiff_t(H)) {
+                        std::fill(m, m + W, none), std::fill(f, f + W, 0.0);
+                    } else {   // from the row before, shifted by dx
+                        const std::size_t pr = std::size_t(std::ptrdiff_t(r) - dy);
+                        const double* __restrict pm = met.data() + pr * W;
+                        const double* __restrict pf = far.data() + pr * W;
+                        const std::uint8_t* seen = d.observed.data() + pr * W;
+                        const double* value = d.depth.data() + pr * W;
+                        const std::size_t first = dx > 0 ? 1 : 0, last = dx < 0 ? W - 1 : W;   // c - dx inside
+                        if (dx > 0) m[0] = none, f[0] = 0;
+                        if (dx < 0 && W > 0) m[W - 1] = none, f[W - 1] = 0;
+                        for (std::size_t c = first; c < last; ++c) {
+                            const std::size_t p = c - std::size_t(dx);
+                            m[c] = seen[p] ? value[p] : pm[p];
+                            f[c] = seen[p] ? length : pf[p] + length;
+                        }
+                    }
+                    for (std::size_t c = 0, h = holes_before[r]; c < W; ++c)
+                        if (!d.observed[r * W + c]) {
+                            depth[h * directions + k] = m[c], distance[h * directions + k] = f[c];
+                            ++h;
+                        }
+                }
+                ++k;
+            }
+    }
+};
 
 /// The far side of every missing pixel (see the file's comment); NaN where fewer than two
 /// directions meet an observation, and at observed pixels.
@@ -67,18 +112,24 @@ struct far_side {
         : depth(d.depth.size(), std::numeric_limits<double>::quiet_NaN()), interpolation(depth),
           sign(fill == occlusion_fill::from_larger ? -1.0 : 1.0), step(depth_step) {
         constexpr double none = std::numeric_limits<double>::infinity();
-        buffer<double> farthest(d.depth.size(), none), second(d.depth.size(), none);   // of sign x depth
-        first_observations(d, [&](std::size_t i, double v, double) {
-            const double s = sign * v;
-            if (s < farthest[i]) second[i] = farthest[i], farthest[i] = s;
-            else if (s < second[i]) second[i] = s;
-        });
-        buffer<double> sum(d.depth.size(), 0.0), weights(d.depth.size(), 0.0);
-        first_observations(d, [&](std::size_t i, double v, double distance) {
-            if (sign * v <= second[i] + step) sum[i] += v / distance, weights[i] += 1 / distance;
-        });
-        for (std::size_t i = 0; i < depth.size(); ++i)
-            if (second[i] != none) depth[i] = sign * second[i], interpolation[i] = sum[i] / weights[i];
+        const first_observations met(d);
+        constexpr std::size_t K = first_observations::directions;
+        for (std::size_t h = 0; h < met.pixel.size(); ++h) {
+            const double* v = met.depth.data() + h * K;
+            const double* distance = met.distance.data() + h * K;
+            double farthest = none, second = none;   // of sign x depth
+            for (std::size_t k = 0; k < K; ++k) {
+                if (v[k] == none) continue;
+                const double s = sign * v[k];
+                if (s < farthest) second = farthest, farthest = s;
+                else if (s < second) second = s;
+            }
+            if (second == none) continue;
+            double sum = 0, weights = 0;
+            for (std::size_t k = 0; k < K; ++k)
+                if (v[k] != none && sign * v[k] <= second + step) sum += v[k] / distance[k], weights += 1 / distance[k];
+            depth[met.pixel[h]] = sign * second, interpolation[met.pixel[h]] = sum / weights;
+        }
     }
     /// Whether observation `o` of `d` is on the near side of missing pixel `hole`.
     bool near_side(const observed_depth& d, std::size_t hole, std::size_t o) const {
