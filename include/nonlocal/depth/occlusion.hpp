@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <vector>
 
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/depth/observations.hpp"
@@ -137,19 +138,27 @@ struct far_side {
     }
 };
 
-/// Sets to `weight` A's edges between each missing pixel of `d` and its near side.
+/// Sets to `weight` A's edges between each missing pixel of `d` and its near side (when
+/// `weight` is the smaller): in each direction's plane, the edge from a hole to its neighbour
+/// and the edge into it from the neighbour on the other side, visiting the holes only.
 template <class T, class Arch>
 void cut_near_side(ar_system<T, Arch>& A, const observed_depth& d, const far_side& far, double weight) {
     const std::size_t H = A.height, W = A.width;
+    std::vector<std::size_t> holes;   // the missing pixels that have a far side
+    for (std::size_t i = 0; i < far.depth.size(); ++i)
+        if (!d.observed[i] && !std::isnan(far.depth[i])) holes.push_back(i);
     A.reweight([&](std::size_t dir, std::span<T> plane) {
         const std::ptrdiff_t dy = A.offsets[dir].dy, dx = A.offsets[dir].dx;
-        for (std::size_t r = 0; r < H; ++r)
-            for (std::size_t c = 0; c < W; ++c) {
-                const std::ptrdiff_t qr = std::ptrdiff_t(r) + dy, qc = std::ptrdiff_t(c) + dx;
-                if (qr < 0 || qc < 0 || qr >= std::ptrdiff_t(H) || qc >= std::ptrdiff_t(W)) continue;
-                const std::size_t p = r * W + c, q = std::size_t(qr) * W + std::size_t(qc);
-                if (far.near_side(d, p, q) || far.near_side(d, q, p)) plane[p] = std::min(plane[p], T(weight));
-            }
+        // The edge from `from` to from + (dy, dx), when the hole at one end has the other on its near side.
+        const auto cut = [&](std::size_t hole, std::ptrdiff_t sy, std::ptrdiff_t sx, bool leaves_hole) {
+            const std::ptrdiff_t r = std::ptrdiff_t(hole / W) + sy, c = std::ptrdiff_t(hole % W) + sx;
+            if (r < 0 || c < 0 || r >= std::ptrdiff_t(H) || c >= std::ptrdiff_t(W)) return;
+            const std::size_t other = std::size_t(r) * W + std::size_t(c);
+            if (!far.near_side(d, hole, other)) return;
+            T& w = plane[leaves_hole ? hole : other];
+            w = std::min(w, T(weight));
+        };
+        for (const std::size_t hole : holes) cut(hole, dy, dx, true), cut(hole, -dy, -dx, false);
     });
 }
 
