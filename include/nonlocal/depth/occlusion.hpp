@@ -28,9 +28,9 @@ namespace nonlocal::detail {
 
 /// The first observation met from each missing pixel of `d` along each of the 8 directions
 /// of the grid, k = 0 .. 7 for (dy, dx) = (-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1),
-/// (1, 0), (1, 1): hole h (the h-th missing pixel in row order, at `pixel[h]`) meets
-/// depth[8 h + k] at distance[8 h + k] (in pixels, a diagonal step sqrt 2), depth +inf when
-/// the image's edge comes first.
+/// (1, 0), (1, 1): hole h (the h-th of the n missing pixels in row order, at `pixel[h]`)
+/// meets depth[k n + h] at distance[k n + h] (in pixels, a diagonal step sqrt 2), depth +inf
+/// when the image's edge comes first. Each direction's hits are written in order.
 ///
 /// One sweep per direction carries each pixel's first observation from the neighbour it
 /// looks through: along a row for the two horizontal directions, from the row before
@@ -90,11 +90,10 @@ struct first_observations {
                             f[c] = seen[p] ? length : pf[p] + length;
                         }
                     }
-                    for (std::size_t c = 0, h = holes_before[r]; c < W; ++c)
-                        if (!d.observed[r * W + c]) {
-                            depth[h * directions + k] = m[c], distance[h * directions + k] = f[c];
-                            ++h;
-                        }
+                    double* hit_depth = depth.data() + k * pixel.size() + holes_before[r];
+                    double* hit_distance = distance.data() + k * pixel.size() + holes_before[r];
+                    for (std::size_t c = 0; c < W; ++c)
+                        if (!d.observed[r * W + c]) *hit_depth++ = m[c], *hit_distance++ = f[c];
                 }
                 ++k;
             }
@@ -115,9 +114,10 @@ struct far_side {
         constexpr double none = std::numeric_limits<double>::infinity();
         const first_observations met(d);
         constexpr std::size_t K = first_observations::directions;
-        for (std::size_t h = 0; h < met.pixel.size(); ++h) {
-            const double* v = met.depth.data() + h * K;
-            const double* distance = met.distance.data() + h * K;
+        const std::size_t n = met.pixel.size();
+        for (std::size_t h = 0; h < n; ++h) {
+            double v[K], distance[K];
+            for (std::size_t k = 0; k < K; ++k) v[k] = met.depth[k * n + h], distance[k] = met.distance[k * n + h];
             double farthest = none, second = none;   // of sign x depth
             for (std::size_t k = 0; k < K; ++k) {
                 if (v[k] == none) continue;
