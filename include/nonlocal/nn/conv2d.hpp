@@ -297,7 +297,9 @@ private:
                     }
 #pragma GCC unroll 25
                     for (std::size_t t = 0; t < kh * kw; ++t) {
-                        const batch weight = KH != 0 ? taps[KH ? t : 0] : batch(tap[t]);
+                        batch weight;
+                        if constexpr (KH != 0) weight = taps[t];
+                        else weight = batch(tap[t]);
 #pragma GCC unroll 8
                         for (std::size_t j = 0; j < accumulators; ++j)
                             acc[j] = xsimd::fma(weight, batch::load_unaligned(from[j] + offset_of[t]), acc[j]);

@@ -15,6 +15,12 @@
 
 namespace nonlocal::simd {
 
+/// Whether a batch's partial loads and stores are AVX-512's masked moves, or AVX2's.
+template <class Batch>
+inline constexpr bool avx512_masked = std::is_base_of_v<xsimd::avx512f, typename Batch::arch_type>;
+template <class Batch>
+inline constexpr bool avx2_masked = std::is_base_of_v<xsimd::avx2, typename Batch::arch_type> && !avx512_masked<Batch>;
+
 #if XSIMD_WITH_AVX2
 /// AVX2's mask of the first `lanes` of 8 x 32 or 4 x 64 bits, for vmaskmov (which, as
 /// AVX-512's masked moves, never touches the lanes left out, even past an array's end).
@@ -31,20 +37,18 @@ inline __m256i avx2_first_lanes(std::size_t lanes) noexcept {
 template <class Batch, class T>
 Batch load_lanes(const T* from, std::size_t lanes) noexcept {
     if (lanes == Batch::size) return Batch::load_unaligned(from);
-    using Arch = typename Batch::arch_type;
 #if XSIMD_WITH_AVX512F
-    if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+    if constexpr (avx512_masked<Batch>) {
         if constexpr (sizeof(T) == 4) return _mm512_maskz_loadu_ps(__mmask16((1u << lanes) - 1), from);
         else return _mm512_maskz_loadu_pd(__mmask8((1u << lanes) - 1), from);
     }
 #endif
 #if XSIMD_WITH_AVX2
-    if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !std::is_base_of_v<xsimd::avx512f, Arch>) {
+    if constexpr (avx2_masked<Batch>) {
         if constexpr (sizeof(T) == 4) return _mm256_maskload_ps(from, avx2_first_lanes<T>(lanes));
         else return _mm256_maskload_pd(from, avx2_first_lanes<T>(lanes));
     }
 #endif
-    (void)sizeof(Arch);
     alignas(64) T values[Batch::size] = {};
     for (std::size_t l = 0; l < lanes; ++l) values[l] = from[l];
     return Batch::load_aligned(values);
@@ -54,20 +58,18 @@ Batch load_lanes(const T* from, std::size_t lanes) noexcept {
 template <class Batch, class T>
 void store_lanes(const Batch& v, std::size_t lanes, T* to) noexcept {
     if (lanes == Batch::size) return v.store_unaligned(to);
-    using Arch = typename Batch::arch_type;
 #if XSIMD_WITH_AVX512F
-    if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+    if constexpr (avx512_masked<Batch>) {
         if constexpr (sizeof(T) == 4) return _mm512_mask_storeu_ps(to, __mmask16((1u << lanes) - 1), v);
         else return _mm512_mask_storeu_pd(to, __mmask8((1u << lanes) - 1), v);
     }
 #endif
 #if XSIMD_WITH_AVX2
-    if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !std::is_base_of_v<xsimd::avx512f, Arch>) {
+    if constexpr (avx2_masked<Batch>) {
         if constexpr (sizeof(T) == 4) return _mm256_maskstore_ps(to, avx2_first_lanes<T>(lanes), v);
         else return _mm256_maskstore_pd(to, avx2_first_lanes<T>(lanes), v);
     }
 #endif
-    (void)sizeof(Arch);
     alignas(64) T values[Batch::size];
     v.store_aligned(values);
     for (std::size_t l = 0; l < lanes; ++l) to[l] = values[l];
