@@ -48,10 +48,7 @@ std::vector<std::size_t> find_flying_pixels(const observed_depth& d, double step
     constexpr std::size_t lanes = batch::size;
     constexpr std::array<std::array<std::ptrdiff_t, 2>, 4> directions{{{0, 1}, {1, 0}, {1, 1}, {1, -1}}};
     const std::size_t H = d.height, W = d.width;
-    // The depth, NaN where nothing is observed.
-    buffer<double> value(H * W);
-    for (std::size_t i = 0; i < value.size(); ++i)
-        value[i] = d.observed[i] ? d.depth[i] : std::numeric_limits<double>::quiet_NaN();
+    const buffer<double> value = d.depth_or_nan();
     const auto at = [&](std::ptrdiff_t r, std::ptrdiff_t c) {
         return r < 0 || c < 0 || r >= std::ptrdiff_t(H) || c >= std::ptrdiff_t(W)
                    ? std::numeric_limits<double>::quiet_NaN()

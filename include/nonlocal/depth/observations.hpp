@@ -61,6 +61,14 @@ struct observed_depth {
         return r;
     }
     double fraction() const { return double(count) / double(height * width); }
+    /// The observed depths, NaN where nothing is observed: a missing value then fails every
+    /// comparison, which lets a batch of pixels test their neighbours without a mask.
+    buffer<double> depth_or_nan() const {
+        buffer<double> value(depth.size());
+        for (std::size_t i = 0; i < depth.size(); ++i)
+            value[i] = observed[i] ? depth[i] : std::numeric_limits<double>::quiet_NaN();
+        return value;
+    }
     /// The mean of c m over the pixels (the observed fraction when every confidence is 1).
     double mean_confidence() const {
         double sum = 0;

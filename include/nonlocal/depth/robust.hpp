@@ -71,8 +71,7 @@ buffer<double> observed_medians(const observed_depth& d) {
     constexpr std::size_t lanes = batch::size, side = network::side;
     const std::size_t H = d.height, W = d.width;
     buffer<double> median(d.depth.size(), 0.0);
-    buffer<double> seen(d.depth.size());   // 1 where observed, 0 elsewhere
-    for (std::size_t i = 0; i < seen.size(); ++i) seen[i] = d.observed[i] ? 1.0 : 0.0;
+    const buffer<double> value = d.depth_or_nan();
     const batch infinity(std::numeric_limits<double>::infinity()), one(1.0), zero(0.0);
     for (std::size_t r = 0; r < H; ++r) {
         std::size_t c = 0;
@@ -81,21 +80,23 @@ buffer<double> observed_medians(const observed_depth& d) {
                 const std::size_t first = (r - 2) * W + c - 2;   // the windows' top-left values
                 batch count = zero;
                 for (std::size_t y = 0; y < side; ++y)
-                    for (std::size_t x = 0; x < side; ++x) count += batch::load_unaligned(&seen[first + y * W + x]);
+                    for (std::size_t x = 0; x < side; ++x) {
+                        const batch v = batch::load_unaligned(&value[first + y * W + x]);
+                        count += xsimd::select(xsimd::isnan(v), zero, one);
+                    }
                 const batch below = batch(12.0) - xsimd::floor(count * batch(0.5));   // a, per window
                 batch missing = zero, v[network::slots];
                 for (std::size_t y = 0; y < side; ++y)
                     for (std::size_t x = 0; x < side; ++x) {
-                        const std::size_t at = first + y * W + x;
-                        const auto absent = batch::load_unaligned(&seen[at]) == zero;
-                        v[y * side + x] = xsimd::select(absent, xsimd::select(missing < below, -infinity, infinity),
-                                                        batch::load_unaligned(&d.depth[at]));
+                        const batch observed = batch::load_unaligned(&value[first + y * W + x]);
+                        const auto absent = xsimd::isnan(observed);
+                        v[y * side + x] = xsimd::select(absent, xsimd::select(missing < below, -infinity, infinity), observed);
                         missing += xsimd::select(absent, one, zero);
                     }
                 network::run<1>(v);
                 const std::size_t at = r * W + c;
-                xsimd::select(batch::load_unaligned(&seen[at]) == zero, zero, v[network::output])
-                    .store_unaligned(&median[at]);
+                const batch centre = batch::load_unaligned(&value[at]);
+                xsimd::select(xsimd::isnan(centre), zero, v[network::output]).store_unaligned(&median[at]);
             }
         for (std::size_t x = 0; x < W; ++x) {
             const bool vectorised = r >= 2 && r + 2 < H && x >= 2 && x < c;
