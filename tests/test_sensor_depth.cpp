@@ -258,6 +258,111 @@ BOOST_AUTO_TEST_CASE(far_side_by_hand) {
     BOOST_TEST(with_middle.interpolation[11] == expected, boost::test_tools::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(far_side_matches_a_literal_walk) {
+    // Random observations (two depth levels plus noise, so that holes have a near and a far
+    // side) on awkward sizes and hole rates, both orders of depth: from each missing pixel a
+    // literal walk along the 8 directions to the first observation, then the far side and its
+    // interpolation as the file's comment defines them; the holes with one listed in row order.
+    std::mt19937 engine(21);
+    std::uniform_real_distribution<double> unit(0, 1);
+    const double sqrt2 = std::sqrt(2.0);
+    for (const auto& [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 9}, {8, 1}, {5, 5}, {17, 16}, {23, 31}})
+        for (const double holes : {0.2, 0.6, 0.95})
+            for (const auto fill : {occlusion_fill::from_smaller, occlusion_fill::from_larger})
+                BOOST_TEST_CONTEXT(H << " x " << W << ", holes " << holes << ", fill " << int(fill)) {
+                    detail::observed_depth d(H, W);
+                    for (std::size_t i = 0; i < H * W; ++i)
+                        if (unit(engine) >= holes) d.observe(i, (unit(engine) < 0.5 ? 20 : 60) + 3 * unit(engine));
+                    const double step = 8, sign = fill == occlusion_fill::from_larger ? -1 : 1;
+                    const detail::far_side far(d, fill, step);
+                    std::vector<std::size_t> expected_holes;
+                    for (std::size_t r = 0; r < H; ++r)
+                        for (std::size_t c = 0; c < W; ++c) {
+                            const std::size_t i = r * W + c;
+                            std::vector<std::pair<double, double>> hits;   // depth, distance
+                            for (int dy = -1; dy <= 1; ++dy)
+                                for (int dx = -1; dx <= 1; ++dx) {
+                                    if ((dy == 0 && dx == 0) || d.observed[i]) continue;
+                                    std::ptrdiff_t y = std::ptrdiff_t(r), x = std::ptrdiff_t(c), steps = 0;
+                                    do y += dy, x += dx, ++steps;
+                                    while (y >= 0 && x >= 0 && y < std::ptrdiff_t(H) && x < std::ptrdiff_t(W) &&
+                                           !d.observed[std::size_t(y) * W + std::size_t(x)]);
+                                    if (y >= 0 && x >= 0 && y < std::ptrdiff_t(H) && x < std::ptrdiff_t(W))
+                                        hits.push_back({d.depth[std::size_t(y) * W + std::size_t(x)],
+                                                        double(steps) * (dy != 0 && dx != 0 ? sqrt2 : 1.0)});
+                                }
+                            if (hits.size() < 2) {
+                                BOOST_TEST(std::isnan(far.depth[i]));
+                                continue;
+                            }
+                            std::vector<double> farthest;
+                            for (const auto& hit : hits) farthest.push_back(sign * hit.first);
+                            std::sort(farthest.begin(), farthest.end());
+                            double sum = 0, weights = 0;
+                            for (const auto& [v, distance] : hits)
+                                if (sign * v <= farthest[1] + step) sum += v / distance, weights += 1 / distance;
+                            BOOST_TEST(far.depth[i] == sign * farthest[1]);
+                            BOOST_TEST(far.interpolation[i] == sum / weights, boost::test_tools::tolerance(1e-12));
+                            expected_holes.push_back(i);
+                        }
+                    BOOST_TEST(std::vector<std::size_t>(far.holes.begin(), far.holes.end()) == expected_holes,
+                               boost::test_tools::per_element());
+                }
+}
+
+BOOST_AUTO_TEST_CASE(cut_near_side_matches_a_literal_test_of_every_edge) {
+    // On random observations, stencils of radius 1 and 2: an edge's weight becomes the cut
+    // weight exactly when one end is a hole with a far side and the other an observation on
+    // its near side (and the weight was larger); every other weight is left as it was.
+    std::mt19937 engine(22);
+    std::uniform_real_distribution<double> unit(0, 1);
+    std::size_t cuts = 0;   // over all the cases (a single row or column may have no hole with a far side)
+    for (const auto& [H, W] : {std::pair<std::size_t, std::size_t>{1, 7}, {6, 1}, {9, 13}, {20, 17}})
+        for (const std::size_t radius : {1, 2})
+            for (const double cut : {0.0, 0.25})
+                BOOST_TEST_CONTEXT(H << " x " << W << ", radius " << radius << ", cut " << cut) {
+                    detail::observed_depth d(H, W);
+                    for (std::size_t i = 0; i < H * W; ++i)
+                        if (unit(engine) >= 0.4) d.observe(i, (unit(engine) < 0.5 ? 20 : 60) + 3 * unit(engine));
+                    const detail::far_side far(d, occlusion_fill::from_smaller, 8);
+                    const grid_stencil stencil{H, W, 8, radius};
+                    const auto offsets = stencil.forward_offsets();
+                    std::vector<buffer<double>> weights;
+                    for (std::size_t k = 0; k < offsets.size(); ++k) {
+                        buffer<double> plane(H * W, 0.0);
+                        for (std::size_t r = 0; r < H; ++r)
+                            for (std::size_t c = 0; c < W; ++c) {
+                                const std::ptrdiff_t y = std::ptrdiff_t(r) + offsets[k].dy, x = std::ptrdiff_t(c) + offsets[k].dx;
+                                if (y >= 0 && x >= 0 && y < std::ptrdiff_t(H) && x < std::ptrdiff_t(W))
+                                    plane[r * W + c] = 0.1 + unit(engine);
+                            }
+                        weights.push_back(std::move(plane));
+                    }
+                    const std::vector<buffer<double>> before = weights;
+                    ar_system<double> A(H, W, offsets, std::move(weights), buffer<double>(H * W, 1.0), buffer<double>(H * W, 0.0));
+                    detail::cut_near_side(A, d, far, cut);
+                    const auto near = [&](std::size_t hole, std::size_t o) {
+                        return !d.observed[hole] && !std::isnan(far.depth[hole]) && d.observed[o] &&
+                               d.depth[o] - far.depth[hole] > 8;
+                    };
+                    for (std::size_t k = 0; k < offsets.size(); ++k)
+                        for (std::size_t r = 0; r < H; ++r)
+                            for (std::size_t c = 0; c < W; ++c) {
+                                const std::ptrdiff_t y = std::ptrdiff_t(r) + offsets[k].dy, x = std::ptrdiff_t(c) + offsets[k].dx;
+                                const std::size_t i = r * W + c;
+                                if (y < 0 || x < 0 || y >= std::ptrdiff_t(H) || x >= std::ptrdiff_t(W)) {
+                                    BOOST_TEST(A.weights()[k][i] == 0.0);
+                                    continue;
+                                }
+                                const std::size_t j = std::size_t(y) * W + std::size_t(x);
+                                const bool cut_here = near(i, j) || near(j, i);
+                                cuts += cut_here;
+                                BOOST_TEST(A.weights()[k][i] == (cut_here ? std::min(before[k][i], cut) : before[k][i]));
+                            }
+                }
+    BOOST_TEST(cuts > 100u);
+}
+
 BOOST_AUTO_TEST_CASE(isolated_outliers_on_a_smooth_surface_are_removed) {
     // A fully observed slanted plane with noise 0.3 and 12 wrong measurements, 15 to 40 off,
     // some up, some down: with the robust term each ends within noise of the plane; without it

@@ -45,13 +45,19 @@ struct first_observations {
         const std::size_t H = d.height, W = d.width;
         buffer<std::size_t> holes_before(H + 1, 0);   // of each row
         for (std::size_t r = 0; r < H; ++r) {
-            holes_before[r + 1] = holes_before[r];
-            for (std::size_t c = 0; c < W; ++c)
-                if (!d.observed[r * W + c]) pixel.push_back(r * W + c), ++holes_before[r + 1];
+            std::size_t holes = 0;
+            for (std::size_t c = 0; c < W; ++c) holes += !d.observed[r * W + c];
+            holes_before[r + 1] = holes_before[r] + holes;
         }
+        // Without a branch (missing pixels often lie at random): every pixel is written, and
+        // the next one's place advances past the holes only (one slot more for the last).
+        pixel.resize(holes_before[H] + 1);
+        for (std::size_t i = 0, at = 0; i < H * W; ++i) pixel[at] = i, at += !d.observed[i];
+        pixel.resize(holes_before[H]);
         depth.resize(pixel.size() * directions), distance.resize(pixel.size() * directions);
-        // met[i] and far[i]: the first observation from pixel i along -(dy, dx) and its distance.
-        uninitialised_buffer<double> met(H * W), far(H * W);
+        // m[c] and f[c]: the first observation from pixel (r, c) along -(dy, dx) and its distance,
+        // for this row and (pm, pf) the row before it in the sweep: two rows are all a sweep keeps.
+        uninitialised_buffer<double> met(2 * W), far(2 * W);
         std::size_t k = 0;
         for (int dy = -1; dy <= 1; ++dy)
             for (int dx = -1; dx <= 1; ++dx) {
@@ -59,8 +65,8 @@ struct first_observations {
                 const double length = dy != 0 && dx != 0 ? std::sqrt(2.0) : 1.0;
                 for (std::size_t step = 0; step < H; ++step) {
                     const std::size_t r = dy >= 0 ? step : H - 1 - step;
-                    double* __restrict m = met.data() + r * W;
-                    double* __restrict f = far.data() + r * W;
+                    double* __restrict m = met.data() + (step % 2) * W;
+                    double* __restrict f = far.data() + (step % 2) * W;
                     if (dy == 0) {   // along the row, each pixel from the one before it
                         for (std::size_t l = 0; l < W; ++l) {
                             const std::size_t c = dx > 0 ? l : W - 1 - l;
@@ -73,12 +79,12 @@ struct first_observations {
                             m[c] = seen ? d.depth[r * W + p] : m[p];
                             f[c] = seen ? length : f[p] + length;
                         }
-                    } else if (std::ptrdiff_t(r) - dy < 0 || std::ptrdiff_t(r) - dy >= std::ptrdiff_t(H)) {
+                    } else if (step == 0) {   // the sweep's first row: nothing before it
                         std::fill(m, m + W, none), std::fill(f, f + W, 0.0);
-                    } else {   // from the row before, shifted by dx
+                    } else {   // from the row before, r - dy, shifted by dx
                         const std::size_t pr = std::size_t(std::ptrdiff_t(r) - dy);
-                        const double* __restrict pm = met.data() + pr * W;
-                        const double* __restrict pf = far.data() + pr * W;
+                        const double* __restrict pm = met.data() + (1 - step % 2) * W;
+                        const double* __restrict pf = far.data() + (1 - step % 2) * W;
                         const std::uint8_t* seen = d.observed.data() + pr * W;
                         const double* value = d.depth.data() + pr * W;
                         const std::size_t first = dx > 0 ? 1 : 0, last = dx < 0 ? W - 1 : W;   // c - dx inside
@@ -90,10 +96,13 @@ struct first_observations {
                             f[c] = seen[p] ? length : pf[p] + length;
                         }
                     }
-                    double* hit_depth = depth.data() + k * pixel.size() + holes_before[r];
-                    double* hit_distance = distance.data() + k * pixel.size() + holes_before[r];
-                    for (std::size_t c = 0; c < W; ++c)
-                        if (!d.observed[r * W + c]) *hit_depth++ = m[c], *hit_distance++ = f[c];
+                    // The row's holes, gathered: a list, where a test of every pixel would branch at random.
+                    const std::size_t first_hole = holes_before[r], row_holes = holes_before[r + 1] - first_hole;
+                    double* hit_depth = depth.data() + k * pixel.size() + first_hole;
+                    double* hit_distance = distance.data() + k * pixel.size() + first_hole;
+                    const std::size_t* column = pixel.data() + first_hole;
+                    for (std::size_t h = 0; h < row_holes; ++h)
+                        hit_depth[h] = m[column[h] - r * W], hit_distance[h] = f[column[h] - r * W];
                 }
                 ++k;
             }
@@ -105,6 +114,7 @@ struct first_observations {
 struct far_side {
     buffer<double> depth;          ///< the second farthest first observation
     buffer<double> interpolation;  ///< the far side's first observations' mean, weighted by inverse distance
+    buffer<std::size_t> holes;     ///< the missing pixels that have a far side, in row order
     double sign = 1;               ///< +1 where smaller depths are farther, -1 where larger ones are
     double step = 0;               ///< nearer than `depth` by more than this: the near side
 
@@ -115,6 +125,7 @@ struct far_side {
         const first_observations met(d);
         constexpr std::size_t K = first_observations::directions;
         const std::size_t n = met.pixel.size();
+        holes.reserve(n);
         for (std::size_t h = 0; h < n; ++h) {
             double v[K], distance[K];
             for (std::size_t k = 0; k < K; ++k) v[k] = met.depth[k * n + h], distance[k] = met.distance[k * n + h];
@@ -130,35 +141,36 @@ struct far_side {
             for (std::size_t k = 0; k < K; ++k)
                 if (v[k] != none && sign * v[k] <= second + step) sum += v[k] / distance[k], weights += 1 / distance[k];
             depth[met.pixel[h]] = sign * second, interpolation[met.pixel[h]] = sum / weights;
+            holes.push_back(met.pixel[h]);
         }
     }
     /// Whether observation `o` of `d` is on the near side of missing pixel `hole`.
     bool near_side(const observed_depth& d, std::size_t hole, std::size_t o) const {
-        return !d.observed[hole] && d.observed[o] && sign * (d.depth[o] - depth[hole]) > step;
+        return (!d.observed[hole]) & (d.observed[o] != 0) & (sign * (d.depth[o] - depth[hole]) > step);   // no branch
     }
 };
 
 /// Sets to `weight` A's edges between each missing pixel of `d` and its near side (when
 /// `weight` is the smaller): in each direction's plane, the edge from a hole to its neighbour
-/// and the edge into it from the neighbour on the other side, visiting the holes only.
+/// and the edge into it from the neighbour on the other side, visiting the far side's holes
+/// only (`d`: the observations `far` was found on, or fewer).
 template <class T, class Arch>
 void cut_near_side(ar_system<T, Arch>& A, const observed_depth& d, const far_side& far, double weight) {
-    const std::size_t H = A.height, W = A.width;
-    std::vector<std::size_t> holes;   // the missing pixels that have a far side
-    for (std::size_t i = 0; i < far.depth.size(); ++i)
-        if (!d.observed[i] && !std::isnan(far.depth[i])) holes.push_back(i);
+    const std::ptrdiff_t h = std::ptrdiff_t(A.height), w = std::ptrdiff_t(A.width);
     A.reweight([&](std::size_t dir, std::span<T> plane) {
         const std::ptrdiff_t dy = A.offsets[dir].dy, dx = A.offsets[dir].dx;
-        // The edge from `from` to from + (dy, dx), when the hole at one end has the other on its near side.
-        const auto cut = [&](std::size_t hole, std::ptrdiff_t sy, std::ptrdiff_t sx, bool leaves_hole) {
-            const std::ptrdiff_t r = std::ptrdiff_t(hole / W) + sy, c = std::ptrdiff_t(hole % W) + sx;
-            if (r < 0 || c < 0 || r >= std::ptrdiff_t(H) || c >= std::ptrdiff_t(W)) return;
-            const std::size_t other = std::size_t(r) * W + std::size_t(c);
-            if (!far.near_side(d, hole, other)) return;
-            T& w = plane[leaves_hole ? hole : other];
-            w = std::min(w, T(weight));
-        };
-        for (const std::size_t hole : holes) cut(hole, dy, dx, true), cut(hole, -dy, -dx, false);
+        std::ptrdiff_t r = 0, row_start = 0;   // the holes' row: they come in row order
+        for (const std::size_t hole : far.holes) {
+            while (std::ptrdiff_t(hole) >= row_start + w) ++r, row_start += w;
+            const std::ptrdiff_t c = std::ptrdiff_t(hole) - row_start;
+            for (const std::ptrdiff_t s : {1, -1}) {   // the edge leaving the hole, then the one entering it
+                const std::ptrdiff_t y = r + s * dy, x = c + s * dx;
+                if (y < 0 || x < 0 || y >= h || x >= w) continue;
+                const std::size_t other = std::size_t(y * w + x);
+                T& weight_of_edge = plane[s > 0 ? hole : other];   // written either way: no branch on the depths
+                weight_of_edge = far.near_side(d, hole, other) ? std::min(weight_of_edge, T(weight)) : weight_of_edge;
+            }
+        }
     });
 }
 

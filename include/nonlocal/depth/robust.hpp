@@ -33,11 +33,13 @@ inline double tukey_weight(double r, double c) {
 /// median absolute value (the standard deviation for Gaussian residuals, unmoved by up to half
 /// of them being wrong). 0 when nothing is observed.
 inline double robust_scale(const observed_depth& d, std::span<const double> estimate) {
-    std::vector<double> residuals;
-    residuals.reserve(d.count);
-    for (std::size_t i = 0; i < d.depth.size(); ++i)
-        if (d.observed[i]) residuals.push_back(std::abs(d.depth[i] - estimate[i]));
-    if (residuals.empty()) return 0;
+    if (d.count == 0) return 0;
+    // Without a branch (missing pixels often lie at random): every residual is written, and
+    // the next one's place advances past the observed ones only (one slot more for the last).
+    uninitialised_buffer<double> residuals(d.count + 1);
+    for (std::size_t i = 0, at = 0; i < d.depth.size(); ++i)
+        residuals[at] = std::abs(d.depth[i] - estimate[i]), at += d.observed[i];
+    residuals.resize(d.count);
     const auto middle = residuals.begin() + std::ptrdiff_t(residuals.size() / 2);
     std::nth_element(residuals.begin(), middle, residuals.end());
     return 1.4826 * *middle;
@@ -117,8 +119,10 @@ inline buffer<double> robust_weights(const observed_depth& d, std::span<const do
     const double c = std::max(o.robust_threshold * robust_scale(d, estimate), 0.5 * depth_step(d, o));
     buffer<double> weights(d.depth.size(), 1.0);
     if (!(c > 0)) return weights;   // a constant depth: nothing to reject
-    for (std::size_t i = 0; i < d.depth.size(); ++i)
-        if (d.observed[i]) weights[i] = tukey_weight(std::min(std::abs(d.depth[i] - estimate[i]), std::abs(d.depth[i] - median[i])), c);
+    for (std::size_t i = 0; i < d.depth.size(); ++i) {   // every pixel, kept where observed: no branch on the mask
+        const double tukey = tukey_weight(std::min(std::abs(d.depth[i] - estimate[i]), std::abs(d.depth[i] - median[i])), c);
+        weights[i] = d.observed[i] ? tukey : 1.0;
+    }
     return weights;
 }
 
