@@ -12,7 +12,7 @@
 //   depth_sensor/protocol:0|1/model:0|2: fill_depth on the real-sensor protocols of
 //     eval_depth (0: stereo, holes filled from the far side; 1: time of flight, the median of
 //     the observations), with the
-//     robust data term's 2 re-estimates, in the normalised (0) or separable (2) model;
+//     robust data term's re-estimate, in the normalised (0) or separable (2) model;
 //     peer_opencv_fgs_sensor/protocol:0|1: OpenCV's fast global smoother on the same
 //     observations (normalised, at eval_depth's best parameters);
 //   depth_dataset/jobs:1|2: four of those x8 upsamplings, one pair per thread, 1 or 2 at a
@@ -168,7 +168,7 @@ const xt::xtensor<float, 2>& sensor_observations(std::int64_t protocol) {
 
 void depth_sensor(benchmark::State& state) {
     nonlocal::depth_options o = nonlocal::fill_options();
-    o.robust_iterations = 2, o.model = nonlocal::depth_model(state.range(1));
+    o.robust_iterations = 1, o.model = nonlocal::depth_model(state.range(1));
     if (state.range(0) == 0) o.occlusions = nonlocal::occlusion_fill::from_smaller;
     else o.median_of_observations = true;
     const auto& observed = sensor_observations(state.range(0));

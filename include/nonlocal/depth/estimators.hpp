@@ -112,7 +112,8 @@ inline double normalised_epsilon(const observed_depth& d, const depth_options& o
 
 // Each estimator is built once on the guide and the observations, then called on them or on
 // the same observations reweighted (`estimate_robustly`): `estimate(d, report)` returns the
-// depth at every pixel and says how its solves went.
+// depth at every pixel (in an `uninitialised_buffer`, each entry written once) and says how
+// its solves went.
 
 /// depth_model::ar: the AR model's minimiser, alpha = lambda on the observed pixels (times
 /// their confidence). A new system for each call, since the weights are its diagonal.
@@ -121,7 +122,7 @@ class ar_estimator {
 public:
     ar_estimator(const image_planes<T>& g, const observed_depth&, const far_side* far, const depth_options& o)
         : g_(g), o_(o), far_(far) {}
-    buffer<double> operator()(const observed_depth& d, solve_report& report) const {
+    uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) const {
         auto [alpha, b] = d.scaled<T>(o_.lambda);
         const ar_system<T> A = depth_system<T>(g_, d, far_, std::move(alpha), std::move(b), o_);
         const auto M = hierarchy(A, o_);
@@ -131,7 +132,7 @@ public:
             std::copy(x0.begin(), x0.end(), solution.begin());
         }
         report = solve(A, A.rhs, solution, o_, M.get(), true);
-        return buffer<double>(solution.begin(), solution.end());
+        return uninitialised_buffer<double>(solution.begin(), solution.end());
     }
 
 private:
@@ -151,9 +152,9 @@ public:
           A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(eps_)), buffer<T>(g.pixels(), T(0)), o)),
           M_(hierarchy(A_, o)), km_(g.pixels(), T(d.fraction())) {}
 
-    buffer<double> operator()(const observed_depth& d, solve_report& report) {
+    uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) {
         const std::size_t n = A_.size();
-        auto [b_mask, b_depth] = d.scaled<T>(eps_);
+        auto [b_mask, b_depth] = d.scaled<T, uninitialised_buffer<T>>(eps_);
         // x0 = the normalised box interpolation of c m d (eps cancels), in holes the far side's
         // interpolation when filling from the far side.
         buffer<double> x0 = normalised_interpolation(A_.height, A_.width, b_mask.data(), b_depth.data());
@@ -162,7 +163,7 @@ public:
         // solvers that need a start); then K(c m d) from x0 K(c m), exact where the depth is constant.
         const solve_report rm = solve(A_, b_mask, km_, o_, M_.get(), !solved_);
         solved_ = true;
-        buffer<T> kd(n);
+        uninitialised_buffer<T> kd(n);
         for (std::size_t i = 0; i < n; ++i) kd[i] = T(x0[i] * km_[i]);
         const solve_report rd = solve(A_, b_depth, kd, o_, M_.get(), false);
         report = one_report("normalised " + rm.method, rm, rd);
@@ -172,7 +173,7 @@ public:
         // and K(c m d) are not negative (K's entries are not, d > 0); an approximate solve's
         // are taken as 0 where they are.
         const double delta = 1e-3 * d.mean_confidence();
-        buffer<double> x(n);
+        uninitialised_buffer<double> x(n);
         for (std::size_t i = 0; i < n; ++i)
             x[i] = (std::max(double(kd[i]), 0.0) + delta * x0[i]) / (std::max(double(km_[i]), 0.0) + delta);
         return x;
@@ -198,10 +199,10 @@ public:
           A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(normalised_epsilon(d, o))), buffer<T>(g.pixels(), T(0)),
                              o)) {}   // b unused
 
-    buffer<double> operator()(const observed_depth& d, solve_report& report) const {
+    uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) const {
         const std::size_t n = A_.size();
         // K_s(c m) and K_s(c m d), side by side.
-        auto [km, kd] = d.scaled<T>(1.0);
+        auto [km, kd] = d.scaled<T, uninitialised_buffer<T>>(1.0);
         const stopwatch solve_clock;
         const std::array<std::span<T>, 2> smoothed{std::span<T>(km), std::span<T>(kd)};
         separable_smooth(A_, std::span<const std::span<T>>(smoothed), passes_);
@@ -211,7 +212,7 @@ public:
         // depths, unless K_s(c m) underflows far from every observation (in holes a few hundred
         // pixels across); the far side's interpolation (when filling from it) or the box
         // interpolation takes over there (set up only if some pixel needs it).
-        buffer<double> x(n);
+        uninitialised_buffer<double> x(n);
         std::unique_ptr<box_interpolation> x0;
         for (std::size_t i = 0; i < n; ++i) {
             const double ratio = double(kd[i]) / double(km[i]);

@@ -76,10 +76,11 @@ struct observed_depth {
         return sum / double(height * width);
     }
     /// s c m and s c m d per pixel in T, c the confidences, m the mask of observed pixels and
-    /// d their depth: the data terms of the estimators.
-    template <class T>
-    std::pair<buffer<T>, buffer<T>> scaled(double s) const {
-        buffer<T> mask(depth.size()), masked_depth(depth.size());
+    /// d their depth: the data terms of the estimators (in an `uninitialised_buffer<T>` where
+    /// they need not become a system's, which spares zeroing what is then written).
+    template <class T, class Buffer = buffer<T>>
+    std::pair<Buffer, Buffer> scaled(double s) const {
+        Buffer mask(depth.size()), masked_depth(depth.size());
         for (std::size_t i = 0; i < depth.size(); ++i)
             mask[i] = T(s * confidence[i]), masked_depth[i] = T(s * confidence[i] * depth[i]);
         return {std::move(mask), std::move(masked_depth)};

@@ -125,22 +125,28 @@ struct far_side {
         const first_observations met(d);
         constexpr std::size_t K = first_observations::directions;
         const std::size_t n = met.pixel.size();
+        // Hole by hole without a branch (a loop over the holes that vectorises): the smallest
+        // and second smallest of sign x depth (none stays +inf), then the mean over the first
+        // observations within a step of the second.
+        uninitialised_buffer<double> second_of(n), mean_of(n);
+        for (std::size_t h = 0; h < n; ++h) {
+            double farthest = none, second = none;
+            for (std::size_t k = 0; k < K; ++k) {
+                const double v = met.depth[k * n + h], s = v == none ? none : sign * v;
+                second = std::min(second, std::max(farthest, s)), farthest = std::min(farthest, s);
+            }
+            double sum = 0, weights = 0;
+            for (std::size_t k = 0; k < K; ++k) {
+                const double v = met.depth[k * n + h], distance = met.distance[k * n + h];
+                const bool within = (v != none) & (sign * v <= second + step);
+                sum += within ? v / distance : 0.0, weights += within ? 1 / distance : 0.0;
+            }
+            second_of[h] = second, mean_of[h] = sum / weights;
+        }
         holes.reserve(n);
         for (std::size_t h = 0; h < n; ++h) {
-            double v[K], distance[K];
-            for (std::size_t k = 0; k < K; ++k) v[k] = met.depth[k * n + h], distance[k] = met.distance[k * n + h];
-            double farthest = none, second = none;   // of sign x depth
-            for (std::size_t k = 0; k < K; ++k) {
-                if (v[k] == none) continue;
-                const double s = sign * v[k];
-                if (s < farthest) second = farthest, farthest = s;
-                else if (s < second) second = s;
-            }
-            if (second == none) continue;
-            double sum = 0, weights = 0;
-            for (std::size_t k = 0; k < K; ++k)
-                if (v[k] != none && sign * v[k] <= second + step) sum += v[k] / distance[k], weights += 1 / distance[k];
-            depth[met.pixel[h]] = sign * second, interpolation[met.pixel[h]] = sum / weights;
+            if (second_of[h] == none) continue;   // fewer than two directions meet an observation
+            depth[met.pixel[h]] = sign * second_of[h], interpolation[met.pixel[h]] = mean_of[h];
             holes.push_back(met.pixel[h]);
         }
     }

@@ -132,8 +132,8 @@ inline buffer<double> robust_weights(const observed_depth& d, std::span<const do
 /// estimate (with their weights) and in `result` the rounds, the rejected count and the
 /// solves' report; returns the last estimate.
 template <class Estimate>
-buffer<double> estimate_robustly(Estimate&& estimate, observed_depth& d, const depth_options& o, depth_result& result) {
-    buffer<double> x = estimate(d, result.report);
+auto estimate_robustly(Estimate&& estimate, observed_depth& d, const depth_options& o, depth_result& result) {
+    auto x = estimate(d, result.report);
     if (o.robust_iterations == 0) return x;
     const observed_depth measured = d;
     const buffer<double> median = observed_medians(measured);

@@ -67,8 +67,7 @@ template <class T>
 depth_result refine(const image_planes<T>& g, observed_depth& d, const far_side* far, const depth_options& o,
                     const stopwatch& clock) {
     depth_result result;
-    const buffer<double> x =
-        with_estimator(g, d, far, o, [&](auto& estimate) { return estimate_robustly(estimate, d, o, result); });
+    const auto x = with_estimator(g, d, far, o, [&](auto& estimate) { return estimate_robustly(estimate, d, o, result); });
     // Every model's exact result is a weighted mean of the observations (its operators have
     // no negative entries), so it lies within their range; an approximate solve can leave the
     // range by its error, the more where few observations reach a pixel: clamped to the range
