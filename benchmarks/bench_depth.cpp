@@ -10,9 +10,9 @@
 //     task when found, normalised (FGS(d m) / FGS(m)) at the parameters eval_depth finds best
 //     on Aloe (x8: lambda 17.8, sigma 11.3; x16: lambda 53.3, sigma 16);
 //   depth_sensor/protocol:0|1/model:0|2: fill_depth on the real-sensor protocols of
-//     eval_depth (0: stereo, holes filled from the far side; 1: time of flight, the median of
-//     the observations), with the
-//     robust data term's re-estimate, in the normalised (0) or separable (2) model;
+//     eval_depth with their options (0: stereo, the robust term's re-estimate and holes
+//     filled from the far side; 1: time of flight, the median of the observations), in the
+//     normalised model (0) or the separable one on 4 neighbours (2);
 //     peer_opencv_fgs_sensor/protocol:0|1: OpenCV's fast global smoother on the same
 //     observations (normalised, at eval_depth's best parameters);
 //   depth_dataset/jobs:1|2: four of those x8 upsamplings, one pair per thread, 1 or 2 at a
@@ -167,10 +167,8 @@ const xt::xtensor<float, 2>& sensor_observations(std::int64_t protocol) {
 }
 
 void depth_sensor(benchmark::State& state) {
-    nonlocal::depth_options o = nonlocal::fill_options();
-    o.robust_iterations = 1, o.model = nonlocal::depth_model(state.range(1));
-    if (state.range(0) == 0) o.occlusions = nonlocal::occlusion_fill::from_smaller;
-    else o.median_of_observations = true;
+    const nonlocal::depth_options base = nonlocal::bench::sensor_protocol_options(state.range(0) == 0);
+    const nonlocal::depth_options o = state.range(1) == 0 ? base : nonlocal::bench::separable_for_sensors(base);
     const auto& observed = sensor_observations(state.range(0));
     std::size_t rejected = 0;
     for (auto _ : state) {

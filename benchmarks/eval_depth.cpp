@@ -203,19 +203,24 @@ std::vector<variant> sensor_variants(const nonlocal::depth_options& base) {
     using options = nonlocal::depth_options;
     std::vector<variant> v = {
         {"", base},
-        {"", with(base, [](options& o) { o.model = nonlocal::depth_model::separable; })},
-        {", no robust term", with(base, [](options& o) { o.robust_iterations = 0; })},
-        {", 2 re-estimates", with(base, [](options& o) { o.robust_iterations = 2; })},
+        {", connectivity 4", nonlocal::bench::separable_for_sensors(base)},
+        {", connectivity 8", with(base, [](options& o) { o.model = nonlocal::depth_model::separable; })},
         {", no flying pixels", with(base, [](options& o) { o.flying_pixels = false; })},
         {", none of them", with(base, [](options& o) {
              o.robust_iterations = 0, o.flying_pixels = false, o.occlusions = nonlocal::occlusion_fill::blend;
              o.median_of_observations = false;
          })},
         {"", with(base, [](options& o) { o.model = nonlocal::depth_model::ar; })}};
+    if (base.robust_iterations > 0) {
+        v.insert(v.begin() + 3, {", no robust term", with(base, [](options& o) { o.robust_iterations = 0; })});
+        v.insert(v.begin() + 4, {", 2 re-estimates", with(base, [](options& o) { o.robust_iterations = 2; })});
+    } else {
+        v.insert(v.begin() + 3, {", robust term, 1 re-estimate", with(base, [](options& o) { o.robust_iterations = 1; })});
+    }
     if (base.occlusions != nonlocal::occlusion_fill::blend)
-        v.insert(v.begin() + 4, {", holes blended", with(base, [](options& o) { o.occlusions = nonlocal::occlusion_fill::blend; })});
+        v.insert(v.end() - 2, {", holes blended", with(base, [](options& o) { o.occlusions = nonlocal::occlusion_fill::blend; })});
     if (base.median_of_observations)
-        v.insert(v.begin() + 4, {", no median of observations", with(base, [](options& o) { o.median_of_observations = false; })});
+        v.insert(v.end() - 2, {", no median of observations", with(base, [](options& o) { o.median_of_observations = false; })});
     return v;
 }
 
@@ -502,17 +507,12 @@ int main(int argc, char** argv) {
 #endif
     }
 
-    // The real-sensor protocols: fill_depth's defaults with the robust data term (1 re-estimate),
-    // the stereo one with holes filled from the smaller disparities (the far side), the
-    // time-of-flight one with the median of the observations.
+    // The real-sensor protocols (`sensor_protocol_options`).
     for (const char* protocol : {"stereo", "tof"}) {
         if (!wanted(protocol)) continue;
         const bool stereo = std::string(protocol) == "stereo";
         const depth_map observed = stereo ? nonlocal::bench::stereo_protocol(truth) : nonlocal::bench::tof_protocol(truth);
-        nonlocal::depth_options base = nonlocal::fill_options();
-        base.robust_iterations = 1;
-        if (stereo) base.occlusions = nonlocal::occlusion_fill::from_smaller;
-        else base.median_of_observations = true;
+        const nonlocal::depth_options base = nonlocal::bench::sensor_protocol_options(stereo);
         const errors input = score(observed, truth);
         std::printf("%-10s %-56s %8.3f %8s %6.2f %6.2f\n", protocol, "(the observations, 0 where missing)", input.rmse, "",
                     input.bad1, input.bad2);

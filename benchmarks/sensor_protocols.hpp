@@ -13,6 +13,8 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include <nonlocal/filter/depth.hpp>
+
 namespace nonlocal::bench {
 
 using disparity_map = xt::xtensor<float, 2>;
@@ -118,6 +120,24 @@ inline disparity_map tof_protocol(const disparity_map& d, unsigned seed = 2025) 
     for (std::size_t i = 0; i < n; ++i)
         out.data()[i] = missing[i] || d.data()[i] <= 0 ? 0.f : std::max(out.data()[i], 0.01f);
     return out;
+}
+
+/// What each protocol sets on `fill_options()`: for stereo, one re-estimate of the robust term
+/// and holes filled from the far side (the smaller disparities); for time of flight, the
+/// median of the observations, which rejects its outliers as well as the robust term does
+/// (docs/performance.md has both).
+inline nonlocal::depth_options sensor_protocol_options(bool stereo) {
+    nonlocal::depth_options o = nonlocal::fill_options();
+    if (stereo) o.robust_iterations = 1, o.occlusions = nonlocal::occlusion_fill::from_smaller;
+    else o.median_of_observations = true;
+    return o;
+}
+
+/// `o` with the separable model on the fast global smoother's two directions (connectivity 4),
+/// which suits it on sensor depth better than 8 (docs/performance.md).
+inline nonlocal::depth_options separable_for_sensors(nonlocal::depth_options o) {
+    o.model = nonlocal::depth_model::separable, o.connectivity = 4;
+    return o;
 }
 
 }  // namespace nonlocal::bench

@@ -41,7 +41,7 @@ int main() {
         for (std::size_t c = 30; c < 45; ++c) sensed(r, c) = 0.f;
     for (std::size_t r = 0; r < H; r += 4) xt::view(confidence, r) = 0.5f;
     nonlocal::depth_options sensor = nonlocal::fill_options();
-    sensor.robust_iterations = 2;   // reject wrong measurements
+    sensor.robust_iterations = 1;   // reject wrong measurements
     const nonlocal::depth_result refined = nonlocal::fill_depth(sensed, confidence, rgb, sensor);
     std::printf("sensor depth: %zu observations rejected, %zu flying pixels\n", refined.rejected, refined.flying);
 

@@ -104,8 +104,8 @@ struct depth_options {
     /// (1 - (r / c)^2)^2 for |r| < c and 0 beyond (iteratively reweighted least squares), stopping
     /// early when no weight changes by more than `robust_tolerance`. The residual is the smaller
     /// of those to the estimate and to the median of the observations around (`depth/robust.hpp`).
-    /// For sensor depth with wrong measurements (a matcher's mismatches, multipath); 2 re-estimates
-    /// suffice on the real-sensor protocols. 0 (off) by default: on clean depth it also rejects
+    /// For sensor depth with wrong measurements (a matcher's mismatches, multipath); 1 re-estimate
+    /// suffices on the real-sensor protocols. 0 (off) by default: on clean depth it also rejects
     /// correct observations of structures a pixel or two thin whose colour edges are a pixel off
     /// (see the performance page). `depth_result::rejected` counts the observations it ended with
     /// weight 0.
