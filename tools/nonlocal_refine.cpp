@@ -178,6 +178,10 @@ int main(int argc, char** argv) {
         ->check(nonlocal::tools::above_zero())->capture_default_str();
     app.add_option("--radius", options.radius, "stencil radius (1: the 8 neighbours)")->check(nonlocal::tools::at_least(1))
         ->capture_default_str();
+    app.add_option("--connectivity", options.connectivity,
+                   "stencil neighbours: 8 (the square of the radius) or 4 (the diamond; suits the separable model on "
+                   "sensor depth)")
+        ->check(CLI::IsMember({4, 8}))->capture_default_str();
     auto* epsilon = app.add_option("--epsilon-scale", options.epsilon_scale,
                                    "normalised model: eps = this x observed fraction (mode denoise: 0.25 unless given)")
                         ->check(nonlocal::tools::above_zero())->capture_default_str();
