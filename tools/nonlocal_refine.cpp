@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     app.add_option("--sigma-d", options.sigma_d, "depth bandwidth of those weights, in depth units (0: 2 % of the range)")
         ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--robust-iterations", options.robust_iterations,
-                   "re-estimates of the robust data term, which rejects wrong measurements (0: off; 2 suit sensor depth)")
+                   "re-estimates of the robust data term, which rejects wrong measurements (0: off; 1 suits sensor depth)")
         ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--robust-threshold", options.robust_threshold,
                    "Tukey's c in robust standard deviations of the residuals (at least half a --step)")
@@ -246,6 +246,8 @@ int main(int argc, char** argv) {
                                    {"--guide rgb.png --depth holes.png --out filled.png --preview filled_view.png",
                                     "--mode denoise --guide rgb.png --depth noisy.png --out clean.npy",
                                     "--mode upsample --factor 8 --guide rgb.png --depth low.png --out up.png",
+                                    "--guide left.png --depth disparity.png --out filled.png --robust-iterations 1 "
+                                    "--occlusions smaller --model separable --connectivity 4",
                                     "--batch pairs.txt --jobs 2 --skip-existing --report run.jsonl"},
                                    "0 done, 1 bad input or a pair failed, 2 a solve did not converge.");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
