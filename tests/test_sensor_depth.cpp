@@ -95,6 +95,29 @@ BOOST_AUTO_TEST_CASE(tukey_weight_and_robust_scale_by_hand) {
     BOOST_TEST(detail::robust_scale(d, estimate) == 1.4826 * 3, boost::test_tools::tolerance(1e-15));
 }
 
+BOOST_AUTO_TEST_CASE(kth_smallest_matches_nth_element) {
+    // Random non-negative values (spread over many exponents, all in one bucket, with ties and
+    // zeros) on awkward sizes, every k of the small ones and the ends and middle of the large.
+    std::mt19937 engine(23);
+    std::exponential_distribution<double> spread(0.3);
+    std::uniform_real_distribution<double> narrow(1.0, 1.01);
+    std::uniform_int_distribution<int> small(0, 3);
+    for (const std::size_t n : {1, 2, 3, 8, 17, 1000, 65537})
+        for (int kind = 0; kind < 3; ++kind)
+            BOOST_TEST_CONTEXT("n " << n << ", kind " << kind) {
+                std::vector<double> values(n);
+                for (double& v : values) v = kind == 0 ? spread(engine) : kind == 1 ? narrow(engine) : double(small(engine));
+                std::vector<std::size_t> ks = {0, n / 2, n - 1};
+                if (n <= 17)
+                    for (std::size_t k = 0; k < n; ++k) ks.push_back(k);
+                for (const std::size_t k : ks) {
+                    std::vector<double> sorted = values;
+                    std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(k), sorted.end());
+                    BOOST_TEST(detail::kth_smallest_non_negative(values, k) == sorted[k]);
+                }
+            }
+}
+
 BOOST_AUTO_TEST_CASE(robust_weights_by_hand) {
     // 5 x 5 observations of 10, but 12 at (1, 1), 110 at the centre (a wrong measurement) and
     // 40 at (4, 4). The estimate: 10, but 30 at the centre (pulled by the wrong measurement)

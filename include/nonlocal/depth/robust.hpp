@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <span>
 #include <vector>
@@ -29,6 +31,27 @@ inline double tukey_weight(double r, double c) {
     return std::abs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0.0;
 }
 
+/// The k-th smallest (from 0) of `values`, each finite and at least 0, as std::nth_element
+/// finds it: such doubles order as their bit patterns do, so one pass counts them by their
+/// top 16 bits (sign, exponent and 4 bits of mantissa), and nth_element runs on the values
+/// of the bucket that holds the k-th alone (a few per cent of them), where it would reorder all.
+inline double kth_smallest_non_negative(std::span<const double> values, std::size_t k) {
+    constexpr int shift = 48;
+    const auto bucket_of = [](double v) { return std::size_t(std::bit_cast<std::uint64_t>(v) >> shift); };
+    std::vector<std::uint32_t> count(std::size_t(1) << (64 - shift), 0);
+    for (const double v : values) ++count[bucket_of(v)];
+    std::size_t bucket = 0, before = 0;
+    while (before + count[bucket] <= k) before += count[bucket++];
+    // The bucket's values, without a branch: every value is written, the next place advancing
+    // past the bucket's only (one slot more for the last).
+    uninitialised_buffer<double> members(count[bucket] + 1);
+    for (std::size_t i = 0, at = 0; i < values.size(); ++i) members[at] = values[i], at += bucket_of(values[i]) == bucket;
+    members.resize(count[bucket]);
+    const auto kth = members.begin() + std::ptrdiff_t(k - before);
+    std::nth_element(members.begin(), kth, members.end());
+    return *kth;
+}
+
 /// The robust standard deviation of the observations' residuals to `estimate`: 1.4826 x their
 /// median absolute value (the standard deviation for Gaussian residuals, unmoved by up to half
 /// of them being wrong). 0 when nothing is observed.
@@ -40,9 +63,7 @@ inline double robust_scale(const observed_depth& d, std::span<const double> esti
     for (std::size_t i = 0, at = 0; i < d.depth.size(); ++i)
         residuals[at] = std::abs(d.depth[i] - estimate[i]), at += d.observed[i];
     residuals.resize(d.count);
-    const auto middle = residuals.begin() + std::ptrdiff_t(residuals.size() / 2);
-    std::nth_element(residuals.begin(), middle, residuals.end());
-    return 1.4826 * *middle;
+    return 1.4826 * kth_smallest_non_negative(residuals, d.count / 2);
 }
 
 /// The median of the observations of `d` in the 5 x 5 window around pixel (r, c) (the upper
