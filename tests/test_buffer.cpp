@@ -149,4 +149,17 @@ BOOST_AUTO_TEST_CASE(allocators_compare_equal_and_reject_impossible_sizes) {
     BOOST_CHECK_THROW(a.allocate(std::size_t(-1) / 4), std::bad_array_new_length);
 }
 
+BOOST_AUTO_TEST_CASE(compacted_keeps_the_chosen_values_in_order) {
+    // Of 0 .. 9, the odd ones squared; none kept; nothing to choose from; all kept.
+    const auto square = [](std::size_t i) { return double(i * i); };
+    const auto odd = detail::compacted<uninitialised_buffer<double>>(10, 5, [](std::size_t i) { return i % 2; }, square);
+    BOOST_TEST(std::vector<double>(odd.begin(), odd.end()) == (std::vector<double>{1, 9, 25, 49, 81}),
+               boost::test_tools::per_element());
+    BOOST_TEST(detail::compacted<buffer<double>>(10, 0, [](std::size_t) { return false; }, square).empty());
+    BOOST_TEST(detail::compacted<buffer<double>>(0, 0, [](std::size_t) { return true; }, square).empty());
+    const auto all = detail::compacted<buffer<std::size_t>>(3, 3, [](std::size_t) { return true; }, [](std::size_t i) { return i; });
+    BOOST_TEST(std::vector<std::size_t>(all.begin(), all.end()) == (std::vector<std::size_t>{0, 1, 2}),
+               boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

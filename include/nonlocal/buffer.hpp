@@ -215,6 +215,19 @@ struct uninitialised_buffer_allocator : buffer_allocator<T> {
 template <class T>
 using uninitialised_buffer = std::vector<T, uninitialised_buffer_allocator<T>>;
 
+namespace detail {
+/// value(i) for each i < n where keep(i), in order, into a `Buffer` of the `count` of them,
+/// without a branch (the kept indices often lie at random): every value is written, and the
+/// next one's place advances past the kept ones only (one slot more for the last).
+template <class Buffer, class Keep, class Value>
+Buffer compacted(std::size_t n, std::size_t count, Keep&& keep, Value&& value) {
+    Buffer out(count + 1);
+    for (std::size_t i = 0, at = 0; i < n; ++i) out[at] = value(i), at += std::size_t(bool(keep(i)));
+    out.resize(count);
+    return out;
+}
+}  // namespace detail
+
 /// Bytes of freed buffer blocks the calling thread keeps for reuse.
 inline std::size_t buffer_cache_size() noexcept {
     const detail::block_cache* cache = detail::thread_block_cache();

@@ -49,11 +49,8 @@ struct first_observations {
             for (std::size_t c = 0; c < W; ++c) holes += !d.observed[r * W + c];
             holes_before[r + 1] = holes_before[r] + holes;
         }
-        // Without a branch (missing pixels often lie at random): every pixel is written, and
-        // the next one's place advances past the holes only (one slot more for the last).
-        pixel.resize(holes_before[H] + 1);
-        for (std::size_t i = 0, at = 0; i < H * W; ++i) pixel[at] = i, at += !d.observed[i];
-        pixel.resize(holes_before[H]);
+        pixel = compacted<buffer<std::size_t>>(
+            H * W, holes_before[H], [&](std::size_t i) { return !d.observed[i]; }, [](std::size_t i) { return i; });
         depth.resize(pixel.size() * directions), distance.resize(pixel.size() * directions);
         // m[c] and f[c]: the first observation from pixel (r, c) along -(dy, dx) and its distance,
         // for this row and (pm, pf) the row before it in the sweep: two rows are all a sweep keeps.

@@ -42,11 +42,9 @@ inline double kth_smallest_non_negative(std::span<const double> values, std::siz
     for (const double v : values) ++count[bucket_of(v)];
     std::size_t bucket = 0, before = 0;
     while (before + count[bucket] <= k) before += count[bucket++];
-    // The bucket's values, without a branch: every value is written, the next place advancing
-    // past the bucket's only (one slot more for the last).
-    uninitialised_buffer<double> members(count[bucket] + 1);
-    for (std::size_t i = 0, at = 0; i < values.size(); ++i) members[at] = values[i], at += bucket_of(values[i]) == bucket;
-    members.resize(count[bucket]);
+    auto members = compacted<uninitialised_buffer<double>>(
+        values.size(), count[bucket], [&](std::size_t i) { return bucket_of(values[i]) == bucket; },
+        [&](std::size_t i) { return values[i]; });
     const auto kth = members.begin() + std::ptrdiff_t(k - before);
     std::nth_element(members.begin(), kth, members.end());
     return *kth;
@@ -57,12 +55,9 @@ inline double kth_smallest_non_negative(std::span<const double> values, std::siz
 /// of them being wrong). 0 when nothing is observed.
 inline double robust_scale(const observed_depth& d, std::span<const double> estimate) {
     if (d.count == 0) return 0;
-    // Without a branch (missing pixels often lie at random): every residual is written, and
-    // the next one's place advances past the observed ones only (one slot more for the last).
-    uninitialised_buffer<double> residuals(d.count + 1);
-    for (std::size_t i = 0, at = 0; i < d.depth.size(); ++i)
-        residuals[at] = std::abs(d.depth[i] - estimate[i]), at += d.observed[i];
-    residuals.resize(d.count);
+    const auto residuals = compacted<uninitialised_buffer<double>>(
+        d.depth.size(), d.count, [&](std::size_t i) { return d.observed[i]; },
+        [&](std::size_t i) { return std::abs(d.depth[i] - estimate[i]); });
     return 1.4826 * kth_smallest_non_negative(residuals, d.count / 2);
 }
 
