@@ -180,12 +180,13 @@ nonlocal::depth_options with(nonlocal::depth_options base, Change&& change) {
 /// The rows of the clean protocols, from the task's defaults `base`: the defaults first
 /// (normalised model, float, colours in luma-chroma, operator-dependent multigrid), then the
 /// separable model, the defaults in double, with colours compared in RGB (sigma 3), on
-/// aggregation levels, with one adaptive depth pass more or less than the defaults, and the AR
-/// model in float and double.
+/// aggregation levels, with one adaptive depth pass more or less than the defaults, with the
+/// flying pixels' sides when the defaults find flying pixels, and the AR model in float and
+/// double.
 std::vector<variant> clean_variants(const nonlocal::depth_options& base) {
     using options = nonlocal::depth_options;
     const std::size_t passes = base.depth_passes > 0 ? 0 : 1;
-    return {{"", base},
+    std::vector<variant> v = {{"", base},
             {"", with(base, [](options& o) { o.model = nonlocal::depth_model::separable; })},
             {", double", with(base, [](options& o) { o.single_precision = false; })},
             {", RGB sigma 3", with(base, [](options& o) { o.space = nonlocal::colour_space::guide, o.sigma_r = 3; })},
@@ -193,12 +194,15 @@ std::vector<variant> clean_variants(const nonlocal::depth_options& base) {
             {passes > 0 ? ", 1 depth pass" : ", no depth pass", with(base, [&](options& o) { o.depth_passes = passes; })},
             {"", with(base, [](options& o) { o.model = nonlocal::depth_model::ar; })},
             {", double", with(base, [](options& o) { o.model = nonlocal::depth_model::ar, o.single_precision = false; })}};
+    if (base.flying_pixels)   // what the time-of-flight option costs clean depth
+        v.insert(v.end() - 2, {", flying pixels' sides", with(base, [](options& o) { o.flying_pixel_sides = true; })});
+    return v;
 }
 
 /// The rows of the real-sensor protocols, from the protocol's options `base`: those, the
 /// separable model, then each of the defences off in turn (the robust data term, flying
-/// pixels, the median of the observations, occlusion-aware filling), all of them off, and the
-/// AR model.
+/// pixels, the median of the observations, occlusion-aware filling, the flying pixels' sides),
+/// all of them off, and the AR model.
 std::vector<variant> sensor_variants(const nonlocal::depth_options& base) {
     using options = nonlocal::depth_options;
     std::vector<variant> v = {
@@ -221,6 +225,8 @@ std::vector<variant> sensor_variants(const nonlocal::depth_options& base) {
         v.insert(v.end() - 2, {", holes blended", with(base, [](options& o) { o.occlusions = nonlocal::occlusion_fill::blend; })});
     if (base.median_of_observations)
         v.insert(v.end() - 2, {", no median of observations", with(base, [](options& o) { o.median_of_observations = false; })});
+    if (base.flying_pixel_sides)
+        v.insert(v.end() - 2, {", flying pixels by colour only", with(base, [](options& o) { o.flying_pixel_sides = false; })});
     return v;
 }
 

@@ -206,6 +206,38 @@ BOOST_AUTO_TEST_CASE(flying_pixels_by_hand) {
     BOOST_TEST(!d.observed[5]);
 }
 
+BOOST_AUTO_TEST_CASE(flying_pixel_sides_by_hand) {
+    // Rows with a step of 40 from 20 to 60 (step 8), the directions other than the row reaching
+    // outside the image.
+    const auto row = [](std::initializer_list<double> depths) {
+        detail::observed_depth d(1, depths.size());
+        std::size_t i = 0;
+        for (const double v : depths) d.observe(i++, v);
+        return d;
+    };
+    const auto sides = [](const detail::observed_depth& d) {
+        return detail::flying_pixel_sides(d, detail::find_flying_pixels(d, 8), 8);
+    };
+    // A band of two, 44 and 36, between the sides: pixel 4 touches the 20s (the mean of pixels
+    // 3 and 2), pixel 5 the 60s (pixels 6 and 7).
+    std::vector<detail::flying_side> told = sides(row({20, 20, 22, 18, 44, 36, 62, 58, 60, 60}));
+    BOOST_TEST_REQUIRE(told.size() == 2u);
+    BOOST_TEST(told[0].pixel == 4u);
+    BOOST_TEST(told[0].depth == 20.0);
+    BOOST_TEST(told[1].pixel == 5u);
+    BOOST_TEST(told[1].depth == 60.0);
+    // Its partner measured its own side (22, not flying): pixel 4 lies between 19 and 22, which
+    // agree, and takes their mean.
+    told = sides(row({20, 20, 20, 19, 44, 22, 60, 60, 60, 60}));
+    BOOST_TEST_REQUIRE(told.size() == 1u);
+    BOOST_TEST(told[0].pixel == 4u);
+    BOOST_TEST(told[0].depth == 20.5);
+    // A band of one between the sides (its neighbours 20 and 58 disagree): nothing tells its side.
+    BOOST_TEST(sides(row({20, 20, 20, 20, 44, 58, 60, 60, 60, 60})).empty());
+    // Without flying pixels, nothing to tell.
+    BOOST_TEST(sides(row({20, 20, 20, 20, 20, 60, 60, 60, 60, 60})).empty());
+}
+
 BOOST_AUTO_TEST_CASE(flying_pixels_match_a_literal_search) {
     // Steps with mixed pixels, noise and holes on sizes around the vector widths, against the
     // rule written out pixel by pixel with explicit tests of what is observed.
@@ -590,6 +622,42 @@ BOOST_AUTO_TEST_CASE(flying_pixels_move_to_the_side_of_their_colour) {
     for (std::size_t r = 0; r < H; ++r)
         worst = std::max({worst, std::abs(double(trusted.depth(r, 14)) - 20), std::abs(double(trusted.depth(r, 15)) - 60)});
     BOOST_TEST(worst > 3.0);
+}
+
+BOOST_AUTO_TEST_CASE(flying_pixel_sides_hold_a_band_off_the_colour_edge) {
+    // The step from 20 to 60 lies between columns 14 and 15, the colour edge a pixel to its
+    // left, between 13 and 14, as real scenes often have it; columns 14 and 15 hold mixes
+    // t 60 + (1 - t) 20, t from 0.3 to 0.7. With `flying_pixel_sides` each ends on its side
+    // within noise; by colour alone column 14 takes the foreground's colour and depth.
+    const std::size_t H = 20, W = 30;
+    scene s = step_scene(H, W, 15, true);
+    const scene shifted = step_scene(H, W, 14, true);
+    s.guide = shifted.guide;
+    xt::xtensor<float, 2> depth = noisy(s.truth, 0.2, 9);
+    std::mt19937 gen(10);
+    std::uniform_real_distribution<float> t(0.3f, 0.7f);
+    for (std::size_t r = 0; r < H; ++r)
+        for (const std::size_t c : {14, 15}) {
+            const float mix = t(gen);
+            depth(r, c) = mix * 60 + (1 - mix) * 20;
+        }
+    depth_options o = fill_options();
+    o.flying_pixel_sides = true;
+    const depth_result sided = fill_depth(depth, s.guide, o);
+    BOOST_TEST(sided.flying >= 2 * H);
+    for (std::size_t r = 0; r < H; ++r) {
+        BOOST_TEST(std::abs(sided.depth(r, 14) - 20.f) < 1.f);
+        BOOST_TEST(std::abs(sided.depth(r, 15) - 60.f) < 1.f);
+    }
+    const depth_result coloured = fill_depth(depth, s.guide);
+    double worst = 0;
+    for (std::size_t r = 0; r < H; ++r) worst = std::max(worst, std::abs(double(coloured.depth(r, 14)) - 20));
+    BOOST_TEST(worst > 10.0);
+    // Without `flying_pixels` nothing is found, and the sides change nothing.
+    o.flying_pixels = false;
+    depth_options neither = o;
+    neither.flying_pixel_sides = false;
+    BOOST_TEST(fill_depth(depth, s.guide, o).depth == fill_depth(depth, s.guide, neither).depth);
 }
 
 BOOST_AUTO_TEST_CASE(median_of_observations_replaces_each_by_its_windows_median) {

@@ -120,6 +120,14 @@ struct depth_options {
     /// `fill_options()` and `denoise_options()` (clean depth has none to find: nothing changes);
     /// `depth_result::flying` counts them.
     bool flying_pixels = false;
+    /// The flying pixels found whose neighbours tell which side they touch take that side's
+    /// depth instead of the colour-guided estimate (`flying_pixel_sides` in
+    /// `depth/flying_pixels.hpp`: in a band of two flying pixels between the sides, each the
+    /// side beyond its other neighbour; between two observations that agree, their mean). For
+    /// time-of-flight depth, whose steps blur into bands of mixed pixels; off by default, since
+    /// a real ledge one or two pixels wide between two depths looks the same (see the
+    /// performance page for both sides). Nothing changes without `flying_pixels`.
+    bool flying_pixel_sides = false;
     occlusion_fill occlusions = occlusion_fill::blend;   ///< how holes beside depth steps are filled
     /// Each observation replaced by the median of the observations in its 5 x 5 window (after
     /// the flying pixels are removed, before anything else): noisy depth with mixed pixels at

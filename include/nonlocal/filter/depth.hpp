@@ -28,8 +28,8 @@
 ///
 /// Sensor depth (options, off unless said): a confidence per pixel scaling the data term (the
 /// tasks' overloads taking a confidence map), flying pixels treated as missing (on in
-/// `fill_options()`), the median of the observations, the robust data term, and holes beside
-/// depth steps filled from the far side.
+/// `fill_options()`) or given the side their neighbours tell, the median of the observations,
+/// the robust data term, and holes beside depth steps filled from the far side.
 ///
 /// The parts: `depth/options.hpp` (the parameters), `depth/observations.hpp` (what a task
 /// observes), `depth/estimators.hpp` (one class per model), `depth/robust.hpp`,
@@ -40,8 +40,10 @@
 #include <cstddef>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
@@ -62,10 +64,11 @@ namespace detail {
 /// Runs the estimator of `o.model` on the observations `d` on the guide `g` in precision
 /// T, their holes filled from `far` (null: blended), robustly when `o.robust_iterations` says
 /// (leaving in `d` the observations it kept, with their weights), then the edge-sharpening
-/// median; `clock` started when the task did.
+/// median; the flying pixels whose side was told (`sides`) then take that side's depth.
+/// `clock` started when the task did.
 template <class T>
-depth_result refine(const image_planes<T>& g, observed_depth& d, const far_side* far, const depth_options& o,
-                    const stopwatch& clock) {
+depth_result refine(const image_planes<T>& g, observed_depth& d, const far_side* far, std::span<const flying_side> sides,
+                    const depth_options& o, const stopwatch& clock) {
     depth_result result;
     const auto x = with_estimator(g, d, far, o, [&](auto& estimate) { return estimate_robustly(estimate, d, o, result); });
     // Every model's exact result is a weighted mean of the observations (its operators have
@@ -77,18 +80,33 @@ depth_result refine(const image_planes<T>& g, observed_depth& d, const far_side*
     if (const std::size_t radius = o.median_radius(d.fraction()); radius > 0)
         median_filter<default_arch>(result.depth.data(), g.height, g.width, radius, result.depth.data(), o.threads,
                                     float(o.median_flatness * d.range()));
+    for (const auto& [pixel, depth] : sides) result.depth.data()[pixel] = static_cast<float>(depth);
     result.seconds = clock.seconds();
     return result;
 }
 
+/// The flying pixels of a task's observations: how many were removed, and those whose side
+/// their neighbours tell (`flying_pixel_sides`) when `depth_options::flying_pixel_sides` asks.
+struct flying_pixels_found {
+    std::size_t count = 0;
+    std::vector<flying_side> sides;
+};
+
 /// The observations as the estimators take them: without the flying pixels when
 /// `o.flying_pixels` says, each replaced by the median of its neighbours when
-/// `o.median_of_observations` says (the range and the count following). Returns how many
-/// flying pixels went.
-inline std::size_t prepare_observations(observed_depth& d, const depth_options& o) {
-    const std::size_t measured = d.count;
-    if (o.flying_pixels) remove_flying_pixels(d, find_flying_pixels(d, depth_step(d, o)));
-    const std::size_t flying = measured - d.count;   // none when every observation flies
+/// `o.median_of_observations` says (the range and the count following). Returns the flying
+/// pixels removed.
+inline flying_pixels_found prepare_observations(observed_depth& d, const depth_options& o) {
+    flying_pixels_found flying;
+    if (o.flying_pixels) {
+        const double step = depth_step(d, o);
+        const std::vector<std::size_t> found = find_flying_pixels(d, step);
+        if (found.size() < d.count) {   // none when every observation flies
+            flying.count = found.size();
+            if (o.flying_pixel_sides) flying.sides = flying_pixel_sides(d, found, step);
+            remove_flying_pixels(d, found);
+        }
+    }
     if (o.median_of_observations) {
         const buffer<double> median = observed_medians(d);
         observed_depth medians(d.height, d.width);
@@ -112,20 +130,21 @@ depth_result refine_with_passes(const image_planes<T>& g, observed_depth d, cons
         return "the depth " + std::to_string(d.highest) + " at pixel (" + std::to_string(i / d.width) + ", " +
                std::to_string(i % d.width) + ") is beyond the range of float, the result's type";
     });
-    const std::size_t flying = prepare_observations(d, o);
+    const flying_pixels_found flying = prepare_observations(d, o);
     const std::optional<far_side> far = far_side_of(d, o);   // of the holes as measured
     const far_side* holes = far ? &*far : nullptr;
-    depth_result result = refine<T>(g, d, holes, o, clock);
+    depth_result result = refine<T>(g, d, holes, flying.sides, o, clock);
     const std::size_t rejected = result.rejected, rounds = result.robust_iterations;
     const double sigma_d = o.depth_passes > 0 ? depth_bandwidth(d, o) : 0;
     depth_options pass_options = o;
     pass_options.robust_iterations = 0;
     for (std::size_t pass = 0; pass < o.depth_passes && sigma_d > 0; ++pass) {
-        depth_result next = refine<T>(with_depth_channel(g, result.depth, o.sigma_r / sigma_d), d, holes, pass_options, clock);
+        depth_result next =
+            refine<T>(with_depth_channel(g, result.depth, o.sigma_r / sigma_d), d, holes, flying.sides, pass_options, clock);
         next.report = one_report(next.report.method, result.report, next.report);
         result = std::move(next);
     }
-    result.flying = flying, result.rejected = rejected, result.robust_iterations = rounds;
+    result.flying = flying.count, result.rejected = rejected, result.robust_iterations = rounds;
     result.seconds = clock.seconds();
     return result;
 }
@@ -219,8 +238,6 @@ depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpressio
 }
 
 namespace detail {
-/// `upsample_depth` once the sizes are checked: coarse to fine while the factor is
-/// even and above `o.stage_factor`.
 /// `upsample_depth` once the sizes are checked: coarse to fine while the factor is
 /// even and above `o.stage_factor`, `confidence` per pixel of `low` (null: 1 everywhere)
 /// observed at the first stage.
