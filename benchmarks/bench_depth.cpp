@@ -167,8 +167,9 @@ const xt::xtensor<float, 2>& sensor_observations(std::int64_t protocol) {
 }
 
 void depth_sensor(benchmark::State& state) {
-    const nonlocal::depth_options base = nonlocal::bench::sensor_protocol_options(state.range(0) == 0);
-    const nonlocal::depth_options o = state.range(1) == 0 ? base : nonlocal::bench::separable_for_sensors(base);
+    const bool stereo = state.range(0) == 0;
+    const nonlocal::depth_options o = state.range(1) == 0 ? nonlocal::bench::sensor_protocol_options(stereo)
+                                                          : nonlocal::bench::separable_for_sensors(stereo);
     const auto& observed = sensor_observations(state.range(0));
     std::size_t rejected = 0;
     for (auto _ : state) {

@@ -199,15 +199,18 @@ std::vector<variant> clean_variants(const nonlocal::depth_options& base) {
     return v;
 }
 
-/// The rows of the real-sensor protocols, from the protocol's options `base`: those, the
-/// separable model, then each of the defences off in turn (the robust data term, flying
-/// pixels, the median of the observations, occlusion-aware filling, the flying pixels' sides),
-/// all of them off, and the AR model.
-std::vector<variant> sensor_variants(const nonlocal::depth_options& base) {
+/// The rows of the real-sensor protocols (stereo or time of flight): the protocol's options,
+/// the separable model as it runs on them (`separable_for_sensors`; on stereo also with the
+/// depth pass) and on 8 neighbours, then each of the defences off in turn (the robust data
+/// term, flying pixels, the median of the observations, occlusion-aware filling, the flying
+/// pixels' sides), all of them off, and the AR model.
+std::vector<variant> sensor_variants(bool stereo) {
     using options = nonlocal::depth_options;
+    const options base = nonlocal::bench::sensor_protocol_options(stereo);
+    const options separable = nonlocal::bench::separable_for_sensors(stereo);
     std::vector<variant> v = {
         {"", base},
-        {", connectivity 4", nonlocal::bench::separable_for_sensors(base)},
+        {stereo ? ", connectivity 4, no depth pass" : ", connectivity 4", separable},
         {", connectivity 8", with(base, [](options& o) { o.model = nonlocal::depth_model::separable; })},
         {", no flying pixels", with(base, [](options& o) { o.flying_pixels = false; })},
         {", none of them", with(base, [](options& o) {
@@ -221,6 +224,8 @@ std::vector<variant> sensor_variants(const nonlocal::depth_options& base) {
     } else {
         v.insert(v.begin() + 3, {", robust term, 1 re-estimate", with(base, [](options& o) { o.robust_iterations = 1; })});
     }
+    if (stereo)
+        v.insert(v.begin() + 2, {", connectivity 4, 1 depth pass", with(separable, [](options& o) { o.depth_passes = 1; })});
     if (base.occlusions != nonlocal::occlusion_fill::blend)
         v.insert(v.end() - 2, {", holes blended", with(base, [](options& o) { o.occlusions = nonlocal::occlusion_fill::blend; })});
     if (base.median_of_observations)
@@ -518,11 +523,10 @@ int main(int argc, char** argv) {
         if (!wanted(protocol)) continue;
         const bool stereo = std::string(protocol) == "stereo";
         const depth_map observed = stereo ? nonlocal::bench::stereo_protocol(truth) : nonlocal::bench::tof_protocol(truth);
-        const nonlocal::depth_options base = nonlocal::bench::sensor_protocol_options(stereo);
         const errors input = score(observed, truth);
         std::printf("%-10s %-56s %8.3f %8s %6.2f %6.2f\n", protocol, "(the observations, 0 where missing)", input.rmse, "",
                     input.bad1, input.bad2);
-        const auto ours = nonlocal_rows(protocol, "fill_depth", truth, steps, sensor_variants(base),
+        const auto ours = nonlocal_rows(protocol, "fill_depth", truth, steps, sensor_variants(stereo),
                                         [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(observed, guide, o); });
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
         const auto others = peers(observed, truth, bgr, nullptr, true);

@@ -133,10 +133,14 @@ inline nonlocal::depth_options sensor_protocol_options(bool stereo) {
     return o;
 }
 
-/// `o` with the separable model on the fast global smoother's two directions (connectivity 4),
-/// which suits it on sensor depth better than 8 (docs/performance.md).
-inline nonlocal::depth_options separable_for_sensors(nonlocal::depth_options o) {
+/// The protocol's options with the separable model on the fast global smoother's two
+/// directions (connectivity 4), which suits it on sensor depth better than 8, and on stereo
+/// without the depth pass, which does not help it there and costs a fifth of its time
+/// (docs/performance.md has both).
+inline nonlocal::depth_options separable_for_sensors(bool stereo) {
+    nonlocal::depth_options o = sensor_protocol_options(stereo);
     o.model = nonlocal::depth_model::separable, o.connectivity = 4;
+    if (stereo) o.depth_passes = 0;
     return o;
 }
 

@@ -148,17 +148,22 @@ BOOST_AUTO_TEST_CASE(robust_weights_by_hand) {
 BOOST_AUTO_TEST_CASE(medians_of_the_observations_match_a_literal_sort) {
     // Every observed pixel's median against its window's observations sorted (the upper
     // median of an even count; the window shrunk symmetrically near the edges), on sizes
-    // around the vector widths, with few, many and no holes and with ties.
+    // around the vector widths, with few, many and no holes, with depths that floats hold
+    // (computed in float) and that they do not (in double), and with ties.
     std::mt19937 engine(17);
+    enum class depths { doubles, floats, ties };
     for (const auto& [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 7}, {5, 5}, {6, 13}, {9, 12}, {9, 13},
-                               {9, 21}, {17, 33}, {12, 40}})
+                               {9, 21}, {17, 33}, {12, 40}, {7, 37}})
         for (const double holes : {0.0, 0.3, 0.9})
-            for (const bool ties : {false, true}) {
+            for (const depths kind : {depths::doubles, depths::floats, depths::ties}) {
                 detail::observed_depth d(H, W);
                 std::uniform_real_distribution<double> value(0, 50);
                 std::bernoulli_distribution missing(holes);
-                for (std::size_t i = 0; i < H * W; ++i)
-                    if (!missing(engine)) d.observe(i, ties ? std::floor(value(engine) / 10) + 1 : value(engine) + 1);
+                for (std::size_t i = 0; i < H * W; ++i) {
+                    const double v = value(engine) + 1;
+                    if (!missing(engine))
+                        d.observe(i, kind == depths::ties ? std::floor(v / 10) + 1 : kind == depths::floats ? double(float(v)) : v);
+                }
                 test::for_each_arch([&](auto arch) {
                     using Arch = decltype(arch);
                     const buffer<double> median = detail::observed_medians<Arch>(d);
@@ -173,7 +178,8 @@ BOOST_AUTO_TEST_CASE(medians_of_the_observations_match_a_literal_sort) {
                             std::sort(window.begin(), window.end());
                             const double expected = d.observed[r * W + c] ? window[window.size() / 2] : 0.0;
                             BOOST_TEST(median[r * W + c] == expected, Arch::name() << ", " << H << " x " << W << ", holes "
-                                                                               << holes << ", pixel (" << r << ", " << c << ")");
+                                                                               << holes << ", depths " << int(kind)
+                                                                               << ", pixel (" << r << ", " << c << ")");
                         }
                 });
             }

@@ -221,6 +221,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"blend", "smaller", "larger"}))->capture_default_str();
     app.add_flag("--median-of-observations", options.median_of_observations,
                  "replace each observation by the median of those in its 5 x 5 window first (noisy time-of-flight depth)");
+    app.add_flag("--flying-pixel-sides", options.flying_pixel_sides,
+                 "a flying pixel whose neighbours tell which side of the step it touches takes that side's depth "
+                 "(time of flight; a ledge one or two pixels wide looks the same)");
     app.add_option("--step", options.step, "a depth step, in depth units (0: 5 % of the observed range)")
         ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--threads", options.threads, "threads of each pair's solver passes")->check(nonlocal::tools::at_least(1))
@@ -248,6 +251,8 @@ int main(int argc, char** argv) {
                                     "--mode upsample --factor 8 --guide rgb.png --depth low.png --out up.png",
                                     "--guide left.png --depth disparity.png --out filled.png --robust-iterations 1 "
                                     "--occlusions smaller --model separable --connectivity 4",
+                                    "--guide rgb.png --depth tof.png --out filled.png --median-of-observations "
+                                    "--flying-pixel-sides",
                                     "--batch pairs.txt --jobs 2 --skip-existing --report run.jsonl"},
                                    "0 done, 1 bad input or a pair failed, 2 a solve did not converge.");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;

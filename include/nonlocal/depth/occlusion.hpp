@@ -38,7 +38,7 @@ namespace nonlocal::detail {
 struct first_observations {
     static constexpr std::size_t directions = 8;
     buffer<std::size_t> pixel;
-    buffer<double> depth, distance;
+    uninitialised_buffer<double> depth, distance;   // every entry written by the sweeps
 
     explicit first_observations(const observed_depth& d) {
         constexpr double none = std::numeric_limits<double>::infinity();

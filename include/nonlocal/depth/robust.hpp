@@ -77,51 +77,66 @@ inline double observed_median(const observed_depth& d, std::size_t r, std::size_
     return window[n / 2];
 }
 
-/// `observed_median` at every observed pixel of `d`, 0 elsewhere. Pixels 2 or more from the
-/// edges go a batch of neighbours at a time through the median network of 25 values: of a
-/// window with n observations, a = 12 - floor(n / 2) missing values enter as -inf and the
-/// others as +inf, so that the network's middle value (rank 12) is the observations' rank
-/// floor(n / 2), the upper median. The rest go through `observed_median`.
-template <class Arch = default_arch>
-buffer<double> observed_medians(const observed_depth& d) {
-    using batch = xsimd::batch<double, Arch>;
+/// `observed_medians` computed in T (see there).
+template <class T, class Arch>
+buffer<double> observed_medians_in(const observed_depth& d) {
+    using batch = xsimd::batch<T, Arch>;
     using network = fixed_median_network<2>;
     constexpr std::size_t lanes = batch::size, side = network::side;
     const std::size_t H = d.height, W = d.width;
     buffer<double> median(d.depth.size(), 0.0);
-    const buffer<double> value = d.depth_or_nan();
-    const batch infinity(std::numeric_limits<double>::infinity()), one(1.0), zero(0.0);
+    uninitialised_buffer<T> value(d.depth.size());
+    const T plus[2] = {std::numeric_limits<T>::quiet_NaN(), T(0)};   // by the mask, without a branch
+    for (std::size_t i = 0; i < value.size(); ++i) value[i] = T(d.depth[i]) + plus[d.observed[i]];
+    const batch infinity(std::numeric_limits<T>::infinity()), one(1), zero(0);
     for (std::size_t r = 0; r < H; ++r) {
-        std::size_t c = 0;
-        if (r >= 2 && r + 2 < H)
-            for (c = 2; c + lanes + 2 <= W; c += lanes) {
-                const std::size_t first = (r - 2) * W + c - 2;   // the windows' top-left values
-                batch count = zero;
-                for (std::size_t y = 0; y < side; ++y)
-                    for (std::size_t x = 0; x < side; ++x) {
-                        const batch v = batch::load_unaligned(&value[first + y * W + x]);
-                        count += xsimd::select(xsimd::isnan(v), zero, one);
-                    }
-                const batch below = batch(12.0) - xsimd::floor(count * batch(0.5));   // a, per window
-                batch missing = zero, v[network::slots];
-                for (std::size_t y = 0; y < side; ++y)
-                    for (std::size_t x = 0; x < side; ++x) {
-                        const batch observed = batch::load_unaligned(&value[first + y * W + x]);
-                        const auto absent = xsimd::isnan(observed);
-                        v[y * side + x] = xsimd::select(absent, xsimd::select(missing < below, -infinity, infinity), observed);
-                        missing += xsimd::select(absent, one, zero);
-                    }
-                network::run<1>(v);
-                const std::size_t at = r * W + c;
-                const batch centre = batch::load_unaligned(&value[at]);
-                xsimd::select(xsimd::isnan(centre), zero, v[network::output]).store_unaligned(&median[at]);
-            }
+        // Batches from column 2 on, the last one moved back to end at column W - 3 (recomputing
+        // a few windows) so that only the two columns at each edge go one at a time.
+        const bool batched = r >= 2 && r + 2 < H && W >= lanes + 4;
+        for (std::size_t start = 2; batched && start < W - 2; start += lanes) {
+            const std::size_t c = std::min(start, W - 2 - lanes);
+            const std::size_t first = (r - 2) * W + c - 2;   // the windows' top-left values
+            batch count = zero;
+            for (std::size_t y = 0; y < side; ++y)
+                for (std::size_t x = 0; x < side; ++x) {
+                    const batch v = batch::load_unaligned(&value[first + y * W + x]);
+                    count += xsimd::select(xsimd::isnan(v), zero, one);
+                }
+            const batch below = batch(T(12)) - xsimd::floor(count * batch(T(0.5)));   // a, per window
+            batch missing = zero, v[network::slots];
+            for (std::size_t y = 0; y < side; ++y)
+                for (std::size_t x = 0; x < side; ++x) {
+                    const batch observed = batch::load_unaligned(&value[first + y * W + x]);
+                    const auto absent = xsimd::isnan(observed);
+                    v[y * side + x] = xsimd::select(absent, xsimd::select(missing < below, -infinity, infinity), observed);
+                    missing += xsimd::select(absent, one, zero);
+                }
+            network::run<1>(v);
+            const std::size_t at = r * W + c;
+            alignas(64) T out[lanes];
+            xsimd::select(xsimd::isnan(batch::load_unaligned(&value[at])), zero, v[network::output]).store_aligned(out);
+            for (std::size_t l = 0; l < lanes; ++l) median[at + l] = double(out[l]);
+        }
         for (std::size_t x = 0; x < W; ++x) {
-            const bool vectorised = r >= 2 && r + 2 < H && x >= 2 && x < c;
+            const bool vectorised = batched && x >= 2 && x < W - 2;
             if (!vectorised && d.observed[r * W + x]) median[r * W + x] = observed_median(d, r, x);
         }
     }
     return median;
+}
+
+/// `observed_median` at every observed pixel of `d`, 0 elsewhere. Pixels 2 or more from the
+/// edges go a batch of neighbours at a time through the median network of 25 values: of a
+/// window with n observations, a = 12 - floor(n / 2) missing values enter as -inf and the
+/// others as +inf, so that the network's middle value (rank 12) is the observations' rank
+/// floor(n / 2), the upper median. In float, twice as many windows a batch, when every
+/// observed depth is a float (depth read from float maps, 16-bit PNGs or integers): the
+/// network only selects, so the medians are the same. The rest go through `observed_median`.
+template <class Arch = default_arch>
+buffer<double> observed_medians(const observed_depth& d) {
+    bool floats = true;
+    for (std::size_t i = 0; i < d.depth.size(); ++i) floats &= double(float(d.depth[i])) == d.depth[i];   // 0 where missing
+    return floats ? observed_medians_in<float, Arch>(d) : observed_medians_in<double, Arch>(d);
 }
 
 /// Tukey's weight of every observation's residual (1 where nothing is observed), with c =
