@@ -210,6 +210,12 @@ BOOST_AUTO_TEST_CASE(flying_pixels_by_hand) {
     detail::remove_flying_pixels(d, {5});
     BOOST_TEST(d.count == 9u);
     BOOST_TEST(!d.observed[5]);
+    // Forgetting the 60s: the range narrows to the observations kept, 20 to 27.
+    d.forget(std::vector<std::size_t>{6, 7, 8, 9});
+    BOOST_TEST(d.count == 5u);
+    BOOST_TEST(d.lowest == 20.0);
+    BOOST_TEST(d.highest == 27.0);
+    BOOST_TEST((!d.observed[8] && d.depth[8] == 0.0 && d.confidence[8] == 0.0));
 }
 
 BOOST_AUTO_TEST_CASE(flying_pixel_sides_by_hand) {
@@ -323,7 +329,8 @@ BOOST_AUTO_TEST_CASE(far_side_matches_a_literal_walk) {
     // Random observations (two depth levels plus noise, so that holes have a near and a far
     // side) on awkward sizes and hole rates, both orders of depth: from each missing pixel a
     // literal walk along the 8 directions to the first observation, then the far side and its
-    // interpolation as the file's comment defines them; the holes with one listed in row order.
+    // interpolation as the file's comment defines them (the depths met rounded to floats, as
+    // the sweeps read them); the holes with one listed in row order.
     std::mt19937 engine(21);
     std::uniform_real_distribution<double> unit(0, 1);
     const double sqrt2 = std::sqrt(2.0);
@@ -349,7 +356,7 @@ BOOST_AUTO_TEST_CASE(far_side_matches_a_literal_walk) {
                                     while (y >= 0 && x >= 0 && y < std::ptrdiff_t(H) && x < std::ptrdiff_t(W) &&
                                            !d.observed[std::size_t(y) * W + std::size_t(x)]);
                                     if (y >= 0 && x >= 0 && y < std::ptrdiff_t(H) && x < std::ptrdiff_t(W))
-                                        hits.push_back({d.depth[std::size_t(y) * W + std::size_t(x)],
+                                        hits.push_back({double(float(d.depth[std::size_t(y) * W + std::size_t(x)])),
                                                         double(steps) * (dy != 0 && dx != 0 ? sqrt2 : 1.0)});
                                 }
                             if (hits.size() < 2) {

@@ -41,7 +41,7 @@ inline constexpr std::array<std::array<std::ptrdiff_t, 2>, 4> step_directions{{{
 
 /// The observed depths of `d` by row and column, NaN where missing or outside the image.
 struct depth_lookup {
-    buffer<double> value;
+    uninitialised_buffer<double> value;
     std::size_t height, width;
     explicit depth_lookup(const observed_depth& d) : value(d.depth_or_nan()), height(d.height), width(d.width) {}
     bool inside(std::ptrdiff_t r, std::ptrdiff_t c) const {
@@ -156,10 +156,7 @@ inline std::vector<flying_side> flying_pixel_sides(const observed_depth& d, cons
 
 /// `d` without the flying pixels `flying` (found on it); `d` as it is when every observation is one.
 inline void remove_flying_pixels(observed_depth& d, const std::vector<std::size_t>& flying) {
-    if (flying.empty() || flying.size() == d.count) return;
-    buffer<double> keep(d.depth.size(), 1.0);
-    for (const std::size_t i : flying) keep[i] = 0;
-    d = d.reweighted(keep);
+    if (!flying.empty() && flying.size() < d.count) d.forget(flying);
 }
 
 }  // namespace nonlocal::detail

@@ -4,6 +4,7 @@
 /// the guide's planes on the scale of the colour bandwidth.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -60,13 +61,29 @@ struct observed_depth {
         for (std::size_t i = 0; i < depth.size(); ++i) r.observe(i, observed[i] ? depth[i] : 0.0, confidence[i] * weights[i]);
         return r;
     }
+    /// The same observations without those at `pixels` (observed ones; `lowest` and `highest`
+    /// then span the ones kept): `reweighted` with a weight of 0 there, in place.
+    void forget(std::span<const std::size_t> pixels) {
+        constexpr double infinity = std::numeric_limits<double>::infinity();
+        for (const std::size_t i : pixels) observed[i] = 0, depth[i] = 0.0, confidence[i] = 0.0;
+        count = 0, lowest = infinity, highest = -infinity;
+        for (std::size_t i = 0; i < depth.size(); ++i) {   // no branch on the mask
+            count += observed[i];
+            lowest = std::min(lowest, observed[i] ? depth[i] : infinity), highest = std::max(highest, observed[i] ? depth[i] : -infinity);
+        }
+    }
     double fraction() const { return double(count) / double(height * width); }
-    /// The observed depths, NaN where nothing is observed: a missing value then fails every
-    /// comparison, which lets a batch of pixels test their neighbours without a mask.
-    buffer<double> depth_or_nan() const {
-        buffer<double> value(depth.size());
+    /// The observed depths in T (float or double), NaN where nothing is observed: a missing
+    /// value then fails every comparison, which lets a batch of pixels test their neighbours
+    /// without a mask. Branch-free (the mask sets a quiet NaN's bits on the 0 stored where
+    /// nothing is observed), so that the loop vectorises.
+    template <class T = double>
+    uninitialised_buffer<T> depth_or_nan() const {
+        using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+        const bits nan = std::bit_cast<bits>(std::numeric_limits<T>::quiet_NaN());
+        uninitialised_buffer<T> value(depth.size());
         for (std::size_t i = 0; i < depth.size(); ++i)
-            value[i] = observed[i] ? depth[i] : std::numeric_limits<double>::quiet_NaN();
+            value[i] = std::bit_cast<T>(std::bit_cast<bits>(T(depth[i])) | ((bits(observed[i]) - 1) & nan));
         return value;
     }
     /// The mean of c m over the pixels (the observed fraction when every confidence is 1).

@@ -29,19 +29,25 @@ namespace nonlocal::detail {
 /// The first observation met from each missing pixel of `d` along each of the 8 directions
 /// of the grid, k = 0 .. 7 for (dy, dx) = (-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1),
 /// (1, 0), (1, 1): hole h (the h-th of the n missing pixels in row order, at `pixel[h]`)
-/// meets depth[k n + h] at distance[k n + h] (in pixels, a diagonal step sqrt 2), depth +inf
-/// when the image's edge comes first. Each direction's hits are written in order.
+/// meets depth[k n + h] after steps[k n + h] steps of `length(k)` pixels (a diagonal step
+/// sqrt 2), depth +inf when the image's edge comes first. Each direction's hits are written
+/// in order.
 ///
 /// One sweep per direction carries each pixel's first observation from the neighbour it
 /// looks through: along a row for the two horizontal directions, from the row before
-/// otherwise, where a row's pixels are independent and the loop vectorises.
+/// otherwise, where a row's pixels are independent and the loop vectorises. The sweeps read
+/// the depths as floats, NaN where missing (a third of the bytes of a mask and a double), and
+/// keep them as floats; a depth that a float does not hold exactly is rounded to the nearest.
 struct first_observations {
     static constexpr std::size_t directions = 8;
     buffer<std::size_t> pixel;
-    uninitialised_buffer<double> depth, distance;   // every entry written by the sweeps
+    uninitialised_buffer<float> depth, steps;   // every entry written by the sweeps
+
+    /// The length in pixels of a step along direction k.
+    static double length(std::size_t k) { return k == 0 || k == 2 || k == 5 || k == 7 ? std::sqrt(2.0) : 1.0; }
 
     explicit first_observations(const observed_depth& d) {
-        constexpr double none = std::numeric_limits<double>::infinity();
+        constexpr float none = std::numeric_limits<float>::infinity();
         const std::size_t H = d.height, W = d.width;
         buffer<std::size_t> holes_before(H + 1, 0);   // of each row
         for (std::size_t r = 0; r < H; ++r) {
@@ -51,19 +57,19 @@ struct first_observations {
         }
         pixel = compacted<buffer<std::size_t>>(
             H * W, holes_before[H], [&](std::size_t i) { return !d.observed[i]; }, [](std::size_t i) { return i; });
-        depth.resize(pixel.size() * directions), distance.resize(pixel.size() * directions);
-        // m[c] and f[c]: the first observation from pixel (r, c) along -(dy, dx) and its distance,
-        // for this row and (pm, pf) the row before it in the sweep: two rows are all a sweep keeps.
-        uninitialised_buffer<double> met(2 * W), far(2 * W);
+        depth.resize(pixel.size() * directions), steps.resize(pixel.size() * directions);
+        const uninitialised_buffer<float> value = d.depth_or_nan<float>();
+        // m[c] and f[c]: the first observation from pixel (r, c) along -(dy, dx) and the steps to
+        // it, for this row and (pm, pf) the row before it in the sweep: two rows are all a sweep keeps.
+        uninitialised_buffer<float> met(2 * W), far(2 * W);
         std::size_t k = 0;
         for (int dy = -1; dy <= 1; ++dy)
             for (int dx = -1; dx <= 1; ++dx) {
                 if (dy == 0 && dx == 0) continue;
-                const double length = dy != 0 && dx != 0 ? std::sqrt(2.0) : 1.0;
                 for (std::size_t step = 0; step < H; ++step) {
                     const std::size_t r = dy >= 0 ? step : H - 1 - step;
-                    double* __restrict m = met.data() + (step % 2) * W;
-                    double* __restrict f = far.data() + (step % 2) * W;
+                    float* __restrict m = met.data() + (step % 2) * W;
+                    float* __restrict f = far.data() + (step % 2) * W;
                     if (dy == 0) {   // along the row, each pixel from the one before it
                         for (std::size_t l = 0; l < W; ++l) {
                             const std::size_t c = dx > 0 ? l : W - 1 - l;
@@ -72,34 +78,36 @@ struct first_observations {
                                 continue;
                             }
                             const std::size_t p = dx > 0 ? c - 1 : c + 1;
-                            const bool seen = d.observed[r * W + p];
-                            m[c] = seen ? d.depth[r * W + p] : m[p];
-                            f[c] = seen ? length : f[p] + length;
+                            const float v = value[r * W + p];
+                            const bool seen = v == v;
+                            m[c] = seen ? v : m[p];
+                            f[c] = seen ? 1.f : f[p] + 1.f;
                         }
                     } else if (step == 0) {   // the sweep's first row: nothing before it
-                        std::fill(m, m + W, none), std::fill(f, f + W, 0.0);
+                        std::fill(m, m + W, none), std::fill(f, f + W, 0.f);
                     } else {   // from the row before, r - dy, shifted by dx
                         const std::size_t pr = std::size_t(std::ptrdiff_t(r) - dy);
-                        const double* __restrict pm = met.data() + (1 - step % 2) * W;
-                        const double* __restrict pf = far.data() + (1 - step % 2) * W;
-                        const std::uint8_t* seen = d.observed.data() + pr * W;
-                        const double* value = d.depth.data() + pr * W;
+                        const float* __restrict pm = met.data() + (1 - step % 2) * W;
+                        const float* __restrict pf = far.data() + (1 - step % 2) * W;
+                        const float* before = value.data() + pr * W;
                         const std::size_t first = dx > 0 ? 1 : 0, last = dx < 0 ? W - 1 : W;   // c - dx inside
                         if (dx > 0) m[0] = none, f[0] = 0;
                         if (dx < 0 && W > 0) m[W - 1] = none, f[W - 1] = 0;
                         for (std::size_t c = first; c < last; ++c) {
                             const std::size_t p = c - std::size_t(dx);
-                            m[c] = seen[p] ? value[p] : pm[p];
-                            f[c] = seen[p] ? length : pf[p] + length;
+                            const float v = before[p];
+                            const bool seen = v == v;
+                            m[c] = seen ? v : pm[p];
+                            f[c] = seen ? 1.f : pf[p] + 1.f;
                         }
                     }
                     // The row's holes, gathered: a list, where a test of every pixel would branch at random.
                     const std::size_t first_hole = holes_before[r], row_holes = holes_before[r + 1] - first_hole;
-                    double* hit_depth = depth.data() + k * pixel.size() + first_hole;
-                    double* hit_distance = distance.data() + k * pixel.size() + first_hole;
+                    float* hit_depth = depth.data() + k * pixel.size() + first_hole;
+                    float* hit_steps = steps.data() + k * pixel.size() + first_hole;
                     const std::size_t* column = pixel.data() + first_hole;
                     for (std::size_t h = 0; h < row_holes; ++h)
-                        hit_depth[h] = m[column[h] - r * W], hit_distance[h] = f[column[h] - r * W];
+                        hit_depth[h] = m[column[h] - r * W], hit_steps[h] = f[column[h] - r * W];
                 }
                 ++k;
             }
@@ -134,7 +142,7 @@ struct far_side {
             }
             double sum = 0, weights = 0;
             for (std::size_t k = 0; k < K; ++k) {
-                const double v = met.depth[k * n + h], distance = met.distance[k * n + h];
+                const double v = met.depth[k * n + h], distance = met.steps[k * n + h] * first_observations::length(k);
                 const bool within = (v != none) & (sign * v <= second + step);
                 sum += within ? v / distance : 0.0, weights += within ? 1 / distance : 0.0;
             }

@@ -85,9 +85,7 @@ buffer<double> observed_medians_in(const observed_depth& d) {
     constexpr std::size_t lanes = batch::size, side = network::side;
     const std::size_t H = d.height, W = d.width;
     buffer<double> median(d.depth.size(), 0.0);
-    uninitialised_buffer<T> value(d.depth.size());
-    const T plus[2] = {std::numeric_limits<T>::quiet_NaN(), T(0)};   // by the mask, without a branch
-    for (std::size_t i = 0; i < value.size(); ++i) value[i] = T(d.depth[i]) + plus[d.observed[i]];
+    const uninitialised_buffer<T> value = d.template depth_or_nan<T>();
     const batch infinity(std::numeric_limits<T>::infinity()), one(1), zero(0);
     for (std::size_t r = 0; r < H; ++r) {
         // Batches from column 2 on, the last one moved back to end at column W - 3 (recomputing
