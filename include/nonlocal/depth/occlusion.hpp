@@ -34,8 +34,9 @@ namespace nonlocal::detail {
 /// in order.
 ///
 /// One sweep per direction carries each pixel's first observation from the neighbour it
-/// looks through: along a row for the two horizontal directions, from the row before
-/// otherwise, where a row's pixels are independent and the loop vectorises. The sweeps read
+/// looks through, from the row before, where a row's pixels are independent and the loop
+/// vectorises; along a row (the two horizontal directions) a hole meets the observation
+/// beyond its run of holes, found from the row's list of holes alone. The sweeps read
 /// the depths as floats, NaN where missing (a third of the bytes of a mask and a double), and
 /// keep them as floats; a depth that a float does not hold exactly is rounded to the nearest.
 struct first_observations {
@@ -68,22 +69,27 @@ struct first_observations {
                 if (dy == 0 && dx == 0) continue;
                 for (std::size_t step = 0; step < H; ++step) {
                     const std::size_t r = dy >= 0 ? step : H - 1 - step;
+                    const std::size_t first_hole = holes_before[r], row_holes = holes_before[r + 1] - first_hole;
+                    float* hit_depth = depth.data() + k * pixel.size() + first_hole;
+                    float* hit_steps = steps.data() + k * pixel.size() + first_hole;
+                    const std::size_t* column = pixel.data() + first_hole;
+                    if (dy == 0) {   // along the row: the observation beyond the run of holes, from the row's list
+                        for (std::size_t j = 0; j < row_holes; ++j) {
+                            const std::size_t h = dx > 0 ? j : row_holes - 1 - j, c = column[h] - r * W;
+                            const std::size_t p = c - std::size_t(dx);   // the pixel it looks through (wraps outside)
+                            if (j > 0 && column[dx > 0 ? h - 1 : h + 1] == r * W + p) {   // a hole: on from it
+                                hit_depth[h] = hit_depth[dx > 0 ? h - 1 : h + 1];
+                                hit_steps[h] = hit_steps[dx > 0 ? h - 1 : h + 1] + 1.f;
+                            } else {   // an observation, or the image's edge
+                                const bool outside = p >= W;
+                                hit_depth[h] = outside ? none : value[r * W + p], hit_steps[h] = outside ? 0.f : 1.f;
+                            }
+                        }
+                        continue;
+                    }
                     float* __restrict m = met.data() + (step % 2) * W;
                     float* __restrict f = far.data() + (step % 2) * W;
-                    if (dy == 0) {   // along the row, each pixel from the one before it
-                        for (std::size_t l = 0; l < W; ++l) {
-                            const std::size_t c = dx > 0 ? l : W - 1 - l;
-                            if (l == 0) {
-                                m[c] = none, f[c] = 0;
-                                continue;
-                            }
-                            const std::size_t p = dx > 0 ? c - 1 : c + 1;
-                            const float v = value[r * W + p];
-                            const bool seen = v == v;
-                            m[c] = seen ? v : m[p];
-                            f[c] = seen ? 1.f : f[p] + 1.f;
-                        }
-                    } else if (step == 0) {   // the sweep's first row: nothing before it
+                    if (step == 0) {   // the sweep's first row: nothing before it
                         std::fill(m, m + W, none), std::fill(f, f + W, 0.f);
                     } else {   // from the row before, r - dy, shifted by dx
                         const std::size_t pr = std::size_t(std::ptrdiff_t(r) - dy);
@@ -102,10 +108,6 @@ struct first_observations {
                         }
                     }
                     // The row's holes, gathered: a list, where a test of every pixel would branch at random.
-                    const std::size_t first_hole = holes_before[r], row_holes = holes_before[r + 1] - first_hole;
-                    float* hit_depth = depth.data() + k * pixel.size() + first_hole;
-                    float* hit_steps = steps.data() + k * pixel.size() + first_hole;
-                    const std::size_t* column = pixel.data() + first_hole;
                     for (std::size_t h = 0; h < row_holes; ++h)
                         hit_depth[h] = m[column[h] - r * W], hit_steps[h] = f[column[h] - r * W];
                 }
