@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
                                     "--mode denoise --guide rgb.png --depth noisy.png --out clean.npy",
                                     "--mode upsample --factor 8 --guide rgb.png --depth low.png --out up.png",
                                     "--guide left.png --depth disparity.png --out filled.png --robust-iterations 1 "
-                                    "--occlusions smaller --model separable --connectivity 4",
+                                    "--occlusions smaller --model separable --connectivity 4 --depth-passes 0",
                                     "--guide rgb.png --depth tof.png --out filled.png --median-of-observations "
                                     "--flying-pixel-sides",
                                     "--batch pairs.txt --jobs 2 --skip-existing --report run.jsonl"},

@@ -116,7 +116,8 @@ struct depth_options {
     double robust_tolerance = 0.02;   ///< largest change of a weight that ends the robust re-estimates
     /// Flying pixels: observations at a depth step holding a mix of its two sides (time-of-flight
     /// sensors average both sides within a pixel), which `depth/flying_pixels.hpp` finds and the
-    /// task re-estimates from the side their colour belongs to (as if missing). On in
+    /// task re-estimates from the side their colour belongs to (as if missing), or from the side
+    /// their neighbours tell (`flying_pixel_sides`). On in
     /// `fill_options()` and `denoise_options()` (clean depth has none to find: nothing changes);
     /// `depth_result::flying` counts them.
     bool flying_pixels = false;
