@@ -76,6 +76,29 @@ depth_options trusting() {
     return o;
 }
 
+/// One row of observed depths.
+detail::observed_depth observed_row(std::initializer_list<double> depths) {
+    detail::observed_depth d(1, depths.size());
+    std::size_t i = 0;
+    for (const double v : depths) d.observe(i++, v);
+    return d;
+}
+
+/// `truth` (a step scene's, from 20 to 60 between columns 14 and 15) with noise of sigma 0.2,
+/// its columns 14 and 15 replaced by mixes t 60 + (1 - t) 20, t from 0.3 to 0.7 (seeded), as a
+/// time-of-flight camera measures the two pixels of a step.
+xt::xtensor<float, 2> mixed_step(const xt::xtensor<float, 2>& truth) {
+    xt::xtensor<float, 2> depth = noisy(truth, 0.2, 9);
+    std::mt19937 gen(10);
+    std::uniform_real_distribution<float> t(0.3f, 0.7f);
+    for (std::size_t r = 0; r < truth.shape(0); ++r)
+        for (const std::size_t c : {14, 15}) {
+            const float mix = t(gen);
+            depth(r, c) = mix * 60 + (1 - mix) * 20;
+        }
+    return depth;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_sensor_depth)
@@ -189,13 +212,7 @@ BOOST_AUTO_TEST_CASE(flying_pixels_by_hand) {
     // One row: 20 20 20 20 [44] [36] 60 60 60 60. Pixel 4 lies between pixels 2 (20) and 6 (60),
     // 24 from 20 and 16 from 60, both above a fifth of 40, and the sides are flat: flying; so
     // is pixel 5 (between 20 at 3 and 60 at 7). With a step of 50 nothing is a step.
-    const auto row = [](std::initializer_list<double> depths) {
-        detail::observed_depth d(1, depths.size());
-        std::size_t i = 0;
-        for (const double v : depths) d.observe(i++, v);
-        return d;
-    };
-    detail::observed_depth d = row({20, 20, 20, 20, 44, 36, 60, 60, 60, 60});
+    detail::observed_depth d = observed_row({20, 20, 20, 20, 44, 36, 60, 60, 60, 60});
     BOOST_TEST(detail::find_flying_pixels(d, 8) == (std::vector<std::size_t>{4, 5}), boost::test_tools::per_element());
     BOOST_TEST(detail::find_flying_pixels(d, 50).empty());
     // Within a fifth of the jump of one side: a pixel of that side, not flying.
@@ -203,9 +220,9 @@ BOOST_AUTO_TEST_CASE(flying_pixels_by_hand) {
     BOOST_TEST(detail::find_flying_pixels(d, 8) == (std::vector<std::size_t>{5}), boost::test_tools::per_element());
     // A steep plane, 10 a pixel: each pixel lies halfway between those two away, but the depth
     // changes by a quarter of their difference from two to three away: a slope, not a step.
-    BOOST_TEST(detail::find_flying_pixels(row({0.5, 10, 20, 30, 40, 50, 60, 70, 80, 90}), 8).empty());
+    BOOST_TEST(detail::find_flying_pixels(observed_row({0.5, 10, 20, 30, 40, 50, 60, 70, 80, 90}), 8).empty());
     // A ridge two pixels thin whose sides agree is no step: 20 20 20 50 50 20 20 20.
-    BOOST_TEST(detail::find_flying_pixels(row({20, 20, 20, 50, 50, 20, 20, 20}), 8).empty());
+    BOOST_TEST(detail::find_flying_pixels(observed_row({20, 20, 20, 50, 50, 20, 20, 20}), 8).empty());
     // Removing them: unobserved after, the count down by one.
     detail::remove_flying_pixels(d, {5});
     BOOST_TEST(d.count == 9u);
@@ -221,18 +238,12 @@ BOOST_AUTO_TEST_CASE(flying_pixels_by_hand) {
 BOOST_AUTO_TEST_CASE(flying_pixel_sides_by_hand) {
     // Rows with a step of 40 from 20 to 60 (step 8), the directions other than the row reaching
     // outside the image.
-    const auto row = [](std::initializer_list<double> depths) {
-        detail::observed_depth d(1, depths.size());
-        std::size_t i = 0;
-        for (const double v : depths) d.observe(i++, v);
-        return d;
-    };
     const auto sides = [](const detail::observed_depth& d) {
         return detail::flying_pixel_sides(d, detail::find_flying_pixels(d, 8), 8);
     };
     // A band of two, 44 and 36, between the sides: pixel 4 touches the 20s (the mean of pixels
     // 3 and 2), pixel 5 the 60s (pixels 6 and 7).
-    std::vector<detail::flying_side> told = sides(row({20, 20, 22, 18, 44, 36, 62, 58, 60, 60}));
+    std::vector<detail::flying_side> told = sides(observed_row({20, 20, 22, 18, 44, 36, 62, 58, 60, 60}));
     BOOST_TEST_REQUIRE(told.size() == 2u);
     BOOST_TEST(told[0].pixel == 4u);
     BOOST_TEST(told[0].depth == 20.0);
@@ -240,14 +251,14 @@ BOOST_AUTO_TEST_CASE(flying_pixel_sides_by_hand) {
     BOOST_TEST(told[1].depth == 60.0);
     // Its partner measured its own side (22, not flying): pixel 4 lies between 19 and 22, which
     // agree, and takes their mean.
-    told = sides(row({20, 20, 20, 19, 44, 22, 60, 60, 60, 60}));
+    told = sides(observed_row({20, 20, 20, 19, 44, 22, 60, 60, 60, 60}));
     BOOST_TEST_REQUIRE(told.size() == 1u);
     BOOST_TEST(told[0].pixel == 4u);
     BOOST_TEST(told[0].depth == 20.5);
     // A band of one between the sides (its neighbours 20 and 58 disagree): nothing tells its side.
-    BOOST_TEST(sides(row({20, 20, 20, 20, 44, 58, 60, 60, 60, 60})).empty());
+    BOOST_TEST(sides(observed_row({20, 20, 20, 20, 44, 58, 60, 60, 60, 60})).empty());
     // Without flying pixels, nothing to tell.
-    BOOST_TEST(sides(row({20, 20, 20, 20, 20, 60, 60, 60, 60, 60})).empty());
+    BOOST_TEST(sides(observed_row({20, 20, 20, 20, 20, 60, 60, 60, 60, 60})).empty());
 }
 
 BOOST_AUTO_TEST_CASE(flying_pixels_match_a_literal_search) {
@@ -616,14 +627,7 @@ BOOST_AUTO_TEST_CASE(flying_pixels_move_to_the_side_of_their_colour) {
     // colour edge, within noise; without the flying pixels, mixes stay.
     const std::size_t H = 20, W = 30;
     const scene s = step_scene(H, W, 15, true);
-    xt::xtensor<float, 2> depth = noisy(s.truth, 0.2, 9);
-    std::mt19937 gen(10);
-    std::uniform_real_distribution<float> t(0.3f, 0.7f);
-    for (std::size_t r = 0; r < H; ++r)
-        for (const std::size_t c : {14, 15}) {
-            const float mix = t(gen);
-            depth(r, c) = mix * 60 + (1 - mix) * 20;
-        }
+    const xt::xtensor<float, 2> depth = mixed_step(s.truth);
     const depth_result out = fill_depth(depth, s.guide);
     BOOST_TEST(out.flying >= 2 * H);
     for (std::size_t r = 0; r < H; ++r) {
@@ -646,14 +650,7 @@ BOOST_AUTO_TEST_CASE(flying_pixel_sides_hold_a_band_off_the_colour_edge) {
     scene s = step_scene(H, W, 15, true);
     const scene shifted = step_scene(H, W, 14, true);
     s.guide = shifted.guide;
-    xt::xtensor<float, 2> depth = noisy(s.truth, 0.2, 9);
-    std::mt19937 gen(10);
-    std::uniform_real_distribution<float> t(0.3f, 0.7f);
-    for (std::size_t r = 0; r < H; ++r)
-        for (const std::size_t c : {14, 15}) {
-            const float mix = t(gen);
-            depth(r, c) = mix * 60 + (1 - mix) * 20;
-        }
+    const xt::xtensor<float, 2> depth = mixed_step(s.truth);
     depth_options o = fill_options();
     o.flying_pixel_sides = true;
     const depth_result sided = fill_depth(depth, s.guide, o);
