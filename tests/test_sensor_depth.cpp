@@ -239,7 +239,8 @@ BOOST_AUTO_TEST_CASE(flying_pixel_sides_by_hand) {
     // Rows with a step of 40 from 20 to 60 (step 8), the directions other than the row reaching
     // outside the image.
     const auto sides = [](const detail::observed_depth& d) {
-        return detail::flying_pixel_sides(d, detail::find_flying_pixels(d, 8), 8);
+        const detail::depth_lookup at(d);
+        return detail::flying_pixel_sides(at, detail::find_flying_pixels(at, 8), 8);
     };
     // A band of two, 44 and 36, between the sides: pixel 4 touches the 20s (the mean of pixels
     // 3 and 2), pixel 5 the 60s (pixels 6 and 7).

@@ -58,20 +58,19 @@ struct depth_lookup {
     }
 };
 
-/// The flying pixels of `d`: observed pixels that, along a row, a column or a diagonal, lie
-/// between the observations two away on either side, which differ by more than `step`, more
-/// than a fifth of their difference from each, where the depth changes less than an eighth of
-/// that difference from two to three away on each side. Two away, so that both pixels of a
+/// The flying pixels of the observations `at` looks up: observed pixels that, along a row, a
+/// column or a diagonal, lie between the observations two away on either side, which differ by
+/// more than `step`, more than a fifth of their difference from each, where the depth changes
+/// less than an eighth of that difference from two to three away on each side. Two away, so that both pixels of a
 /// step, mixed each, are found; flat sides, so that a steep slope is not taken for a step (on
 /// a plane the change from two to three away is a quarter); a surface one or two pixels thin
 /// whose sides agree is not a step either. In row order; pixels 3 or more from the edges a
 /// batch at a time.
 template <class Arch = default_arch>
-std::vector<std::size_t> find_flying_pixels(const observed_depth& d, double step) {
+std::vector<std::size_t> find_flying_pixels(const depth_lookup& at, double step) {
     using batch = xsimd::batch<double, Arch>;
     constexpr std::size_t lanes = batch::size;
-    const std::size_t H = d.height, W = d.width;
-    const depth_lookup at(d);
+    const std::size_t H = at.height, W = at.width;
     buffer<std::uint8_t> flies(H * W, 0);
     for (std::size_t r = 0; r < H; ++r) {
         std::size_t c = 0;
@@ -105,13 +104,20 @@ std::vector<std::size_t> find_flying_pixels(const observed_depth& d, double step
     return found;
 }
 
+/// `find_flying_pixels` on the observations `d`.
+template <class Arch = default_arch>
+std::vector<std::size_t> find_flying_pixels(const observed_depth& d, double step) {
+    return find_flying_pixels<Arch>(depth_lookup(d), step);
+}
+
 /// A flying pixel whose side its neighbours tell, and that side's depth.
 struct flying_side {
     std::size_t pixel;
     double depth;
 };
 
-/// The side that each of the flying pixels `flying` (found on `d` with `step`, in row order)
+/// The side that each of the flying pixels `flying` (found on the observations `at` looks up
+/// with `step`, in row order)
 /// touches, where its neighbours tell it. Along each direction in which a flying pixel
 /// straddles a step, its two neighbours: when one of them flies too, the two are the band
 /// between the sides, and it touches the side beyond the other neighbour, whose depth is the
@@ -120,10 +126,9 @@ struct flying_side {
 /// their mean. Depths that disagree by more than `step` between directions or within a side
 /// tell nothing; a band of one flying pixel between the sides tells nothing either. The pixels
 /// told, in row order, with the mean of their directions' depths.
-inline std::vector<flying_side> flying_pixel_sides(const observed_depth& d, const std::vector<std::size_t>& flying, double step) {
-    const std::size_t W = d.width;
-    const depth_lookup at(d);
-    buffer<std::uint8_t> flies(d.height * W, 0);
+inline std::vector<flying_side> flying_pixel_sides(const depth_lookup& at, const std::vector<std::size_t>& flying, double step) {
+    const std::size_t W = at.width;
+    buffer<std::uint8_t> flies(at.height * W, 0);
     for (const std::size_t i : flying) flies[i] = 1;
     const auto flies_at = [&](std::ptrdiff_t r, std::ptrdiff_t c) {   // outside or missing: not flying
         return at.inside(r, c) && flies[std::size_t(r) * W + std::size_t(c)];

@@ -100,10 +100,11 @@ inline flying_pixels_found prepare_observations(observed_depth& d, const depth_o
     flying_pixels_found flying;
     if (o.flying_pixels) {
         const double step = depth_step(d, o);
-        const std::vector<std::size_t> found = find_flying_pixels(d, step);
+        const depth_lookup at(d);
+        const std::vector<std::size_t> found = find_flying_pixels(at, step);
         if (found.size() < d.count) {   // none when every observation flies
             flying.count = found.size();
-            if (o.flying_pixel_sides) flying.sides = flying_pixel_sides(d, found, step);
+            if (o.flying_pixel_sides) flying.sides = flying_pixel_sides(at, found, step);
             remove_flying_pixels(d, found);
         }
     }
