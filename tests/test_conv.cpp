@@ -38,6 +38,12 @@ const conv_case cases[] = {
     // Depthwise kernels of other sizes than 3 x 3 and 5 x 5 (taps read from memory): 1 x 5,
     // and 7 x 7 with a channel multiplier of 2 and stride 2.
     {1, 5, 9, 23, 5, 1, 5, 1, {0, 2}, 1, 5},  {1, 3, 12, 40, 6, 7, 7, 2, 3, 1, 3},
+    // Stride-2 depthwise rows dealt into their phases a vector pair at a time, the input's
+    // column 0 in either phase (padding 0 and 2).
+    {1, 4, 6, 64, 4, 3, 3, 2, 0, 1, 4},       {1, 3, 5, 47, 3, 5, 5, 2, 2, 1, 3},
+    // A 1 x 1 map taken as one row (several panels, two images), and a depth of 4140 > 4096
+    // packed in two blocks.
+    {2, 9, 13, 11, 10, 1, 1, 1, 0, 1, 1},     {1, 460, 5, 6, 2, 3, 3, 1, 1, 1, 1},
 };
 
 std::string describe(const conv_case& c) {

@@ -119,6 +119,28 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(partial_loads_stores_and_copies_touch_their_lanes_
     });
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(deinterleave_deals_even_and_odd_values, T, value_types) {
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        const T guard = T(-7.5);
+        // Lengths around one and two pairs of vectors, both parities, misaligned starts; the
+        // values past each half's count stay untouched.
+        for (std::size_t n : test::awkward_lengths)
+            for (std::size_t offset : {0, 1}) {
+                std::vector<T> from(n + offset);
+                for (std::size_t i = 0; i < from.size(); ++i) from[i] = T(i) + T(0.25);
+                std::vector<T> even(n / 2 + 2, guard), odd(n / 2 + 2, guard);
+                simd::deinterleave<Arch>(from.data() + offset, n, even.data(), odd.data());
+                for (std::size_t j = 0; j < even.size(); ++j) {
+                    BOOST_TEST(even[j] == (2 * j < n ? T(offset + 2 * j) + T(0.25) : guard),
+                               Arch::name() << ": even value " << j << " of " << n << " from " << offset);
+                    BOOST_TEST(odd[j] == (2 * j + 1 < n ? T(offset + 2 * j + 1) + T(0.25) : guard),
+                               Arch::name() << ": odd value " << j << " of " << n << " from " << offset);
+                }
+            }
+    });
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(division_rounds_as_scalar_division, T, value_types) {
     // simd::divide on batches, bit for bit as scalar division (correctly rounded) on random
     // quotients over many binades, ones of exact results, and the inverses of

@@ -170,42 +170,52 @@ private:
     void convolve_gemm(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
         const std::size_t g = options_.groups, cin = weight_.shape(1), cout = out_channels() / g;
         const std::size_t kh = kernel().h, kw = kernel().w, K = cin * kh * kw;
-        const size2 out = output_size(H, W), s = options_.stride, p = options_.padding, d = options_.dilation;
-        const std::size_t P = out.h * out.w;
+        size2 out = output_size(H, W);
+        const size2 s = options_.stride, p = options_.padding, d = options_.dilation;
+        const std::size_t P = out.h * out.w, plane_size = H * W;
+        // A 1 x 1 kernel of stride 1 without padding maps each channel's H x W pixels in order
+        // to as many outputs: the map as one row of H W, so that a panel of outputs is one
+        // contiguous run of every channel.
+        if (kh == 1 && kw == 1 && s == size2(1) && p == size2(0)) W = plane_size, H = 1, out = {1, P};
+        // The outputs [lo, hi) of a row whose tap kx falls inside the image.
+        std::vector<std::pair<std::size_t, std::size_t>> inside(kw);
+        for (std::size_t kx = 0; kx < kw; ++kx) inside[kx] = detail::outputs_inside(out.w, W, s.w, kx * d.w, p.w);
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t group = 0; group < g; ++group) {
-                const T* image = x + (b * in_channels() + group * cin) * H * W;
-                // The columns of the image, K values per output pixel, written into each panel
-                // of pixels [first, first + columns) as [K][width], zeros where a tap falls in
-                // the padding. Along a row of outputs the taps of one (channel, ky, kx) are s.w
-                // apart: consecutive for s.w = 1, one copy.
-                const simd::packed_weight<T> columns(
-                    K, P,
-                    [&](std::size_t first, std::size_t count, std::size_t width, T* to) {
+                const T* image = x + (b * in_channels() + group * cin) * plane_size;
+                // The image's columns (im2col), K values per output pixel, rows [k0, k0 + depth)
+                // of the panel of pixels [first, first + count) written as [depth][width], zeros
+                // where a tap falls in the padding, as the product reaches the panel. Along a row
+                // of outputs the taps of one (channel, ky, kx) are s.w apart: consecutive for
+                // s.w = 1, one copy.
+                const auto columns = simd::pack_on_demand<T>(
+                    K, P, [&](std::size_t first, std::size_t count, std::size_t k0, std::size_t depth, std::size_t width, T* to) {
                         for (std::size_t j = 0; j < count;) {
                             const std::size_t oy = (first + j) / out.w, ox0 = (first + j) % out.w;
                             const std::size_t end = ox0 + std::min(count - j, out.w - ox0);   // outputs [ox0, end)
-                            for (std::size_t c = 0; c < cin; ++c)
-                                for (std::size_t ky = 0; ky < kh; ++ky) {
-                                    const std::size_t iy = oy * s.h + ky * d.h;   // in padded rows
-                                    const bool inside = iy >= p.h && iy < p.h + H;
-                                    const T* row = image + (c * H + (inside ? iy - p.h : 0)) * W;
-                                    for (std::size_t kx = 0; kx < kw; ++kx) {
-                                        T* target = to + ((c * kh + ky) * kw + kx) * width + j - ox0;
-                                        const auto [lo, hi] = detail::outputs_inside(out.w, W, s.w, kx * d.w, p.w);
-                                        const std::size_t from = inside ? std::clamp(lo, ox0, end) : end;
-                                        const std::size_t to_ = inside ? std::clamp(hi, from, end) : end;
-                                        for (std::size_t ox = ox0; ox < from; ++ox) target[ox] = T(0);
-                                        if (s.w == 1) simd::copy<Arch>(row + from + kx * d.w - p.w, to_ - from, target + from);
-                                        else
-                                            for (std::size_t ox = from; ox < to_; ++ox) target[ox] = row[ox * s.w + kx * d.w - p.w];
-                                        for (std::size_t ox = to_; ox < end; ++ox) target[ox] = T(0);
-                                    }
+                            std::size_t c = k0 / (kh * kw), ky = k0 / kw % kh, kx = k0 % kw;
+                            for (std::size_t k = 0; k < depth; ++k) {
+                                const std::size_t iy = oy * s.h + ky * d.h;   // in padded rows
+                                const bool in_image = iy >= p.h && iy < p.h + H;
+                                const T* row = image + c * plane_size + (in_image ? iy - p.h : 0) * W;
+                                T* target = to + k * width + j - ox0;
+                                const std::size_t from = in_image ? std::clamp(inside[kx].first, ox0, end) : end;
+                                const std::size_t to_ = in_image ? std::clamp(inside[kx].second, from, end) : end;
+                                for (std::size_t ox = ox0; ox < from; ++ox) target[ox] = T(0);
+                                if (s.w == 1) {
+                                    const T* run = row + from + kx * d.w - p.w;
+                                    simd::copy<Arch>(run, to_ - from, target + from);
+                                } else
+                                    for (std::size_t ox = from; ox < to_; ++ox) target[ox] = row[ox * s.w + kx * d.w - p.w];
+                                for (std::size_t ox = to_; ox < end; ++ox) target[ox] = T(0);
+                                if (++kx == kw) {   // the next tap
+                                    kx = 0;
+                                    if (++ky == kh) ky = 0, ++c;
                                 }
+                            }
                             j += end - ox0;
                         }
-                    },
-                    threads);
+                    });
                 const std::size_t first_channel = group * cout;
                 T* plane = y + (b * out_channels() + first_channel) * P;
                 const T* bias = bias_.size() ? bias_.data() + first_channel : nullptr;
@@ -262,6 +272,8 @@ private:
             const std::size_t end = r >= W + p.w ? 0 : (W + p.w - r + s.w - 1) / s.w;   // columns < W + p.w
             count_of[r] = end > first_of[r] ? end - first_of[r] : 0;
         }
+        // Phase r starts at the input's column (r - p.w) mod s.w: for s.w = 2, this one at column 0.
+        const std::size_t even_phase = p.w % s.w;
         // The channels in as many blocks as threads can share; each block pads its planes in
         // one work array, whose zeros (the padding) stay as the planes are copied in.
         const std::size_t planes = B * C, blocks = std::min(planes, std::size_t(std::max(threads, 1)) * 4);
@@ -270,14 +282,16 @@ private:
             for (std::size_t bc = part * planes / blocks; bc < (part + 1) * planes / blocks; ++bc) {
                 const std::size_t b = bc / C, c = bc % C;
                 const T* image = x + (b * in_channels() + c / per_input) * H * W;
-                for (std::size_t iy = 0; iy < H; ++iy)
-                    for (std::size_t r = 0; r < s.w; ++r) {
-                        T* to = padded.data() + ((iy + p.h) * s.w + r) * phase + first_of[r];
-                        const T* from = image + iy * W + r + first_of[r] * s.w - p.w;
-                        if (s.w == 1) simd::copy<Arch>(from, count_of[r], to);
-                        else
-                            for (std::size_t j = 0; j < count_of[r]; ++j) to[j] = from[j * s.w];
-                    }
+                for (std::size_t iy = 0; iy < H; ++iy) {
+                    const auto to = [&](std::size_t r) { return padded.data() + ((iy + p.h) * s.w + r) * phase + first_of[r]; };
+                    if (s.w == 1) simd::copy<Arch>(image + iy * W, W, to(0));
+                    else if (s.w == 2) simd::deinterleave<Arch>(image + iy * W, W, to(even_phase), to(1 - even_phase));
+                    else
+                        for (std::size_t r = 0; r < s.w; ++r) {
+                            const T* from = image + iy * W + r + first_of[r] * s.w - p.w;
+                            for (std::size_t j = 0; j < count_of[r]; ++j) to(r)[j] = from[j * s.w];
+                        }
+                }
                 const T* tap = weight_.data() + c * kh * kw;
                 batch taps[KH ? KH * KW : 1];   // held in registers when the size is known
                 if constexpr (KH != 0)

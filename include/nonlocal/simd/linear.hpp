@@ -26,59 +26,59 @@
 
 namespace nonlocal::simd {
 
-/// W^T of a linear map, weight [out, in] in PyTorch's layout, packed for `linear_rows`:
-/// panels of up to `panel_width` output columns, each [in][width] contiguous, so that a
-/// panel's rows stream in order under the micro-kernel. The layout does not depend on the
-/// architecture (a panel is 256 bytes wide: 4 AVX-512 vectors, 8 AVX2 ones), so one packing
-/// serves every kernel.
+/// The panels `linear_rows` cuts W^T [in, out] into: columns [column, column + columns) of
+/// y each, stored [in][width] with width >= columns a multiple of one AVX-512 vector (64
+/// bytes) and at most 256 bytes (4 AVX-512 vectors, 8 AVX2 ones), whatever the
+/// architecture, so that one packing serves every kernel.
 template <class T>
-class packed_weight {
-public:
+struct panel_layout {
     /// Columns of a panel at most: 256 bytes.
     static constexpr std::size_t panel_width = 256 / sizeof(T);
     /// A panel's stored width is a multiple of one AVX-512 vector (64 bytes).
     static constexpr std::size_t width_step = 64 / sizeof(T);
 
-    /// Columns [column, column + columns) of y, stored [in][width] from `offset` (width >=
-    /// columns, the columns past `columns` zero).
+    /// Columns [column, column + columns) of y, stored [in][width] from `offset` in a packing
+    /// of every panel (width >= columns, the columns past `columns` zero).
     struct panel {
         std::size_t column, columns, width, offset;
     };
+
+    /// The panels of `out` columns of `in` values each, in order.
+    static std::vector<panel> panels(std::size_t in, std::size_t out) {
+        std::vector<panel> all;
+        for (std::size_t c = 0, offset = 0; c < out; c += panel_width) {
+            const std::size_t columns = std::min(panel_width, out - c);
+            const std::size_t width = (columns + width_step - 1) / width_step * width_step;
+            all.push_back({c, columns, width, offset});
+            offset += in * width;
+        }
+        return all;
+    }
+};
+
+/// W^T of a linear map, weight [out, in] in PyTorch's layout, packed once for `linear_rows`
+/// as `panel_layout` cuts it, each panel [in][width] contiguous, so that a panel's rows
+/// stream in order under the micro-kernel.
+template <class T>
+class packed_weight {
+public:
+    using panel = typename panel_layout<T>::panel;
+    static constexpr std::size_t panel_width = panel_layout<T>::panel_width;
 
     packed_weight() = default;
 
     /// Packs weight [out, in], the panels shared out among `threads` threads.
     explicit packed_weight(row_matrix<const T> weight, int threads = 1)
-        : packed_weight(
-              weight.cols, weight.rows,
-              [&](std::size_t column, std::size_t columns, std::size_t width, T* to) {
-                  for (std::size_t o = 0; o < columns; ++o) {
-                      const T* from = weight.data + (column + o) * weight.cols;
-                      for (std::size_t c = 0; c < weight.cols; ++c) to[c * width + o] = from[c];
-                  }
-              },
-              threads) {}
-
-    /// Packs the W^T of `out` columns of `in` values that `fill(column, columns, width, to)`
-    /// writes for each panel, every W^T[c][column + o] at to[c width + o] for o < columns
-    /// (the panel's columns past `columns` are zeroed here): a convolution's image columns
-    /// gathered straight into the panels. The panels are shared out among `threads` threads.
-    template <class Fill>
-    packed_weight(std::size_t in, std::size_t out, Fill&& fill, int threads = 1) : in_(in), out_(out) {
-        std::size_t offset = 0;
-        for (std::size_t c = 0; c < out_; c += panel_width) {
-            const std::size_t columns = std::min(panel_width, out_ - c);
-            const std::size_t width = (columns + width_step - 1) / width_step * width_step;
-            panels_.push_back({c, columns, width, offset});
-            offset += in_ * width;
-        }
-        values_.resize(offset);   // uninitialised: the fill writes every value, the padding below
+        : in_(weight.cols), out_(weight.rows), panels_(panel_layout<T>::panels(in_, out_)) {
+        values_.resize(panels_.empty() ? 0 : panels_.back().offset + in_ * panels_.back().width);
         detail::parallel_for(panels_.size(), threads, [&](std::size_t j) {
             const panel& pn = panels_[j];
             T* to = values_.data() + pn.offset;
-            fill(pn.column, pn.columns, pn.width, to);
-            if (pn.columns < pn.width)
-                for (std::size_t c = 0; c < in_; ++c) std::fill(to + c * pn.width + pn.columns, to + (c + 1) * pn.width, T(0));
+            for (std::size_t o = 0; o < pn.columns; ++o) {
+                const T* from = weight.data + (pn.column + o) * weight.cols;
+                for (std::size_t c = 0; c < in_; ++c) to[c * pn.width + o] = from[c];
+            }
+            for (std::size_t c = 0; c < in_; ++c) std::fill(to + c * pn.width + pn.columns, to + (c + 1) * pn.width, T(0));
         });
     }
 
@@ -102,6 +102,22 @@ private:
     std::vector<panel> panels_;
     uninitialised_buffer<T> values_;
 };
+
+/// W^T [in, out] that is not stored but packed a panel at a time as `linear_rows` reaches
+/// it, into a work array that stays in L2 while every row of x passes over the panel: a
+/// convolution's image columns (im2col), gathered straight from the image.
+/// `fill(column, columns, first, depth, width, to)` writes W^T[first + p][column + o] to
+/// to[p width + o] for p < depth and o < columns; the product zeroes the columns past
+/// `columns` itself.
+template <class T, class Fill>
+struct packed_on_demand {
+    std::size_t in, out;   ///< features of x and y
+    Fill fill;
+};
+template <class T, class Fill>
+packed_on_demand<T, std::decay_t<Fill>> pack_on_demand(std::size_t in, std::size_t out, Fill&& fill) {
+    return {in, out, std::forward<Fill>(fill)};
+}
 
 /// The elementwise work a layer does on x W^T before storing it: a(x W^T + bias).
 template <class T>
@@ -133,6 +149,9 @@ struct store_rows {
     }
 };
 
+}  // namespace nonlocal::simd
+
+namespace nonlocal::detail {
 /// C [MR][nv W] (ldc apart) (+)= a micro-panel of x ([depth][MR]) times a panel's columns
 /// (ldb apart): a function of its own, so that the micro-kernel is compiled alone. Inlined
 /// into the loops and the stores around it, GCC was seen keeping accumulators on the stack
@@ -140,52 +159,28 @@ struct store_rows {
 template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class T>
 [[gnu::noinline]] void packed_tile(std::size_t depth, const T* a, const T* b, std::size_t ldb, T* c,
                                    std::size_t ldc) noexcept {
-    micro_gemm<Arch, MR, nv, Accumulate>(depth, a, 1, MR, b, ldb, c, ldc);
+    simd::micro_gemm<Arch, MR, nv, Accumulate>(depth, a, 1, MR, b, ldb, c, ldc);
 }
-/// x [n, in] times the packed W^T of several weights side by side, y = x [W_0^T W_1^T ...]
-/// (the query, key and value projections of self-attention: one pass over x for all three);
-/// each finished vector of y goes to `store(row, column, v, lanes)`: lane l of v is
-/// y[row, column + l] for l < lanes (lanes is short only at a weight's last column, its
-/// further lanes 0), the columns of W_i following those of W_{i-1}. Each (row, column) of
-/// y is stored once. Throws `std::invalid_argument` unless x has each weight's `in` columns.
-///
-/// The loops of a Goto / BLIS matrix product:
-/// - The micro-kernel keeps MR x NV vectors of y in registers: AVX-512 (32 registers):
-///   6 rows x 4 vectors = 24 accumulators + 4 panel loads + 1 broadcast = 29; 16 registers:
-///   6 x 2 = 12 + 2 + 1 = 15. 24 or 12 independent FMAs a step cover the FMA latency
-///   (2 ports x 4 cycles: at least 8), and each panel load serves 6 FMAs.
-/// - It runs over the whole depth (up to 4096: a panel of 1 MiB of floats streams from L2),
-///   so y is written once, through `store`, never re-read. Deeper products are cut into
-///   equal blocks of at most 4096 whose partial sums wait in a work array.
-/// - Rows of x come in blocks of at most 2 MiB, packed as micro-panels of MR rows, [depth][MR]
-///   each, so the micro-kernel's broadcasts read one sequential stream (rows past n are 0);
-///   every panel passes over a block while it is in cache.
-/// On `threads` threads the panels are shared out, each (row, column) computed by one thread
-/// in the same order, so the result is the same, bit for bit, on any number of threads.
-template <class Arch = default_arch, class T, class Store>
-void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const> weights, Store&& store,
-                 int threads = 1) {
+/// A panel of W^T in a product: columns [column, column + columns) of y, `width` wide,
+/// stored at `data` or, where `data` is null, packed when the product reaches it.
+template <class T>
+struct product_panel {
+    const T* data;
+    std::size_t column, columns, width;
+};
+/// The fill of a product whose panels are all stored.
+struct stored_panels {};
+
+/// `linear_rows` over `panels`, those without data filled by `fill` (see `packed_on_demand`).
+template <class Arch, class T, class Fill, class Store>
+void linear_product(row_matrix<const T> x, const std::vector<product_panel<T>>& panels, const Fill& fill,
+                    Store&& store, int threads) {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
     constexpr std::size_t MR = 6;
-    constexpr std::size_t NV = std::min<std::size_t>(vector_registers<Arch> >= 32 ? 4 : 2, packed_weight<T>::panel_width / W);
+    constexpr std::size_t NV =
+        std::min<std::size_t>(simd::vector_registers<Arch> >= 32 ? 4 : 2, simd::panel_layout<T>::panel_width / W);
     constexpr std::size_t max_depth = 4096, block_bytes = std::size_t(2) << 20;
-    // Every weight's panels, their columns numbered from the weight's first column in y.
-    struct panel {
-        const T* data;
-        std::size_t column, columns, width;
-    };
-    std::vector<panel> panels;
-    std::size_t first_column = 0;
-    for (const packed_weight<T>* w : weights) {
-        detail::require(x.cols == w->in(), "simd::linear_rows", [&] {
-            return "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] does not fit a weight of " +
-                   std::to_string(w->in()) + " inputs";
-        });
-        for (const auto& pn : w->panels())
-            panels.push_back({w->data(pn), first_column + pn.column, pn.columns, pn.width});
-        first_column += w->out();
-    }
     const std::size_t n = x.rows, in = x.cols;
     if (n == 0 || panels.empty()) return;
     const std::size_t depth_blocks = std::max<std::size_t>(1, (in + max_depth - 1) / max_depth);
@@ -222,12 +217,22 @@ void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const>
             });
             detail::parallel_for(panels.size(), threads, [&](std::size_t q) {
                 const auto& pn = panels[q];
-                const T* b = pn.data + k0 * pn.width;
-                // The panel this thread likely takes next, fetched into L2 a slice per tile: a
-                // layer's weights come from memory (a model's do not fit the caches), and the
+                // A panel packed on demand: rows [k0, k0 + depth), in a work array of this panel's.
+                uninitialised_buffer<T> packed;
+                if constexpr (!std::is_same_v<Fill, stored_panels>)
+                    if (!pn.data) {
+                        packed.resize(depth * pn.width);
+                        fill(pn.column, pn.columns, k0, depth, pn.width, packed.data());
+                        if (pn.columns < pn.width)
+                            for (std::size_t p = 0; p < depth; ++p)
+                                std::fill(packed.data() + p * pn.width + pn.columns, packed.data() + (p + 1) * pn.width, T(0));
+                    }
+                const T* b = pn.data ? pn.data + k0 * pn.width : packed.data();
+                // The stored panel this thread likely takes next, fetched into L2 a slice per tile:
+                // a layer's weights come from memory (a model's do not fit the caches), and the
                 // hardware prefetchers stop at every 4 KiB page of a panel.
                 const std::size_t ahead = q + std::size_t(std::max(threads, 1));
-                const char* next = ahead < panels.size()
+                const char* next = ahead < panels.size() && panels[ahead].data
                                        ? reinterpret_cast<const char*>(panels[ahead].data + k0 * panels[ahead].width)
                                        : nullptr;
                 const std::size_t next_bytes = next ? depth * panels[ahead].width * sizeof(T) : 0;
@@ -270,6 +275,61 @@ void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const>
             });
         }
     }
+}
+
+}  // namespace nonlocal::detail
+
+namespace nonlocal::simd {
+
+/// x [n, in] times the packed W^T of several weights side by side, y = x [W_0^T W_1^T ...]
+/// (the query, key and value projections of self-attention: one pass over x for all three);
+/// each finished vector of y goes to `store(row, column, v, lanes)`: lane l of v is
+/// y[row, column + l] for l < lanes (lanes is short only at a weight's last column, its
+/// further lanes 0), the columns of W_i following those of W_{i-1}. Each (row, column) of
+/// y is stored once. Throws `std::invalid_argument` unless x has each weight's `in` columns.
+///
+/// The loops of a Goto / BLIS matrix product:
+/// - The micro-kernel keeps MR x NV vectors of y in registers: AVX-512 (32 registers):
+///   6 rows x 4 vectors = 24 accumulators + 4 panel loads + 1 broadcast = 29; 16 registers:
+///   6 x 2 = 12 + 2 + 1 = 15. 24 or 12 independent FMAs a step cover the FMA latency
+///   (2 ports x 4 cycles: at least 8), and each panel load serves 6 FMAs.
+/// - It runs over the whole depth (up to 4096: a panel of 1 MiB of floats streams from L2),
+///   so y is written once, through `store`, never re-read. Deeper products are cut into
+///   equal blocks of at most 4096 whose partial sums wait in a work array.
+/// - Rows of x come in blocks of at most 2 MiB, packed as micro-panels of MR rows, [depth][MR]
+///   each, so the micro-kernel's broadcasts read one sequential stream (rows past n are 0);
+///   every panel passes over a block while it is in cache.
+/// On `threads` threads the panels are shared out, each (row, column) computed by one thread
+/// in the same order, so the result is the same, bit for bit, on any number of threads.
+template <class Arch = default_arch, class T, class Store>
+void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const> weights, Store&& store,
+                 int threads = 1) {
+    // Every weight's panels, their columns numbered from the weight's first column in y.
+    std::vector<detail::product_panel<T>> panels;
+    std::size_t first_column = 0;
+    for (const packed_weight<T>* w : weights) {
+        detail::require(x.cols == w->in(), "simd::linear_rows", [&] {
+            return "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] does not fit a weight of " +
+                   std::to_string(w->in()) + " inputs";
+        });
+        for (const auto& pn : w->panels())
+            panels.push_back({w->data(pn), first_column + pn.column, pn.columns, pn.width});
+        first_column += w->out();
+    }
+    detail::linear_product<Arch>(x, panels, detail::stored_panels{}, store, threads);
+}
+
+/// The same with W^T packed a panel at a time as the product reaches it (a convolution's
+/// image columns). Throws `std::invalid_argument` unless x has `w.in` columns.
+template <class Arch = default_arch, class T, class Fill, class Store>
+void linear_rows(row_matrix<const T> x, const packed_on_demand<T, Fill>& w, Store&& store, int threads = 1) {
+    detail::require(x.cols == w.in, "simd::linear_rows", [&] {
+        return "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] does not fit a weight of " +
+               std::to_string(w.in) + " inputs";
+    });
+    std::vector<detail::product_panel<T>> panels;
+    for (const auto& pn : panel_layout<T>::panels(w.in, w.out)) panels.push_back({nullptr, pn.column, pn.columns, pn.width});
+    detail::linear_product<Arch>(x, panels, w.fill, store, threads);
 }
 
 /// The same with one weight.

@@ -84,6 +84,42 @@ void copy(const T* from, std::size_t n, T* to) noexcept {
     if (i < n) store_lanes(load_lanes<batch>(from + i, n - i), n - i, to + i);
 }
 
+/// even[j] = from[2 j] and odd[j] = from[2 j + 1] for the n values of `from`: (n + 1) / 2
+/// even ones and n / 2 odd ones (a stride-2 convolution's columns dealt into its phases).
+/// Float batches of AVX-512 and AVX2 deal 2 vectors at a time by two permutes; the rest
+/// value by value.
+template <class Arch = default_arch, class T>
+void deinterleave(const T* from, std::size_t n, T* even, T* odd) noexcept {
+    std::size_t j = 0;
+#if XSIMD_WITH_AVX512F
+    if constexpr (std::is_same_v<T, float> && std::is_base_of_v<xsimd::avx512f, Arch>) {
+        const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+        for (; 2 * j + 32 <= n; j += 16) {
+            const __m512 a = _mm512_loadu_ps(from + 2 * j), b = _mm512_loadu_ps(from + 2 * j + 16);
+            _mm512_storeu_ps(even + j, _mm512_permutex2var_ps(a, evens, b));
+            _mm512_storeu_ps(odd + j, _mm512_permutex2var_ps(a, odds, b));
+        }
+    }
+#endif
+#if XSIMD_WITH_AVX2
+    if constexpr (std::is_same_v<T, float> && std::is_base_of_v<xsimd::avx2, Arch> &&
+                  !std::is_base_of_v<xsimd::avx512f, Arch>) {
+        for (; 2 * j + 16 <= n; j += 8) {
+            const __m256 a = _mm256_loadu_ps(from + 2 * j), b = _mm256_loadu_ps(from + 2 * j + 8);
+            // [a0 a2 b0 b2 | a4 a6 b4 b6], then its 64-bit quarters in the order 0, 2, 1, 3.
+            const auto in_order = [](__m256 v) {
+                return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+            };
+            _mm256_storeu_ps(even + j, in_order(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))));
+            _mm256_storeu_ps(odd + j, in_order(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))));
+        }
+    }
+#endif
+    for (; 2 * j + 1 < n; ++j) even[j] = from[2 * j], odd[j] = from[2 * j + 1];
+    if (2 * j < n) even[j] = from[2 * j];
+}
+
 /// Dot product of `a[0, n)` and `b[0, n)`.
 ///
 /// Each FMA needs two loads and Zen 4 / Ice Lake issue two loads per cycle, so
