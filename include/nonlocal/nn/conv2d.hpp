@@ -30,6 +30,7 @@
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
+#include "nonlocal/row_matrix.hpp"
 #include "nonlocal/simd/activation.hpp"
 #include "nonlocal/simd/linear.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
@@ -102,6 +103,12 @@ public:
                        ", " + std::to_string(options_.dilation.w) +
                        ") positive; the direct algorithm takes one input channel per group";
             });
+        // Each group's weights [Cout / g, K] packed once as the GEMM reads them.
+        if (!direct()) {
+            const std::size_t rows = s[0] / g, K = s[1] * s[2] * s[3];
+            for (std::size_t group = 0; group < g; ++group)
+                packed_.emplace_back(row_matrix<const T>{weight_.data() + group * rows * K, rows, K});
+        }
     }
 
     const xt::xtensor<T, 4>& weight() const noexcept { return weight_; }   ///< [Cout, Cin / groups, kh, kw]
@@ -154,9 +161,7 @@ public:
     /// `output_size` gives, on `threads` threads.
     template <class Arch = default_arch>
     void apply(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads = 1) const {
-        const bool direct = options_.algorithm == conv_algorithm::direct ||
-                            (options_.algorithm == conv_algorithm::automatic && weight_.shape(1) == 1);
-        if (direct) convolve_direct<Arch>(x, B, H, W, y, threads);
+        if (direct()) convolve_direct<Arch>(x, B, H, W, y, threads);
         else convolve_gemm<Arch>(x, B, H, W, y, threads);
     }
 
@@ -165,6 +170,12 @@ private:
     xt::xtensor<T, 1> bias_;
     conv2d_options options_;
     simd::activation act_ = simd::activation::identity;
+    std::vector<simd::packed_rows<T>> packed_;   // the gemm algorithm's weights, a group each
+
+    bool direct() const noexcept {
+        return options_.algorithm == conv_algorithm::direct ||
+               (options_.algorithm == conv_algorithm::automatic && weight_.shape(1) == 1);
+    }
 
     template <class Arch>
     void convolve_gemm(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
@@ -220,7 +231,7 @@ private:
                 T* plane = y + (b * out_channels() + first_channel) * P;
                 const T* bias = bias_.size() ? bias_.data() + first_channel : nullptr;
                 simd::linear_rows<Arch>(
-                    row_matrix<const T>{weight_.data() + first_channel * K, cout, K}, columns,
+                    packed_[group], columns,
                     [&](std::size_t channel, std::size_t pixel, const auto& v, std::size_t lanes) {
                         using batch = std::decay_t<decltype(v)>;
                         const batch biased = bias ? v + batch(bias[channel]) : v;

@@ -119,6 +119,36 @@ packed_on_demand<T, std::decay_t<Fill>> pack_on_demand(std::size_t in, std::size
     return {in, out, std::forward<Fill>(fill)};
 }
 
+/// Rows of x a micro-tile of `linear_rows` holds: 6 (AVX-512: 6 x 4 accumulators; 16
+/// registers: 6 x 2).
+inline constexpr std::size_t micro_rows = 6;
+
+/// x [n, in] packed once as `linear_rows` reads it: micro-panels of `micro_rows` rows, each
+/// [in][micro_rows] (the rows past n zero), so that the micro-kernel's broadcasts read one
+/// sequential stream. A convolution's weights, the x of its products, which every call
+/// would otherwise pack again.
+template <class T>
+class packed_rows {
+public:
+    packed_rows() = default;
+
+    explicit packed_rows(row_matrix<const T> x)
+        : rows_(x.rows), cols_(x.cols), values_((x.rows + micro_rows - 1) / micro_rows * micro_rows * x.cols, T(0)) {
+        for (std::size_t row = 0; row < rows_; ++row)
+            for (std::size_t p = 0; p < cols_; ++p)
+                values_[(row / micro_rows * cols_ + p) * micro_rows + row % micro_rows] = x(row, p);
+    }
+
+    std::size_t rows() const noexcept { return rows_; }   ///< n
+    std::size_t cols() const noexcept { return cols_; }   ///< in
+    /// Micro-panel m, rows [m micro_rows, (m + 1) micro_rows): element (r, p) at [p micro_rows + r].
+    const T* micro_panel(std::size_t m) const noexcept { return values_.data() + m * micro_rows * cols_; }
+
+private:
+    std::size_t rows_ = 0, cols_ = 0;
+    std::vector<T> values_;
+};
+
 /// The elementwise work a layer does on x W^T before storing it: a(x W^T + bias).
 template <class T>
 struct epilogue {
@@ -173,11 +203,11 @@ struct stored_panels {};
 
 /// `linear_rows` over `panels`, those without data filled by `fill` (see `packed_on_demand`).
 template <class Arch, class T, class Fill, class Store>
-void linear_product(row_matrix<const T> x, const std::vector<product_panel<T>>& panels, const Fill& fill,
-                    Store&& store, int threads) {
+void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
+                    const std::vector<product_panel<T>>& panels, const Fill& fill, Store&& store, int threads) {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
-    constexpr std::size_t MR = 6;
+    constexpr std::size_t MR = simd::micro_rows;
     constexpr std::size_t NV =
         std::min<std::size_t>(simd::vector_registers<Arch> >= 32 ? 4 : 2, simd::panel_layout<T>::panel_width / W);
     constexpr std::size_t max_depth = 4096, block_bytes = std::size_t(2) << 20;
@@ -195,15 +225,16 @@ void linear_product(row_matrix<const T> x, const std::vector<product_panel<T>>& 
     for (std::size_t q = 0; q < panels.size(); ++q) partial_column[q + 1] = partial_column[q] + panels[q].width;
     const std::size_t ldp = partial_column.back() + W;
     buffer<T> partial(depth_blocks > 1 ? padded_rows * ldp : 0);
-    // Every value of the block is written before it is read: no zeros first.
-    const auto block = std::make_unique_for_overwrite<T[]>(std::min(mc, padded_rows) * kc);
+    // Every value of the block is written before it is read: no zeros first. None for x packed
+    // already.
+    const auto block = std::make_unique_for_overwrite<T[]>(packed_x ? 0 : std::min(mc, padded_rows) * kc);
     for (std::size_t r0 = 0; r0 < padded_rows; r0 += mc) {
         const std::size_t rows = std::min(mc, padded_rows - r0);
         for (std::size_t kb = 0; kb < depth_blocks; ++kb) {
             const std::size_t k0 = kb * kc, depth = std::min(kc, in - std::min(in, k0));
             const bool first = kb == 0, last = kb + 1 == depth_blocks;
             // Element (r, p) of micro-panel m at m MR depth + p MR + r.
-            detail::parallel_for(rows / MR, threads, [&](std::size_t m) {
+            if (!packed_x) detail::parallel_for(rows / MR, threads, [&](std::size_t m) {
                 for (std::size_t r = 0; r < MR; ++r) {
                     const std::size_t row = r0 + m * MR + r;
                     T* to = block.get() + m * MR * depth + r;
@@ -241,7 +272,7 @@ void linear_product(row_matrix<const T> x, const std::vector<product_panel<T>>& 
                     for (std::size_t at = m * slice; at < std::min(next_bytes, (m + 1) * slice); at += 64)
                         __builtin_prefetch(next + at, 0, 2);
                     const std::size_t row0 = r0 + m * MR;
-                    const T* a = block.get() + m * MR * depth;
+                    const T* a = packed_x ? packed_x->micro_panel(row0 / MR) + k0 * MR : block.get() + m * MR * depth;
                     const auto tile = [&]<std::size_t nv>(std::integral_constant<std::size_t, nv>, std::size_t v0) {
                         // This tile's partial sums, when the depth comes in more than one block.
                         const auto sums = [&] { return partial.data() + row0 * ldp + partial_column[q] + v0; };
@@ -316,20 +347,21 @@ void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const>
             panels.push_back({w->data(pn), first_column + pn.column, pn.columns, pn.width});
         first_column += w->out();
     }
-    detail::linear_product<Arch>(x, panels, detail::stored_panels{}, store, threads);
+    detail::linear_product<Arch>(x, static_cast<const packed_rows<T>*>(nullptr), panels, detail::stored_panels{}, store, threads);
 }
 
-/// The same with W^T packed a panel at a time as the product reaches it (a convolution's
-/// image columns). Throws `std::invalid_argument` unless x has `w.in` columns.
+/// The same with x packed already and W^T packed a panel at a time as the product reaches
+/// it: a convolution, its weights the x, its image's columns the W^T. Throws
+/// `std::invalid_argument` unless x has `w.in` columns.
 template <class Arch = default_arch, class T, class Fill, class Store>
-void linear_rows(row_matrix<const T> x, const packed_on_demand<T, Fill>& w, Store&& store, int threads = 1) {
-    detail::require(x.cols == w.in, "simd::linear_rows", [&] {
-        return "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] does not fit a weight of " +
+void linear_rows(const packed_rows<T>& x, const packed_on_demand<T, Fill>& w, Store&& store, int threads = 1) {
+    detail::require(x.cols() == w.in, "simd::linear_rows", [&] {
+        return "x [" + std::to_string(x.rows()) + ", " + std::to_string(x.cols()) + "] does not fit a weight of " +
                std::to_string(w.in) + " inputs";
     });
     std::vector<detail::product_panel<T>> panels;
     for (const auto& pn : panel_layout<T>::panels(w.in, w.out)) panels.push_back({nullptr, pn.column, pn.columns, pn.width});
-    detail::linear_product<Arch>(x, panels, w.fill, store, threads);
+    detail::linear_product<Arch>(row_matrix<const T>{nullptr, x.rows(), x.cols()}, &x, panels, w.fill, store, threads);
 }
 
 /// The same with one weight.
