@@ -213,10 +213,8 @@ private:
                                 const std::size_t from = in_image ? std::clamp(inside[kx].first, ox0, end) : end;
                                 const std::size_t to_ = in_image ? std::clamp(inside[kx].second, from, end) : end;
                                 for (std::size_t ox = ox0; ox < from; ++ox) target[ox] = T(0);
-                                if (s.w == 1) {
-                                    const T* run = row + from + kx * d.w - p.w;
-                                    simd::copy<Arch>(run, to_ - from, target + from);
-                                } else
+                                if (s.w == 1) simd::copy<Arch>(row + from + kx * d.w - p.w, to_ - from, target + from);
+                                else
                                     for (std::size_t ox = from; ox < to_; ++ox) target[ox] = row[ox * s.w + kx * d.w - p.w];
                                 for (std::size_t ox = to_; ox < end; ++ox) target[ox] = T(0);
                                 if (++kx == kw) {   // the next tap
