@@ -41,6 +41,10 @@ const conv_case cases[] = {
     // Stride-2 depthwise rows dealt into their phases a vector pair at a time, the input's
     // column 0 in either phase (padding 0 and 2).
     {1, 4, 6, 64, 4, 3, 3, 2, 0, 1, 4},       {1, 3, 5, 47, 3, 5, 5, 2, 2, 1, 3},
+    // Depthwise rows swept a block at a time: strides 2 x 1 and 1 x 2, blocks of rows past
+    // the map's last (6 and 10 output rows); stride 3 along rows goes output by output.
+    {1, 5, 11, 19, 5, 3, 3, {2, 1}, 1, 1, 5}, {1, 5, 10, 37, 5, 3, 3, {1, 2}, {1, 0}, 1, 5},
+    {1, 2, 13, 13, 2, 3, 3, 3, 1, 1, 2},
     // A 1 x 1 map taken as one row (several panels, two images), and a depth of 4140 > 4096
     // packed in two blocks.
     {2, 9, 13, 11, 10, 1, 1, 1, 0, 1, 1},     {1, 460, 5, 6, 2, 3, 3, 1, 1, 1, 1},

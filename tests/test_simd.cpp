@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(updates_match_double_loops, T, value_types) {
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(partial_loads_stores_and_copies_touch_their_lanes_only, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(partial_loads_stores_copies_and_fills_touch_their_lanes_only, T, value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);
         using batch = xsimd::batch<T, Arch>;
@@ -115,6 +115,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(partial_loads_stores_and_copies_touch_their_lanes_
                 for (std::size_t i = 0; i < n + offset + 1; ++i)
                     BOOST_TEST(b[i] == (i >= offset && i < offset + n ? a[i] : guard),
                                Arch::name() << ": copy of " << n << " from " << offset << ", value " << i);
+                std::vector<T> c(n + offset + 1, guard);
+                simd::fill<Arch>(c.data() + offset, n, T(2));
+                for (std::size_t i = 0; i < n + offset + 1; ++i)
+                    BOOST_TEST(c[i] == (i >= offset && i < offset + n ? T(2) : guard),
+                               Arch::name() << ": fill of " << n << " from " << offset << ", value " << i);
             }
     });
 }

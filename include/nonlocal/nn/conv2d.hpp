@@ -212,11 +212,11 @@ private:
                                 T* target = to + k * width + j - ox0;
                                 const std::size_t from = in_image ? std::clamp(inside[kx].first, ox0, end) : end;
                                 const std::size_t to_ = in_image ? std::clamp(inside[kx].second, from, end) : end;
-                                for (std::size_t ox = ox0; ox < from; ++ox) target[ox] = T(0);
+                                simd::fill<Arch>(target + ox0, from - ox0, T(0));   // short: no call to memset
                                 if (s.w == 1) simd::copy<Arch>(row + from + kx * d.w - p.w, to_ - from, target + from);
                                 else
                                     for (std::size_t ox = from; ox < to_; ++ox) target[ox] = row[ox * s.w + kx * d.w - p.w];
-                                for (std::size_t ox = to_; ox < end; ++ox) target[ox] = T(0);
+                                simd::fill<Arch>(target + to_, end - to_, T(0));
                                 if (++kx == kw) {   // the next tap
                                     kx = 0;
                                     if (++ky == kh) ky = 0, ++c;
@@ -247,6 +247,68 @@ private:
         else convolve_direct<Arch, 0, 0>(x, B, H, W, y, threads);
     }
 
+    // 16 lanes x 2 FMA ports x 4 cycles of latency: 8 independent accumulators (4 with 16
+    // registers, which also hold the 9 taps of a 3 x 3 kernel).
+    template <class Arch>
+    static constexpr std::size_t accumulators_of = simd::vector_registers<Arch> >= 32 ? 8 : 4;
+    // `sweep_rows` holds rows of row_block outputs, 2 vectors each, in its accumulators.
+    template <class Arch>
+    static constexpr std::size_t row_block = accumulators_of<Arch> / 2;
+
+    /// One padded plane of the direct algorithm and the output plane it gives.
+    template <class U>
+    struct sweep {
+        const U* padded;
+        std::size_t row_stride;         // between padded rows (their s.w phases)
+        const std::size_t* column_of;   // where tap (0, kx) starts in a padded row
+        const U* taps;                  // [KH KW]
+        U* plane;                       // [Ho, Wo]
+        size2 out;
+        std::size_t vectors;            // of a row of outputs
+    };
+
+    /// The direct algorithm's plane for a KH x KW kernel with rows SH apart and no dilation
+    /// along them, by blocks of row_block rows x 2 vectors of outputs: each padded row a
+    /// block reads is loaded once, at each tap kx, and serves every output row it is a tap
+    /// of, (row_block - 1) SH + KH loads a column of taps for row_block outputs, where
+    /// output by output took KH.
+    template <class Arch, std::size_t KH, std::size_t KW, std::size_t SH>
+    void sweep_rows(const sweep<T>& sw, xsimd::batch<T, Arch> bias) const {
+        using batch = xsimd::batch<T, Arch>;
+        constexpr std::size_t lanes = batch::size, R = row_block<Arch>, V = 2, reach = (R - 1) * SH + KH;
+        batch taps[KH * KW];
+        for (std::size_t t = 0; t < KH * KW; ++t) taps[t] = batch(sw.taps[t]);
+        for (std::size_t oy0 = 0; oy0 < sw.out.h; oy0 += R)
+            for (std::size_t v0 = 0; v0 < sw.vectors; v0 += V) {
+                batch acc[R][V];
+                std::size_t column[V];   // a block past the last vector repeats it, unstored
+#pragma GCC unroll 2
+                for (std::size_t c = 0; c < V; ++c) column[c] = std::min(v0 + c, sw.vectors - 1) * lanes;
+#pragma GCC unroll 4
+                for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 2
+                    for (std::size_t c = 0; c < V; ++c) acc[r][c] = bias;
+                const T* top = sw.padded + oy0 * SH * sw.row_stride;
+#pragma GCC unroll 16
+                for (std::size_t i = 0; i < reach; ++i)
+#pragma GCC unroll 5
+                    for (std::size_t kx = 0; kx < KW; ++kx)
+#pragma GCC unroll 2
+                        for (std::size_t c = 0; c < V; ++c) {
+                            const batch x = batch::load_unaligned(top + i * sw.row_stride + sw.column_of[kx] + column[c]);
+#pragma GCC unroll 4
+                            for (std::size_t r = 0; r < R; ++r)
+                                if (i >= r * SH && i - r * SH < KH) acc[r][c] = xsimd::fma(taps[(i - r * SH) * KW + kx], x, acc[r][c]);
+                        }
+                for (std::size_t r = 0; r < R && oy0 + r < sw.out.h; ++r)
+                    for (std::size_t c = 0; c < V && v0 + c < sw.vectors; ++c) {
+                        const std::size_t ox = (v0 + c) * lanes;
+                        simd::store_lanes(simd::activate(act_, acc[r][c]), std::min(lanes, sw.out.w - ox),
+                                          sw.plane + (oy0 + r) * sw.out.w + ox);
+                    }
+            }
+    }
+
     /// The direct algorithm for a kernel of KH x KW taps (0 x 0: any size, known at run time).
     template <class Arch, std::size_t KH, std::size_t KW>
     void convolve_direct(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
@@ -265,9 +327,9 @@ private:
         for (std::size_t ky = 0; ky < kh; ++ky)
             for (std::size_t kx = 0; kx < kw; ++kx)
                 offset_of[ky * kw + kx] = ky * d.h * s.w * phase + (kx * d.w % s.w) * phase + kx * d.w / s.w;
-        // 16 lanes x 2 FMA ports x 4 cycles of latency: 8 independent accumulators (4 with 16
-        // registers, which also hold the 9 taps of a 3 x 3 kernel).
-        constexpr std::size_t accumulators = simd::vector_registers<Arch> >= 32 ? 8 : 4;
+        std::vector<std::size_t> column_of(kw);   // where tap (0, kx) starts in a padded row
+        for (std::size_t kx = 0; kx < kw; ++kx) column_of[kx] = (kx * d.w % s.w) * phase + kx * d.w / s.w;
+        constexpr std::size_t accumulators = accumulators_of<Arch>;
         // Output vector k (row oy, vector v, in order) reads the padded plane from read_at[k]
         // and is stored at plane + oy Wo + v lanes.
         const std::size_t count = out.h * vectors;
@@ -286,8 +348,10 @@ private:
         // The channels in as many blocks as threads can share; each block pads its planes in
         // one work array, whose zeros (the padding) stay as the planes are copied in.
         const std::size_t planes = B * C, blocks = std::min(planes, std::size_t(std::max(threads, 1)) * 4);
+        // Rows of `row_block` outputs read up to (row_block - 1) s.h rows past the last output's.
+        const std::size_t spare_rows = (row_block<Arch> - 1) * s.h;
         detail::parallel_for(blocks, threads, [&](std::size_t part) {
-            std::vector<T> padded(rows * s.w * phase, T(0));
+            std::vector<T> padded((rows + spare_rows) * s.w * phase, T(0));
             for (std::size_t bc = part * planes / blocks; bc < (part + 1) * planes / blocks; ++bc) {
                 const std::size_t b = bc / C, c = bc % C;
                 const T* image = x + (b * in_channels() + c / per_input) * H * W;
@@ -302,11 +366,18 @@ private:
                         }
                 }
                 const T* tap = weight_.data() + c * kh * kw;
+                const batch bias(bias_.size() ? bias_(c) : T(0));
+                T* plane = y + bc * out.h * out.w;
+                if constexpr (KH != 0)
+                    if (d.h == 1 && (s.h == 1 || s.h == 2)) {
+                        const sweep<T> sw{padded.data(), s.w * phase, column_of.data(), tap, plane, out, vectors};
+                        if (s.h == 1) sweep_rows<Arch, KH, KW, 1>(sw, bias);
+                        else sweep_rows<Arch, KH, KW, 2>(sw, bias);
+                        continue;
+                    }
                 batch taps[KH ? KH * KW : 1];   // held in registers when the size is known
                 if constexpr (KH != 0)
                     for (std::size_t t = 0; t < KH * KW; ++t) taps[t] = batch(tap[t]);
-                const batch bias(bias_.size() ? bias_(c) : T(0));
-                T* plane = y + bc * out.h * out.w;
                 // The output vectors (row oy, vector v) in order, `accumulators` at a time, each
                 // in a register of its own, so that their FMAs are independent.
                 for (std::size_t k0 = 0, oy = 0, v = 0; k0 < count; k0 += accumulators) {

@@ -277,7 +277,7 @@ struct basic_multi_head_attention {
                     for (std::size_t l = 0; l < lanes;) {
                         const std::size_t f = column + l, head = f / hd, d = f % hd;
                         const std::size_t n = std::min(lanes - l, hd - d);
-                        std::copy_n(values + l, n, heads[part] + ((b * count + head) * rows + t) * hd + d);
+                        simd::copy<Arch>(values + l, n, heads[part] + ((b * count + head) * rows + t) * hd + d);
                         l += n;
                     }
                 },

@@ -120,6 +120,16 @@ void deinterleave(const T* from, std::size_t n, T* even, T* odd) noexcept {
     if (2 * j < n) even[j] = from[2 * j];
 }
 
+/// to[0, n) = value, in batches of `Arch` (short runs without a call to memset).
+template <class Arch = default_arch, class T>
+void fill(T* to, std::size_t n, T value) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    const batch v(value);
+    std::size_t i = 0;
+    for (; i + batch::size <= n; i += batch::size) v.store_unaligned(to + i);
+    if (i < n) store_lanes(v, n - i, to + i);
+}
+
 /// Dot product of `a[0, n)` and `b[0, n)`.
 ///
 /// Each FMA needs two loads and Zen 4 / Ice Lake issue two loads per cycle, so
