@@ -113,6 +113,30 @@ BOOST_AUTO_TEST_CASE(matches_the_literal_convolution) {
     BOOST_TEST(conv(x0) == y0);
 }
 
+BOOST_AUTO_TEST_CASE(activations_as_results_are_stored) {
+    // Each activation applied by the GEMM's and the direct kernels' stores is the activation
+    // of the plain convolution (3 x 3 of stride 1 and 2, depthwise and not).
+    const auto x = test::random_tensor<float, 4>({1, 6, 11, 19}, 6);
+    const auto bias = test::random_tensor<float, 1>({6}, 7);
+    for (const std::size_t groups : {1, 6})
+        for (const std::size_t stride : {1, 2}) {
+            const auto w = test::random_tensor<float, 4>({6, 6 / groups, 3, 3}, 8);
+            const nn::conv2d_options o{.stride = stride, .padding = 1, .groups = groups};
+            test::for_each_arch([&](auto arch) {
+                using Arch = decltype(arch);
+                const xt::xtensor<float, 4> plain = nn::conv2d<float>(w, bias, o).template operator()<Arch>(x);
+                for (const auto a : {simd::activation::relu, simd::activation::relu6, simd::activation::silu,
+                                     simd::activation::gelu, simd::activation::gelu_tanh}) {
+                    xt::xtensor<float, 4> expected = plain;
+                    simd::activate<Arch>(a, expected.data(), expected.size());
+                    test::check_close(nn::conv2d<float>(w, bias, o, a).template operator()<Arch>(x), expected, 1e-6, 1e-6,
+                                      std::string(Arch::name()) + " activation " + std::to_string(int(a)) + ", groups " +
+                                          std::to_string(groups) + ", stride " + std::to_string(stride));
+                }
+            });
+        }
+}
+
 BOOST_AUTO_TEST_CASE(bad_convolutions_name_their_shapes) {
     const xt::xtensor<float, 4> w = xt::zeros<float>({6, 2, 3, 3});
     test::check_invalid([&] { nn::conv2d<float>(w, {}, {.groups = 4}); }, "nn::conv2d", "weight [6, 2, 3, 3]",

@@ -53,6 +53,22 @@ template <class Batch>
     return v;
 }
 
+/// f(std::integral_constant<activation, a>{}): code that applies an activation to each
+/// vector it stores, compiled for each one, so that none is chosen vector by vector.
+template <class F>
+decltype(auto) with_activation(activation a, F&& f) {
+    using enum activation;
+    switch (a) {
+    case relu: return f(std::integral_constant<activation, relu>{});
+    case relu6: return f(std::integral_constant<activation, relu6>{});
+    case silu: return f(std::integral_constant<activation, silu>{});
+    case gelu: return f(std::integral_constant<activation, gelu>{});
+    case gelu_tanh: return f(std::integral_constant<activation, gelu_tanh>{});
+    case identity: break;
+    }
+    return f(std::integral_constant<activation, identity>{});
+}
+
 /// x[i] = a(x[i]) for i < n, batches of `Arch` throughout: the last n mod lanes values
 /// go through a padded batch, so every value's result is the same wherever it stands.
 template <class Arch = default_arch, class T>
