@@ -62,9 +62,11 @@ public:
                    std::to_string(out_features()) + ", " + std::to_string(in_features()) + "] ([out, in])";
         });
         xt::xtensor<T, 2> y = xt::empty<T>({xc.shape(0), out_features()});
-        simd::linear_rows<Arch>(xc.matrix(), packed_,
-                                simd::store_rows<T>{y.data(), out_features(), {bias_data(), a}},
-                                detail::thread_count(policy));
+        simd::with_activation(a, [&](auto act) {
+            simd::linear_rows<Arch>(xc.matrix(), packed_,
+                                    simd::store_rows<T, decltype(act)>{y.data(), out_features(), {bias_data(), act}},
+                                    detail::thread_count(policy));
+        });
         return y;
     }
 

@@ -98,15 +98,18 @@ struct basic_feed_forward {
     }
 
 private:
-    // The bias and the activation applied as linear1's GEMM stores the hidden values, the
-    // bias (and the residual) as linear2's stores its output.
+    // The bias and the activation (compiled for each) applied as linear1's GEMM stores the
+    // hidden values, the bias (and the residual) as linear2's stores its output.
     template <class Arch>
     void apply(row_matrix<const T> x, T* y, bool add, int threads) const {
         // A buffer, whose large blocks are kept for the next call (see multi_head_attention),
         // left unwritten: linear1's stores write every value.
         uninitialised_buffer<T> h(x.rows * hidden());
-        simd::linear_rows<Arch>(x, linear1.packed(),
-                                simd::store_rows<T>{h.data(), hidden(), {linear1.bias_data(), kind}}, threads);
+        simd::with_activation(kind, [&](auto act) {
+            simd::linear_rows<Arch>(x, linear1.packed(),
+                                    simd::store_rows<T, decltype(act)>{h.data(), hidden(), {linear1.bias_data(), act}},
+                                    threads);
+        });
         simd::linear_rows<Arch>(row_matrix<const T>{h.data(), x.rows, hidden()}, linear2.packed(),
                                 simd::store_rows<T>{y, features(), {linear2.bias_data()}, add}, threads);
     }

@@ -149,11 +149,13 @@ private:
     std::vector<T> values_;
 };
 
-/// The elementwise work a layer does on x W^T before storing it: a(x W^T + bias).
-template <class T>
+/// The elementwise work a layer does on x W^T before storing it: a(x W^T + bias). `Act` an
+/// `activation` or, for code compiled for one (`with_activation`), its
+/// std::integral_constant.
+template <class T, class Act = activation>
 struct epilogue {
     const T* bias = nullptr;   ///< [out], or none
-    activation act = activation::identity;
+    Act act = {};
 
     template <class Batch>
     Batch operator()(Batch v, std::size_t column, std::size_t lanes) const noexcept {
@@ -164,11 +166,11 @@ struct epilogue {
 
 /// A store of `linear_rows` into rows `ld` apart: y[row, column] = epilogue(x W^T), or, when
 /// `add`, y[row, column] += epilogue(x W^T) (a residual connection).
-template <class T>
+template <class T, class Act = activation>
 struct store_rows {
     T* y;
     std::size_t ld;
-    epilogue<T> then{};
+    epilogue<T, Act> then{};
     bool add = false;
 
     template <class Batch>
