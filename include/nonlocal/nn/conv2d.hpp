@@ -270,12 +270,12 @@ private:
     };
 
     /// The direct algorithm's plane for a KH x KW kernel with rows SH apart and no dilation
-    /// along them (`act()` the activation), by blocks of row_block rows x 2 vectors of
+    /// along them, by blocks of row_block rows x 2 vectors of
     /// outputs: each padded row a block reads is loaded once, at each tap kx, and serves
     /// every output row it is a tap of: (row_block - 1) SH + KH loads a column of taps for
     /// row_block outputs, where output by output took KH.
-    template <class Arch, std::size_t KH, std::size_t KW, std::size_t SH, class Act>
-    void sweep_rows(const sweep<T>& sw, xsimd::batch<T, Arch> bias, Act act) const {
+    template <class Arch, std::size_t KH, std::size_t KW, std::size_t SH>
+    void sweep_rows(const sweep<T>& sw, xsimd::batch<T, Arch> bias) const {
         using batch = xsimd::batch<T, Arch>;
         constexpr std::size_t lanes = batch::size, R = row_block<Arch>, V = 2, reach = (R - 1) * SH + KH;
         batch taps[KH * KW];
@@ -305,7 +305,7 @@ private:
                 for (std::size_t r = 0; r < R && oy0 + r < sw.out.h; ++r)
                     for (std::size_t c = 0; c < V && v0 + c < sw.vectors; ++c) {
                         const std::size_t ox = (v0 + c) * lanes;
-                        simd::store_lanes(simd::activate(act(), acc[r][c]), std::min(lanes, sw.out.w - ox),
+                        simd::store_lanes(simd::activate(act_, acc[r][c]), std::min(lanes, sw.out.w - ox),
                                           sw.plane + (oy0 + r) * sw.out.w + ox);
                     }
             }
@@ -373,10 +373,8 @@ private:
                 if constexpr (KH != 0)
                     if (d.h == 1 && (s.h == 1 || s.h == 2)) {
                         const sweep<T> sw{padded.data(), s.w * phase, column_of.data(), tap, plane, out, vectors};
-                        simd::with_activation(act_, [&](auto act) {
-                            if (s.h == 1) sweep_rows<Arch, KH, KW, 1>(sw, bias, act);
-                            else sweep_rows<Arch, KH, KW, 2>(sw, bias, act);
-                        });
+                        if (s.h == 1) sweep_rows<Arch, KH, KW, 1>(sw, bias);
+                        else sweep_rows<Arch, KH, KW, 2>(sw, bias);
                         continue;
                     }
                 batch taps[KH ? KH * KW : 1];   // held in registers when the size is known
