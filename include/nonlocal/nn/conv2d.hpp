@@ -6,13 +6,16 @@
 ///
 /// Two algorithms:
 /// - `gemm`: for each batch item and group, y [Cout / g, Ho Wo] = W [Cout / g, K] times
-///   the image's columns [K, Ho Wo] (K = Cin / g kh kw), the columns gathered from the image
-///   straight into the panels `simd::linear_rows` reads (im2col without a matrix of its
-///   own), the panels of output pixels shared out among the threads;
-/// - `direct`: one input channel per group (depthwise), each vector of outputs accumulated
-///   in a register over the kh kw taps (held in registers for 3 x 3 and 5 x 5 kernels)
-///   from a zero-padded copy of its input plane; the channels shared out among the threads
-///   in blocks, each block padding its planes in one work array.
+///   the image's columns [K, Ho Wo] (K = Cin / g kh kw): W packed once, when the layer is
+///   built (`simd::packed_rows`); the columns gathered from the image into each panel of 64
+///   output pixels as the product reaches it (`simd::packed_on_demand`: im2col without a
+///   matrix of its own, a panel in L2 at a time); the panels shared out among the threads;
+/// - `direct`: one input channel per group (depthwise), vectors of outputs accumulated in
+///   registers over the kh kw taps from a zero-padded copy of the input plane (a stride-2
+///   plane's columns dealt into two phases). Kernels of 3 x 3 and 5 x 5 whose rows are
+///   not dilated sweep blocks of rows: each padded row is loaded once per tap column and
+///   serves every output row of the block it is a tap of. The channels are shared out among
+///   the threads in blocks, each block padding its planes in one work array.
 /// `automatic` takes `direct` for one input channel per group, `gemm` otherwise.
 
 #include <algorithm>
