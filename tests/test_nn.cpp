@@ -170,6 +170,36 @@ BOOST_AUTO_TEST_CASE(linear_layer_packs_once_and_applies_its_epilogue) {
     });
 }
 
+BOOST_AUTO_TEST_CASE(x_packed_once_and_w_packed_as_the_product_reaches_it) {
+    // x packed once (`packed_rows`, a convolution's weights) times W^T gathered a panel at a
+    // time (`packed_on_demand`, a convolution's columns): the values of the product that
+    // packs both itself, on awkward shapes, a depth of two blocks (4100) and two threads.
+    test::for_each_arch([&](auto arch) {
+        using Arch = decltype(arch);
+        for (const auto& [n, in, out] : {std::array<std::size_t, 3>{7, 19, 45}, {13, 64, 129}, {1, 3, 300}, {8, 4100, 17}}) {
+            const auto x = test::random_tensor<float, 2>({n, in}, 21), w = test::random_tensor<float, 2>({out, in}, 22);
+            const std::string what = std::string(Arch::name()) + " x [" + std::to_string(n) + ", " + std::to_string(in) +
+                                     "], W [" + std::to_string(out) + ", " + std::to_string(in) + "]";
+            const simd::packed_rows<float> packed_x(as_rows(x));
+            BOOST_TEST((packed_x.rows() == n && packed_x.cols() == in), what);
+            const auto columns = simd::pack_on_demand<float>(
+                in, out, [&](std::size_t column, std::size_t count, std::size_t first, std::size_t depth, std::size_t width, float* to) {
+                    for (std::size_t p = 0; p < depth; ++p)
+                        for (std::size_t o = 0; o < count; ++o) to[p * width + o] = w(column + o, first + p);
+                });
+            for (const int threads : {1, 2}) {
+                xt::xtensor<float, 2> y = xt::empty<float>({n, out});
+                simd::linear_rows<Arch>(packed_x, columns, simd::store_rows<float>{y.data(), out}, threads);
+                BOOST_TEST(y == nn::linear<Arch>(x, w), what + " on " + std::to_string(threads) + " threads");
+            }
+        }
+    });
+    const simd::packed_rows<float> x(as_rows(xt::xtensor<float, 2>(xt::zeros<float>({2, 3}))));
+    const auto four = simd::pack_on_demand<float>(4, 5, [](auto...) {});
+    test::check_invalid([&] { simd::linear_rows(x, four, simd::store_rows<float>{nullptr, 5}); }, "simd::linear_rows",
+                        "x [2, 3]", "4 inputs");
+}
+
 BOOST_AUTO_TEST_CASE(linear_layer_names_bad_shapes) {
     const xt::xtensor<float, 2> w = xt::zeros<float>({6, 4});
     test::check_invalid([&] { nn::linear_layer<float>(w, xt::zeros<float>({5})); }, "nn::linear_layer",

@@ -114,6 +114,7 @@ struct packed_on_demand {
     std::size_t in, out;   ///< features of x and y
     Fill fill;
 };
+/// The `packed_on_demand` of `fill`, its type deduced: `pack_on_demand<T>(in, out, fill)`.
 template <class T, class Fill>
 packed_on_demand<T, std::decay_t<Fill>> pack_on_demand(std::size_t in, std::size_t out, Fill&& fill) {
     return {in, out, std::forward<Fill>(fill)};
@@ -132,6 +133,7 @@ class packed_rows {
 public:
     packed_rows() = default;
 
+    /// Packs x [n, in].
     explicit packed_rows(row_matrix<const T> x)
         : rows_(x.rows), cols_(x.cols), values_((x.rows + micro_rows - 1) / micro_rows * micro_rows * x.cols, T(0)) {
         for (std::size_t row = 0; row < rows_; ++row)
