@@ -328,18 +328,23 @@ private:
         // ox + kx d.w / s.w. A phase is long enough for the last vector's lanes past Wo.
         const std::size_t rows = H + 2 * p.h, vectors = (out.w + lanes - 1) / lanes;
         const std::size_t phase = vectors * lanes + (kw - 1) * d.w / s.w + 1;
-        std::vector<std::size_t> offset_of(kh * kw);   // where tap (ky, kx) starts from its output's
-        for (std::size_t ky = 0; ky < kh; ++ky)
-            for (std::size_t kx = 0; kx < kw; ++kx)
-                offset_of[ky * kw + kx] = ky * d.h * s.w * phase + (kx * d.w % s.w) * phase + kx * d.w / s.w;
         std::vector<std::size_t> column_of(kw);   // where tap (0, kx) starts in a padded row
         for (std::size_t kx = 0; kx < kw; ++kx) column_of[kx] = (kx * d.w % s.w) * phase + kx * d.w / s.w;
+        // Known kernels with rows neither dilated nor more than 2 apart sweep blocks of rows
+        // (`sweep_rows`); the others go output vector by output vector, with the tables below.
+        const bool sweeps = KH != 0 && d.h == 1 && (s.h == 1 || s.h == 2);
         constexpr std::size_t accumulators = accumulators_of<Arch>;
-        // Output vector k (row oy, vector v, in order) reads the padded plane from read_at[k]
-        // and is stored at plane + oy Wo + v lanes.
         const std::size_t count = out.h * vectors;
-        std::vector<std::size_t> read_at(count);
-        for (std::size_t k = 0; k < count; ++k) read_at[k] = k / vectors * s.h * s.w * phase + k % vectors * lanes;
+        // Where tap (ky, kx) starts from its output's, and where output vector k (row oy,
+        // vector v, in order) reads the padded plane; it is stored at plane + oy Wo + v lanes.
+        std::vector<std::size_t> offset_of, read_at;
+        if (!sweeps) {
+            offset_of.resize(kh * kw);
+            for (std::size_t ky = 0; ky < kh; ++ky)
+                for (std::size_t kx = 0; kx < kw; ++kx) offset_of[ky * kw + kx] = ky * d.h * s.w * phase + column_of[kx];
+            read_at.resize(count);
+            for (std::size_t k = 0; k < count; ++k) read_at[k] = k / vectors * s.h * s.w * phase + k % vectors * lanes;
+        }
         // Padded column r + j s.w of phase r holds input column r + j s.w - p.w: the input's
         // columns fill j in [first_of[r], first_of[r] + count_of[r]).
         std::vector<std::size_t> first_of(s.w), count_of(s.w);
@@ -374,7 +379,7 @@ private:
                 const batch bias(bias_.size() ? bias_(c) : T(0));
                 T* plane = y + bc * out.h * out.w;
                 if constexpr (KH != 0)
-                    if (d.h == 1 && (s.h == 1 || s.h == 2)) {
+                    if (sweeps) {
                         const sweep<T> sw{padded.data(), s.w * phase, column_of.data(), tap, plane, out, vectors};
                         if (s.h == 1) sweep_rows<Arch, KH, KW, 1>(sw, bias);
                         else sweep_rows<Arch, KH, KW, 2>(sw, bias);
