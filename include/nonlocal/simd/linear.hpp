@@ -43,6 +43,12 @@ struct panel_layout {
         std::size_t column, columns, width, offset;
     };
 
+    /// Zeros in the columns past a panel's `columns`, over the `rows` rows of [rows][width] at `to`.
+    static void zero_past_columns(T* to, std::size_t rows, std::size_t columns, std::size_t width) noexcept {
+        if (columns < width)
+            for (std::size_t r = 0; r < rows; ++r) std::fill(to + r * width + columns, to + (r + 1) * width, T(0));
+    }
+
     /// The panels of `out` columns of `in` values each, in order.
     static std::vector<panel> panels(std::size_t in, std::size_t out) {
         std::vector<panel> all;
@@ -78,7 +84,7 @@ public:
                 const T* from = weight.data + (pn.column + o) * weight.cols;
                 for (std::size_t c = 0; c < in_; ++c) to[c * pn.width + o] = from[c];
             }
-            for (std::size_t c = 0; c < in_; ++c) std::fill(to + c * pn.width + pn.columns, to + (c + 1) * pn.width, T(0));
+            panel_layout<T>::zero_past_columns(to, in_, pn.columns, pn.width);
         });
     }
 
@@ -258,9 +264,7 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                     if (!pn.data) {
                         packed.resize(depth * pn.width);
                         fill(pn.column, pn.columns, k0, depth, pn.width, packed.data());
-                        if (pn.columns < pn.width)
-                            for (std::size_t p = 0; p < depth; ++p)
-                                std::fill(packed.data() + p * pn.width + pn.columns, packed.data() + (p + 1) * pn.width, T(0));
+                        simd::panel_layout<T>::zero_past_columns(packed.data(), depth, pn.columns, pn.width);
                     }
                 const T* b = pn.data ? pn.data + k0 * pn.width : packed.data();
                 // The stored panel this thread likely takes next, fetched into L2 a slice per tile:
