@@ -61,11 +61,11 @@ struct depth_lookup {
 /// The flying pixels of the observations `at` looks up: observed pixels that, along a row, a
 /// column or a diagonal, lie between the observations two away on either side, which differ by
 /// more than `step`, more than a fifth of their difference from each, where the depth changes
-/// less than an eighth of that difference from two to three away on each side. Two away, so that both pixels of a
-/// step, mixed each, are found; flat sides, so that a steep slope is not taken for a step (on
-/// a plane the change from two to three away is a quarter); a surface one or two pixels thin
-/// whose sides agree is not a step either. In row order; pixels 3 or more from the edges a
-/// batch at a time.
+/// less than an eighth of that difference from two to three away on each side. Two away, so
+/// that both pixels of a step, mixed each, are found; flat sides, so that a steep slope is not
+/// taken for a step (on a plane the change from two to three away is a quarter); a surface one
+/// or two pixels thin whose sides agree is not a step either. In row order; pixels 3 or more
+/// from the edges a batch at a time.
 template <class Arch = default_arch>
 std::vector<std::size_t> find_flying_pixels(const depth_lookup& at, double step) {
     using batch = xsimd::batch<double, Arch>;
@@ -117,8 +117,7 @@ struct flying_side {
 };
 
 /// The side that each of the flying pixels `flying` (found on the observations `at` looks up
-/// with `step`, in row order)
-/// touches, where its neighbours tell it. Along each direction in which a flying pixel
+/// with `step`, in row order) touches, where its neighbours tell it. Along each direction in which a flying pixel
 /// straddles a step, its two neighbours: when one of them flies too, the two are the band
 /// between the sides, and it touches the side beyond the other neighbour, whose depth is the
 /// mean of that side's two nearest observations; when neither flies and they agree, it lies
