@@ -150,6 +150,19 @@ BOOST_AUTO_TEST_CASE(the_block_unfolds_attends_and_folds) {
     test::check_invalid([&] {
         nn::mobilevit_block(parts.kxk, parts.one, {}, parts.norm, parts.proj, parts.kxk);
     }, "nn::mobilevit_block", "conv_fusion [6, 6, 3, 3]");
+    // Each convolution keeps the map's size, or the concatenation would not line up.
+    const nn::conv2d<float> unpadded(parts.kxk.weight(), parts.kxk.bias());
+    test::check_invalid([&] { nn::mobilevit_block(unpadded, parts.one, {}, parts.norm, parts.proj, parts.fusion); },
+                        "nn::mobilevit_block", "keeping the map's size", "conv_kxk [6, 6, 3, 3]");
+    const nn::conv2d<float> fusion_unpadded(parts.fusion.weight(), parts.fusion.bias());
+    test::check_invalid([&] { nn::mobilevit_block(parts.kxk, parts.one, {}, parts.norm, parts.proj, fusion_unpadded); },
+                        "nn::mobilevit_block", "conv_fusion [6, 12, 3, 3]");
+    const nn::conv2d<float> padded_one(parts.one.weight(), {}, {.padding = 1});
+    test::check_invalid([&] { nn::mobilevit_block(parts.kxk, padded_one, {}, parts.norm, parts.proj, parts.fusion); },
+                        "nn::mobilevit_block", "conv_1x1 [8, 6, 1, 1]");
+    const nn::conv2d<float> strided_proj(parts.proj.weight(), parts.proj.bias(), {.stride = 2});
+    test::check_invalid([&] { nn::mobilevit_block(parts.kxk, parts.one, {}, parts.norm, strided_proj, parts.fusion); },
+                        "nn::mobilevit_block", "conv_proj [6, 8, 1, 1]");
 }
 
 BOOST_AUTO_TEST_CASE(loads_timm_names) {
@@ -216,6 +229,27 @@ BOOST_AUTO_TEST_CASE(inverted_residual_matches_literal_convolutions) {
                         "project [12, 1, 3, 3]");
     test::check_invalid([&] { p.block()(xt::xtensor<float, 4>(xt::zeros<float>({1, 5, 4, 4}))); }, "nn::inverted_residual",
                         "x [1, 5, 4, 4] must have 6 channels");
+    // 1 x 1 convolutions of stride 1 without padding around the depthwise one.
+    const nn::conv2d<float> padded_expand(p.expand.weight(), p.expand.bias(), {.padding = 1});
+    test::check_invalid([&] { nn::inverted_residual(padded_expand, p.depthwise, p.project); }, "nn::inverted_residual",
+                        "without padding", "expand [12, 6, 1, 1]");
+    const nn::conv2d<float> strided_project(p.project.weight(), p.project.bias(), {.stride = 2});
+    test::check_invalid([&] { nn::inverted_residual(p.expand, p.depthwise, strided_project); }, "nn::inverted_residual",
+                        "project [6, 12, 1, 1]");
+    // A depthwise kernel without padding shrinks the map: no residual, the map smaller by
+    // 2, and an input too small for the kernel refused.
+    const nn::conv2d<float> shrinking(p.depthwise.weight(), p.depthwise.bias(), {.groups = 12}, simd::activation::silu);
+    const nn::inverted_residual narrow(p.expand, shrinking, p.project);
+    BOOST_TEST(!narrow.residual());
+    BOOST_TEST((narrow.output_size(7, 9) == nn::size2{5, 7}));
+    const auto x7 = test::random_tensor<float, 4>({1, 6, 7, 9}, 64);
+    const auto middle = test::literal_silu(test::literal_conv2d(
+        xt::xtensor<float, 4>(test::literal_silu(test::literal_conv2d(x7, p.expand.weight(), p.expand.bias(), {}))),
+        shrinking.weight(), shrinking.bias(), shrinking.options()));
+    test::check_close(narrow(x7), test::literal_conv2d(xt::xtensor<float, 4>(middle), p.project.weight(), p.project.bias(), {}),
+                      1e-4, 1e-4, "shrinking depthwise");
+    test::check_invalid([&] { narrow(xt::xtensor<float, 4>(xt::zeros<float>({1, 6, 2, 5}))); }, "nn::inverted_residual",
+                        "x [1, 6, 2, 5]", "room for the depthwise kernel [12, 1, 3, 3]");
 }
 
 BOOST_AUTO_TEST_CASE(the_network_chains_its_parts) {
@@ -240,6 +274,15 @@ BOOST_AUTO_TEST_CASE(the_network_chains_its_parts) {
     test::check_close(headless(images), xt::mean(xt::xtensor<double, 4>(final_conv(first.block()(stem(images)))), {2, 3}),
                       1e-5, 1e-5, "pooled features");
 
+    // Images the stem does not take, or too small for the strides: 3 x 3 is 2 x 2 after the
+    // stem, 1 x 1 after the stride-2 block; a block of stride 2 with no padding leaves none.
+    test::check_invalid([&] { net(test::random_tensor<float, 4>({1, 4, 8, 8}, 95)); }, "nn::mobilevit",
+                        "images [1, 4, 8, 8] must be [B, 3, H, W]");
+    BOOST_TEST(net(test::random_tensor<float, 4>({1, 3, 3, 3}, 96)).shape(1) == 5u);
+    const nn::conv2d<float> unpadded(second.depthwise.weight(), second.depthwise.bias(), {.stride = 2, .groups = 2 * C});
+    const nn::mobilevit strided(stem, {nn::inverted_residual(second.expand, unpadded, second.project)}, final_conv);
+    test::check_invalid([&] { strided(test::random_tensor<float, 4>({1, 3, 4, 4}, 97)); }, "nn::mobilevit",
+                        "images [1, 3, 4, 4] are too small for the network's strides");
     test::check_invalid([&] { nn::mobilevit(stem, {mv2_parts(4, 4, 1, 1).block()}, final_conv); }, "nn::mobilevit",
                         "block 0 takes 4 channels; the part before it gives 6");
     test::check_invalid([&] { nn::mobilevit(stem, {}, final_conv, nn::linear_layer<float>(test::random_tensor<float, 2>({5, 7}, 1))); },

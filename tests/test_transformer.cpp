@@ -132,6 +132,13 @@ BOOST_AUTO_TEST_CASE(encoder_layer_matches_a_literal_implementation) {
             BOOST_TEST(layer(x1) == item);
             const auto threaded = layer(x, dense{}, execution::parallel_policy{2});
             BOOST_TEST(threaded == layer(x));
+            // In place: the same values, with a neighborhood too.
+            xt::xtensor<float, 3> tokens = x;
+            layer.apply_in_place(tokens.data(), B, L);
+            BOOST_TEST(tokens == layer(x));
+            tokens = x;
+            layer.apply_in_place(tokens.data(), B, L, causal{}, execution::parallel_policy{2});
+            BOOST_TEST(tokens == layer(x, causal{}));
         }
 }
 

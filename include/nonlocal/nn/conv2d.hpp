@@ -129,6 +129,14 @@ public:
                 detail::window_count(width, kernel().w, o.stride.w, o.padding.w, o.dilation.w)};
     }
 
+    /// Whether every output is as large as its input: stride 1 and the padding on each side
+    /// half the dilated kernel's reach, 2 p = d (k - 1).
+    bool keeps_size() const noexcept {
+        const conv2d_options& o = options_;
+        return o.stride == size2(1) && 2 * o.padding.h == o.dilation.h * (kernel().h - 1) &&
+               2 * o.padding.w == o.dilation.w * (kernel().w - 1);
+    }
+
     /// The convolution of x [B, Cin, H, W] (or [Cin, H, W]): [B, Cout, Ho, Wo] (or [Cout, Ho,
     /// Wo]), on the threads of `policy` (the result does not depend on their number).
     /// Throws `std::invalid_argument` naming the shapes unless x has Cin channels and the

@@ -16,6 +16,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "nonlocal/buffer.hpp"
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/npy.hpp"
@@ -33,19 +34,20 @@ template <class T = float>
 class basic_inverted_residual {
 public:
     /// `expand` none for an expansion ratio of 1 (MobileNetV2's first block). The residual
-    /// is added when `project` gives the input's channels and the depthwise stride is 1.
+    /// is added when `project` gives the input's channels and the depthwise convolution keeps
+    /// the map's size (stride 1, padding half its reach).
     /// Throws `std::invalid_argument` naming the shapes when the convolutions do not chain,
     /// the expansion or the projection is not 1 x 1, or the middle one is not depthwise.
     basic_inverted_residual(std::optional<conv2d<T>> expand, conv2d<T> depthwise, conv2d<T> project)
         : expand_(std::move(expand)), depthwise_(std::move(depthwise)), project_(std::move(project)) {
         const std::size_t mid = depthwise_.in_channels();
         const bool fits = (!expand_ || (expand_->out_channels() == mid && expand_->kernel() == size2(1) &&
-                                        expand_->options().stride == size2(1))) &&
+                                        expand_->keeps_size())) &&
                           depthwise_.out_channels() == mid && depthwise_.options().groups == mid &&
-                          project_.in_channels() == mid && project_.kernel() == size2(1) &&
-                          project_.options().stride == size2(1);
+                          project_.in_channels() == mid && project_.kernel() == size2(1) && project_.keeps_size();
         detail::require(fits, "nn::inverted_residual", [&] {
-            return "expected expand [M, C, 1, 1], depthwise [M, 1, k, k] with M groups and project [C', M, 1, 1]; got " +
+            return "expected expand [M, C, 1, 1] and project [C', M, 1, 1] of stride 1 without padding, depthwise "
+                   "[M, 1, k, k] with M groups; got " +
                    (expand_ ? "expand " + detail::shape_string(expand_->weight().shape()) + ", " : std::string()) +
                    "depthwise " + detail::shape_string(depthwise_.weight().shape()) + " with " +
                    std::to_string(depthwise_.options().groups) + " groups, project " +
@@ -57,25 +59,46 @@ public:
     std::size_t out_channels() const noexcept { return project_.out_channels(); }
     std::size_t stride() const noexcept { return depthwise_.options().stride.h; }
     bool residual() const noexcept {
-        return in_channels() == out_channels() && depthwise_.options().stride == size2(1);
+        return in_channels() == out_channels() && depthwise_.keeps_size();
     }
 
-    /// The block's output [B, C', H / s, W / s] (sizes as the depthwise convolution gives
-    /// them) for x [B, C, H, W], on the threads of `policy` (the result does not depend on
-    /// their number). Throws `std::invalid_argument` naming the shape unless x has C channels.
+    /// The output's height and width for an input of `height` x `width` (the depthwise
+    /// convolution's).
+    size2 output_size(std::size_t height, std::size_t width) const noexcept {
+        return depthwise_.output_size(height, width);
+    }
+
+    /// The block's output [B, C', H / s, W / s] (sizes as `output_size` gives them) for
+    /// x [B, C, H, W], on the threads of `policy` (the result does not depend on their
+    /// number). Throws `std::invalid_argument` naming the shape unless x has C channels.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
     xt::xtensor<T, 4> operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
         const detail::contiguous<T, 4> xc(x);
-        detail::require(xc.shape(1) == in_channels(), "nn::inverted_residual", [&] {
-            return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(in_channels()) + " channels";
+        const std::size_t B = xc.shape(0), H = xc.shape(2), W = xc.shape(3);
+        const size2 out = output_size(H, W);
+        detail::require(xc.shape(1) == in_channels() && out.h > 0 && out.w > 0, "nn::inverted_residual", [&] {
+            return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(in_channels()) +
+                   " channels and room for the depthwise kernel " + detail::shape_string(depthwise_.weight().shape());
         });
-        const xt::xtensor<T, 4> middle =
-            expand_ ? depthwise_.template operator()<Arch>(expand_->template operator()<Arch>(xc, policy), policy)
-                    : depthwise_.template operator()<Arch>(xc, policy);
-        xt::xtensor<T, 4> y = project_.template operator()<Arch>(middle, policy);
-        if (residual())
-            for (std::size_t i = 0; i < y.size(); ++i) y.data()[i] += xc.data()[i];
+        xt::xtensor<T, 4> y = xt::empty<T>({B, out_channels(), out.h, out.w});
+        apply<Arch>(xc.data(), B, H, W, y.data(), policy);
         return y;
+    }
+
+    /// y [B, C', Ho, Wo] = the block's output for x [B, C, H, W], raw arrays of those shapes
+    /// (Ho x Wo as `output_size` gives it), y apart from x. The expanded maps live in work
+    /// arrays whose blocks are kept for the next call (`buffer`).
+    template <class Arch = default_arch, execution_policy Ex = execution::sequenced_policy>
+    void apply(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, Ex policy = {}) const {
+        const int threads = detail::thread_count(policy);
+        const std::size_t mid = depthwise_.in_channels();
+        const size2 out = output_size(H, W);
+        uninitialised_buffer<T> expanded(expand_ ? B * mid * H * W : 0), middle(B * mid * out.h * out.w);
+        if (expand_) expand_->template apply<Arch>(x, B, H, W, expanded.data(), threads);
+        depthwise_.template apply<Arch>(expand_ ? expanded.data() : x, B, H, W, middle.data(), threads);
+        project_.template apply<Arch>(middle.data(), B, out.h, out.w, y, threads);
+        if (residual())
+            for (std::size_t i = 0, n = B * out_channels() * H * W; i < n; ++i) y[i] += x[i];
     }
 
     /// Loads timm's inverted residual (a `BottleneckBlock` with `bottle_in` and `linear_out`,

@@ -27,6 +27,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "nonlocal/buffer.hpp"
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/npy.hpp"
@@ -58,15 +59,17 @@ public:
         : conv_kxk_(std::move(conv_kxk)), conv_1x1_(std::move(conv_1x1)), transformer_(std::move(transformer)),
           norm_(std::move(norm)), conv_proj_(std::move(conv_proj)), conv_fusion_(std::move(conv_fusion)), patch_(patch) {
         const std::size_t C = conv_kxk_.in_channels(), D = conv_1x1_.out_channels();
-        bool fits = conv_kxk_.out_channels() == C && conv_kxk_.options().stride == size2(1) &&
-                    conv_1x1_.in_channels() == C && norm_.features() == D && conv_proj_.in_channels() == D &&
+        bool fits = conv_kxk_.out_channels() == C && conv_kxk_.keeps_size() && conv_1x1_.in_channels() == C &&
+                    conv_1x1_.kernel() == size2(1) && conv_1x1_.keeps_size() && norm_.features() == D &&
+                    conv_proj_.in_channels() == D && conv_proj_.kernel() == size2(1) && conv_proj_.keeps_size() &&
                     patch_.h > 0 && patch_.w > 0 &&
                     (!conv_fusion_ || (conv_fusion_->in_channels() == C + conv_proj_.out_channels() &&
-                                       conv_fusion_->options().stride == size2(1)));
+                                       conv_fusion_->keeps_size()));
         for (const auto& layer : transformer_) fits = fits && layer.self_attn.embed_dim == D && layer.norm_first;
         detail::require(fits, "nn::mobilevit_block", [&] {
-            return "expected conv_kxk [C, C, k, k] of stride 1, conv_1x1 [D, C, 1, 1], norm-first layers and a norm "
-                   "of D features, conv_proj [O, D, 1, 1] and conv_fusion [O, C + O, k, k]; got conv_kxk " +
+            return "expected conv_kxk [C, C, k, k], conv_1x1 [D, C, 1, 1], norm-first layers and a norm of D "
+                   "features, conv_proj [O, D, 1, 1] and conv_fusion [O, C + O, k, k], each convolution keeping the "
+                   "map's size (stride 1, padding half its reach); got conv_kxk " +
                    detail::shape_string(conv_kxk_.weight().shape()) + ", conv_1x1 " +
                    detail::shape_string(conv_1x1_.weight().shape()) + ", conv_proj " +
                    detail::shape_string(conv_proj_.weight().shape()) +
@@ -80,6 +83,8 @@ public:
     }
     std::size_t transformer_dim() const noexcept { return conv_1x1_.out_channels(); }   ///< D
     size2 patch() const noexcept { return patch_; }
+    /// The output's height and width for an input of `height` x `width`: the same.
+    size2 output_size(std::size_t height, std::size_t width) const noexcept { return {height, width}; }
 
     /// The block's output [B, O, H, W] for x [B, C, H, W], on the threads of `policy` (the
     /// result does not depend on their number). Throws `std::invalid_argument` naming the
@@ -92,30 +97,55 @@ public:
             return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(in_channels()) +
                    " channels and pixels";
         });
-        xt::xtensor<T, 4> local =
-            conv_1x1_.template operator()<Arch>(conv_kxk_.template operator()<Arch>(xc, policy), policy);
-        // The global part on a map the patch divides.
+        xt::xtensor<T, 4> y = xt::empty<T>({B, out_channels(), H, W});
+        apply<Arch>(xc.data(), B, H, W, y.data(), policy);
+        return y;
+    }
+
+    /// y [B, O, H, W] = the block's output for x [B, C, H, W], raw arrays of those shapes, y
+    /// apart from x. The maps and tokens in between live in work arrays whose blocks are
+    /// kept for the next call (`buffer`).
+    template <class Arch = default_arch, execution_policy Ex = execution::sequenced_policy>
+    void apply(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, Ex policy = {}) const {
+        const int threads = detail::thread_count(policy);
+        const std::size_t C = in_channels(), D = transformer_dim(), O = conv_proj_.out_channels(), HW = H * W;
+        uninitialised_buffer<T> features(B * C * HW), local(B * D * HW);
+        conv_kxk_.template apply<Arch>(x, B, H, W, features.data(), threads);
+        conv_1x1_.template apply<Arch>(features.data(), B, H, W, local.data(), threads);
+        // The global part on a map the patch divides: its pixels as tokens [B, Hd Wd, D],
+        // through the layers and the norm, and back.
         const size2 map{H, W}, divided{(H + patch_.h - 1) / patch_.h * patch_.h, (W + patch_.w - 1) / patch_.w * patch_.w};
-        if (divided != map) local = resize_bilinear(local, divided);
-        // The map's pixels as tokens [B, Hd Wd, D], through the layers and the norm, and back.
-        const std::size_t D = transformer_dim(), P = divided.h * divided.w;
-        xt::xtensor<T, 3> tokens = xt::empty<T>({B, P, D});
-        detail::transpose_each(local.data(), B, D, P, tokens.data());
-        const patch_group groups{divided.h, divided.w, patch_.h, patch_.w};
-        for (const auto& layer : transformer_) tokens = layer.template operator()<Arch>(tokens, groups, policy);
-        norm_.template normalise<Arch>(tokens.data(), tokens.data(), B * P);
-        detail::transpose_each(tokens.data(), B, P, D, local.data());
-        if (divided != map) local = resize_bilinear(local, map);
-        xt::xtensor<T, 4> projected = conv_proj_.template operator()<Arch>(local, policy);
-        if (!conv_fusion_) return projected;
-        // [x, projected] along the channels.
-        const std::size_t O = projected.shape(1), HW = H * W;
-        xt::xtensor<T, 4> both = xt::empty<T>({B, C + O, H, W});
-        for (std::size_t b = 0; b < B; ++b) {
-            std::copy_n(xc.data() + b * C * HW, C * HW, both.data() + b * (C + O) * HW);
-            std::copy_n(projected.data() + b * O * HW, O * HW, both.data() + (b * (C + O) + C) * HW);
+        const std::size_t P = divided.h * divided.w;
+        const auto maps = [&](T* data, size2 size) {
+            return xt::adapt(data, B * D * size.h * size.w, xt::no_ownership(),
+                             std::array<std::size_t, 4>{B, D, size.h, size.w});
+        };
+        uninitialised_buffer<T> tokens(B * P * D);
+        if (divided == map) {
+            detail::transpose_each(local.data(), B, D, P, tokens.data());
+        } else {
+            const xt::xtensor<T, 4> resized = resize_bilinear(maps(local.data(), map), divided);
+            detail::transpose_each(resized.data(), B, D, P, tokens.data());
         }
-        return conv_fusion_->template operator()<Arch>(both, policy);
+        const patch_group groups{divided.h, divided.w, patch_.h, patch_.w};
+        for (const auto& layer : transformer_) layer.template apply_in_place<Arch>(tokens.data(), B, P, groups, policy);
+        norm_.template normalise<Arch>(tokens.data(), tokens.data(), B * P);
+        if (divided == map) {
+            detail::transpose_each(tokens.data(), B, P, D, local.data());
+        } else {
+            xt::xtensor<T, 4> folded = xt::empty<T>({B, D, divided.h, divided.w});
+            detail::transpose_each(tokens.data(), B, P, D, folded.data());
+            maps(local.data(), map) = resize_bilinear(folded, map);
+        }
+        if (!conv_fusion_) return conv_proj_.template apply<Arch>(local.data(), B, H, W, y, threads);
+        // [x, conv_proj(local)] along the channels, the projection written in place image by image.
+        uninitialised_buffer<T> both(B * (C + O) * HW);
+        for (std::size_t b = 0; b < B; ++b) {
+            T* image = both.data() + b * (C + O) * HW;
+            std::copy_n(x + b * C * HW, C * HW, image);
+            conv_proj_.template apply<Arch>(local.data() + b * D * HW, 1, H, W, image + C * HW, threads);
+        }
+        conv_fusion_->template apply<Arch>(both.data(), B, H, W, y, threads);
     }
 
     /// Loads timm's `MobileVitBlock` saved as one .npy per state_dict name, dots as
@@ -212,10 +242,34 @@ public:
     /// The feature maps [B, F, H / 32, W / 32] after `final_conv`, before pooling.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
     xt::xtensor<T, 4> features(const xt::xexpression<X>& images, Ex policy = {}) const {
-        xt::xtensor<T, 4> x = stem_.template operator()<Arch>(images, policy);
+        const detail::contiguous<T, 4> x(images);
+        const std::size_t B = x.shape(0);
+        size2 size = stem_.output_size(x.shape(2), x.shape(3));
+        detail::require(x.shape(1) == stem_.in_channels() && size.h > 0 && size.w > 0, "nn::mobilevit", [&] {
+            return "images " + detail::shape_string(x.shape()) + " must be [B, " + std::to_string(stem_.in_channels()) +
+                   ", H, W] with room for the stem's kernel";
+        });
+        // Each block reads the map before it from a work array and writes its own into a new
+        // one; their blocks are kept for the next call (`buffer`).
+        const int threads = detail::thread_count(policy);
+        uninitialised_buffer<T> in(B * stem_.out_channels() * size.h * size.w);
+        stem_.template apply<Arch>(x.data(), B, x.shape(2), x.shape(3), in.data(), threads);
         for (const block& b : blocks_)
-            x = std::visit([&](const auto& part) { return part.template operator()<Arch>(x, policy); }, b);
-        return final_conv_.template operator()<Arch>(x, policy);
+            std::visit(
+                [&](const auto& part) {
+                    const size2 next = part.output_size(size.h, size.w);
+                    detail::require(next.h > 0 && next.w > 0, "nn::mobilevit", [&] {
+                        return "images " + detail::shape_string(x.shape()) + " are too small for the network's strides";
+                    });
+                    uninitialised_buffer<T> out(B * part.out_channels() * next.h * next.w);
+                    part.template apply<Arch>(in.data(), B, size.h, size.w, out.data(), policy);
+                    in = std::move(out);
+                    size = next;
+                },
+                b);
+        xt::xtensor<T, 4> features = xt::empty<T>({B, final_conv_.out_channels(), size.h, size.w});
+        final_conv_.template apply<Arch>(in.data(), B, size.h, size.w, features.data(), threads);
+        return features;
     }
 
     /// Loads timm's MobileViT (`mobilevit_xxs`, `mobilevit_xs`, `mobilevit_s`) saved as one

@@ -190,29 +190,39 @@ struct basic_transformer_encoder_layer {
         });
         xt::xtensor<T, R> y = xt::empty<T>(xc.shape());
         std::copy(xc.data(), xc.data() + y.size(), y.begin());
-        const std::size_t tokens = y.size() / E;
+        apply_in_place<Arch>(y.data(), R == 3 ? xc.shape(0) : 1, xc.shape(R - 2), neighborhood, policy);
+        return y;
+    }
+
+    /// x [B, L, E] replaced by the layer's output, as `operator()` computes it, with no copy
+    /// of the tokens: each residual branch adds its result to x as its last GEMM stores it.
+    /// Throws as `operator()` does.
+    template <class Arch = default_arch, neighborhood Nb = dense, execution_policy Ex = execution::sequenced_policy>
+    void apply_in_place(T* x, std::size_t B, std::size_t L, const Nb& neighborhood = {}, Ex policy = {}) const {
+        const std::size_t E = self_attn.embed_dim, tokens = B * L;
+        const auto as_tokens = [&](T* data) {
+            return xt::adapt(data, tokens * E, xt::no_ownership(), std::array<std::size_t, 3>{B, L, E});
+        };
         const int threads = detail::thread_count(policy);
-        // Each residual is added as the last GEMM of its branch stores its results.
         const auto attend_add = [&](const auto& in) {
-            self_attn.template forward_to<Arch>(y.data(), true, in, in, in, {}, neighborhood, policy);
+            self_attn.template forward_to<Arch>(x, true, in, in, in, {}, neighborhood, policy);
         };
         const auto feed_add = [&](const T* in) {
-            mlp.template add_to<Arch>(row_matrix<const T>{in, tokens, E}, y.data(), threads);
+            mlp.template add_to<Arch>(row_matrix<const T>{in, tokens, E}, x, threads);
         };
         if (norm_first) {
             // Both norms' outputs in one work array, whose block is kept for the next call.
-            uninitialised_buffer<T> normed(y.size());
-            norm1.template normalise<Arch>(y.data(), normed.data(), tokens);
-            attend_add(xt::adapt(normed.data(), normed.size(), xt::no_ownership(), y.shape()));
-            norm2.template normalise<Arch>(y.data(), normed.data(), tokens);
+            uninitialised_buffer<T> normed(tokens * E);
+            norm1.template normalise<Arch>(x, normed.data(), tokens);
+            attend_add(as_tokens(normed.data()));
+            norm2.template normalise<Arch>(x, normed.data(), tokens);
             feed_add(normed.data());
         } else {
-            attend_add(y);
-            norm1.template normalise<Arch>(y.data(), y.data(), tokens);
-            feed_add(y.data());
-            norm2.template normalise<Arch>(y.data(), y.data(), tokens);
+            attend_add(as_tokens(x));
+            norm1.template normalise<Arch>(x, x, tokens);
+            feed_add(x);
+            norm2.template normalise<Arch>(x, x, tokens);
         }
-        return y;
     }
 };
 

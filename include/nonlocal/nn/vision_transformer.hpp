@@ -131,7 +131,7 @@ public:
             for (std::size_t e = 0; e < E; ++e)
                 for (std::size_t t = 0; t < N; ++t) tokens(b, 1 + t, e) = patches.data()[(b * E + e) * N + t] + position(1 + t, e);
         }
-        for (const auto& layer : layers_) tokens = layer.template operator()<Arch>(tokens, dense{}, policy);
+        for (const auto& layer : layers_) layer.template apply_in_place<Arch>(tokens.data(), B, 1 + N, dense{}, policy);
         return tokens;
     }
 
