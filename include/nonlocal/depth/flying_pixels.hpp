@@ -117,14 +117,15 @@ struct flying_side {
 };
 
 /// The side that each of the flying pixels `flying` (found on the observations `at` looks up
-/// with `step`, in row order) touches, where its neighbours tell it. Along each direction in which a flying pixel
-/// straddles a step, its two neighbours: when one of them flies too, the two are the band
-/// between the sides, and it touches the side beyond the other neighbour, whose depth is the
-/// mean of that side's two nearest observations; when neither flies and they agree, it lies
-/// between two observations of one side (its partner across the step measured its own side),
-/// their mean. Depths that disagree by more than `step` between directions or within a side
-/// tell nothing; a band of one flying pixel between the sides tells nothing either. The pixels
-/// told, in row order, with the mean of their directions' depths.
+/// with `step`, in row order) touches, where its neighbours tell it. Along each direction in
+/// which a flying pixel straddles a step, its two neighbours: when one of them flies too, the
+/// two are the band between the sides, and it touches the side beyond the other neighbour,
+/// whose depth is the mean of that side's two nearest observations; when neither flies and
+/// they agree, it lies between two observations of one side (its partner across the step
+/// measured its own side), their mean. Depths that disagree by more than `step` between
+/// directions or within a side tell nothing; a band of one flying pixel between the sides
+/// tells nothing either. The pixels told, in row order, with the mean of their directions'
+/// depths.
 inline std::vector<flying_side> flying_pixel_sides(const depth_lookup& at, const std::vector<std::size_t>& flying, double step) {
     const std::size_t W = at.width;
     buffer<std::uint8_t> flies(at.height * W, 0);

@@ -281,10 +281,10 @@ private:
     };
 
     /// The direct algorithm's plane for a KH x KW kernel with rows SH apart and no dilation
-    /// along them, by blocks of row_block rows x 2 vectors of
-    /// outputs: each padded row a block reads is loaded once, at each tap kx, and serves
-    /// every output row it is a tap of: (row_block - 1) SH + KH loads a column of taps for
-    /// row_block outputs, where output by output took KH.
+    /// along them, by blocks of row_block rows x 2 vectors of outputs: each padded row a
+    /// block reads is loaded once, at each tap kx, and serves every output row it is a tap
+    /// of: (row_block - 1) SH + KH loads a column of taps for row_block outputs, where
+    /// output by output took KH.
     template <class Arch, std::size_t KH, std::size_t KW, std::size_t SH>
     void sweep_rows(const sweep<T>& sw, xsimd::batch<T, Arch> bias) const {
         using batch = xsimd::batch<T, Arch>;
