@@ -61,6 +61,8 @@ void attention_dense_par(benchmark::State& state) {
 }
 
 BENCHMARK(attention_dense)->ArgNames({"n", "d"})->ArgsProduct({{512, 1024, 2048, 4096}, {64}})->Unit(benchmark::kMillisecond);
+// MobileViT-S's head dimensions (36, 48, 60) on a patch group of 256 tokens and on 1024.
+BENCHMARK(attention_dense)->ArgNames({"n", "d"})->ArgsProduct({{256, 1024}, {36, 48, 60}})->Unit(benchmark::kMillisecond);
 
 // Masks: GFLOPS counts the pairs the kernel computes, so that peak_pct compares with
 // attention_dense's. The last quarter of the keys padded (a key_mask: its tiles skipped), a

@@ -27,6 +27,8 @@ namespace {
 template <class Y, class R>
 void check(const Y& y, const R& r, const std::string& what) { test::check_close(y, r, 1e-5, 1e-4, what); }
 
+using value_types = boost::mpl::list<float, double>;
+
 xt::xtensor<bool, 2> random_layout(std::size_t rows, std::size_t cols, unsigned seed) {
     const auto u = test::random_tensor<double, 2>({rows, cols}, seed, 0, 1);
     xt::xtensor<bool, 2> layout = u > 0.5;
@@ -140,6 +142,56 @@ BOOST_AUTO_TEST_CASE(multi_head_grouped_queries) {
     const auto v = test::random_tensor<float, 4>({2, 2, 90, 48}, 17);
     check(attention(q, k, v, causal{}), reference::weighted_aggregate(q, k, v, scaled_dot_product{}, causal{}, softmax{}),
           "GQA causal");
+}
+
+// A block of 64 queries keeps its outputs transposed when dv is not a whole number of
+// vectors (MobileViT's heads of 36 and 60 features): widths that leave 1 to 5 rows past the
+// value product's blocks of 6, in float and double, with masks that rescale and empty rows.
+BOOST_AUTO_TEST_CASE_TEMPLATE(value_widths_of_transposed_blocks, T, value_types) {
+    test::for_each_arch([](auto arch) {
+        using A = decltype(arch);
+        const double tolerance = std::is_same_v<T, float> ? 1e-4 : 1e-12;
+        unsigned seed = 30;
+        for (std::size_t dv : {1, 5, 7, 11, 36, 60, 63})
+            for (auto [n, m] : {std::pair<std::size_t, std::size_t>{64, 64}, {130, 129}}) {
+                const auto q = test::random_tensor<T, 2>({n, 20}, seed++), k = test::random_tensor<T, 2>({m, 20}, seed++);
+                const auto v = test::random_tensor<T, 2>({m, dv}, seed++);
+                std::ostringstream what;
+                what << A::name() << " n " << n << " m " << m << " dv " << dv;
+                test::check_close(attention<A>(q, k, v),
+                                  reference::weighted_aggregate(q, k, v, scaled_dot_product{}, dense{}, softmax{}),
+                                  tolerance, tolerance, what.str() + " dense");
+                test::check_close(attention<A>(q, k, v, causal{}),
+                                  reference::weighted_aggregate(q, k, v, scaled_dot_product{}, causal{}, softmax{}),
+                                  tolerance, tolerance, what.str() + " causal");
+                test::check_close(weighted_aggregate<A>(q, k, v, dot_product{}, dense{}, none{}),
+                                  reference::weighted_aggregate(q, k, v, dot_product{}, dense{}, none{}), tolerance,
+                                  tolerance, what.str() + " dot/none");
+                // Blocks of 16: partial tiles, and queries 16 to 31 admit nothing.
+                xt::xtensor<bool, 2> layout = random_layout((n + 15) / 16, (m + 15) / 16, seed++);
+                xt::view(layout, 1, xt::all()) = false;
+                const block_mask mask(16, layout);
+                const auto y = weighted_aggregate<A>(q, k, v, scaled_dot_product{}, mask, softmax{});
+                test::check_close(y, reference::weighted_aggregate(q, k, v, scaled_dot_product{}, mask, softmax{}),
+                                  tolerance, tolerance, what.str() + " block mask");
+                BOOST_TEST(xt::all(xt::equal(xt::view(y, xt::range(16, 32), xt::all()), T(0))), what.str());
+            }
+    });
+}
+
+// Hand-computed: 64 queries of one feature against two keys, values of 3 features (one
+// transposed block). Query i, of feature i / 16, weighs key 0 by e^0 and key 1 by e^(i / 16)
+// (softmax): query 0 takes the mean of the two values, query 16 weighs the
+// second by e.
+BOOST_AUTO_TEST_CASE(hand_computed_transposed_block) {
+    xt::xtensor<double, 2> q = xt::zeros<double>({64, 1}), k = {{0.0}, {1.0}};
+    for (std::size_t i = 0; i < 64; ++i) q(i, 0) = double(i) / 16;
+    const xt::xtensor<double, 2> v = {{1.0, 2.0, 3.0}, {5.0, 6.0, 7.0}};
+    const auto y = attention(q, k, v);   // softmax(q k^T / sqrt(1))
+    BOOST_TEST(y(0, 0) == 3.0, boost::test_tools::tolerance(1e-14));   // (1 + 5) / 2
+    BOOST_TEST(y(0, 2) == 5.0, boost::test_tools::tolerance(1e-14));   // (3 + 7) / 2
+    const double w = std::exp(1.0);                                     // query 16 scores 1 on key 1
+    BOOST_TEST(y(16, 1) == (2.0 + 6.0 * w) / (1.0 + w), boost::test_tools::tolerance(1e-14));
 }
 
 BOOST_AUTO_TEST_CASE(log_sum_exp) {

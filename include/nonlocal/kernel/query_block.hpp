@@ -9,9 +9,14 @@
 ///      vector lanes, so the packing is paid once per block;
 ///   2. the caller masks what its neighborhood does not admit, adds a bias if any;
 ///   3. `accumulate`: the online softmax down the columns of S^T, vectorised across
-///      queries (running maximum, exp(s - max), running sum, a rescale of the output
-///      rows whose maximum grew), then O [Rows, dv] += P V_tile.
+///      queries (running maximum, exp(s - max), running sum, a rescale of the outputs
+///      whose maximum grew), then O += P V.
 /// `finish` divides by C_i and writes the rows.
+///
+/// O is [Rows, dv], its rows padded to whole vectors, unless dv is not a whole number of
+/// vectors and the block has at least 4 vectors of queries: then O^T [dv, Rows] += V^T P^T
+/// keeps queries in the lanes, so that every lane works (MobileViT's heads of 36 features
+/// would fill 36 of 48 lanes of a row of O) and V is read in place.
 ///
 /// S^T takes Rows x Cols = 4096 values (16 KiB of floats) for every block shape, so that
 /// with d = dv = 64 a tile's operands (K tile with Qt, then S^T with the V tile) stay
@@ -63,13 +68,18 @@ public:
     static constexpr std::size_t score_nv = std::min<std::size_t>(2, Rows / W);
     static constexpr std::size_t score_mr = regs >= 32 ? 8 : 4;
     static_assert(Rows % (score_nv * W) == 0 && cols % score_mr == 0 && Rows % 16 == 0);
+    /// Whether a block of this many queries can keep O transposed (see the file's comment).
+    static constexpr bool can_transpose = Rows >= 4 * W;
     /// What a masked score holds: exp(-inf) = 0 for shifted weights, 0 itself otherwise.
     static constexpr T masked = Shift ? -std::numeric_limits<T>::infinity() : T(0);
 
     query_block(std::size_t d, std::size_t dv)
-        : d_(d), dv_(dv), dvp_((dv + W - 1) / W * W), qt_(d * Rows), st_(cols * Rows), o_(Rows * dvp_),
+        : d_(d), dv_(dv), transposed_(can_transpose && dv % W != 0), dvp_(transposed_ ? dv : (dv + W - 1) / W * W),
+          qt_(d * Rows), st_(cols * Rows), o_(Rows * dvp_),
           row_max_(Rows), row_sum_(Rows), alpha_(Rows), admitted_(Rows), key_rows_(cols), value_rows_(cols) {}
 
+    /// The length of a row of values the block reads: dv rounded up to whole vectors unless
+    /// O is transposed.
     std::size_t padded_dv() const noexcept { return dvp_; }
 
     /// Starts a block of `count` queries: `query(r)` is the r-th one's features, scaled by `scale`.
@@ -150,6 +160,43 @@ public:
     /// The same with value row c at `values[c]` (an accessor as for `scores`).
     template <class Values>
     void accumulate(Values values, std::size_t count) {
+        softmax_step(count);
+        value_product(values, count);
+    }
+
+    /// Writes y_i = O_i / C_i of the block's query r to `out(r)` (dv values), and log C_i to
+    /// `*lse(r)` when `lse(r)` is not null.
+    template <class Out, class Lse>
+    void finish(Out&& out, Lse&& lse) const {
+        constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+        for (std::size_t r = 0; r < count_; ++r) {
+            T normalizer = row_sum_[r];
+            if constexpr (Kind == normalizer::count) normalizer = admitted_[r];
+            if constexpr (Kind == normalizer::none) normalizer = T(1);
+            T* y = out(r);
+            if (normalizer == T(0)) {
+                std::fill(y, y + dv_, T(0));
+            } else if (transposed_) {
+                const T inverse = T(1) / normalizer;
+                for (std::size_t p = 0; p < dv_; ++p) y[p] = o_[p * Rows + r] * inverse;
+            } else {
+                simd::scale<Arch>(T(1) / normalizer, o_.data() + r * dvp_, y, dv_);
+            }
+            if (T* l = lse(r))
+                *l = Shift ? (row_sum_[r] == T(0) ? minus_inf : row_max_[r] + std::log(row_sum_[r])) : std::log(normalizer);
+        }
+    }
+
+private:
+    /// Qt [d, Rows] = scale x Q^T for the queries at `rows`.
+    void transpose_queries(const std::array<const T*, Rows>& rows, T scale) {
+        for (std::size_t r = 0; r < Rows; ++r)
+            for (std::size_t p = 0; p < d_; ++p) qt_[p * Rows + r] = scale * rows[r][p];
+    }
+
+    /// The online softmax over a tile's `count` keys: S^T becomes the weights P^T, the running
+    /// maximum, sum and the outputs so far follow.
+    void softmax_step(std::size_t count) {
         T* st = st_.data();
         for (std::size_t r = 0; r < Rows; r += W) {
             batch total(T(0));
@@ -174,41 +221,28 @@ public:
                 (batch::load_unaligned(&row_sum_[r]) + total).store_unaligned(&row_sum_[r]);
             }
         }
-        if constexpr (Shift)
-            for (std::size_t r = 0; r < count_; ++r)
-                if (alpha_[r] != T(1)) simd::scale<Arch>(alpha_[r], o_.data() + r * dvp_, dvp_);
-        value_product(values, count);
-    }
-
-    /// Writes y_i = O_i / C_i of the block's query r to `out(r)` (dv values), and log C_i to
-    /// `*lse(r)` when `lse(r)` is not null.
-    template <class Out, class Lse>
-    void finish(Out&& out, Lse&& lse) const {
-        constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-        for (std::size_t r = 0; r < count_; ++r) {
-            T normalizer = row_sum_[r];
-            if constexpr (Kind == normalizer::count) normalizer = admitted_[r];
-            if constexpr (Kind == normalizer::none) normalizer = T(1);
-            T* y = out(r);
-            if (normalizer == T(0)) std::fill(y, y + dv_, T(0));
-            else simd::scale<Arch>(T(1) / normalizer, o_.data() + r * dvp_, y, dv_);
-            if (T* l = lse(r))
-                *l = Shift ? (row_sum_[r] == T(0) ? minus_inf : row_max_[r] + std::log(row_sum_[r])) : std::log(normalizer);
+        if constexpr (Shift) {
+            if (transposed_)
+                for (std::size_t r = 0; r < Rows; r += W) {
+                    const batch alpha = batch::load_unaligned(&alpha_[r]);
+                    if (xsimd::all(alpha == batch(T(1)))) continue;
+                    for (std::size_t p = 0; p < dv_; ++p)
+                        (alpha * batch::load_unaligned(&o_[p * Rows + r])).store_unaligned(&o_[p * Rows + r]);
+                }
+            else
+                for (std::size_t r = 0; r < count_; ++r)
+                    if (alpha_[r] != T(1)) simd::scale<Arch>(alpha_[r], o_.data() + r * dvp_, dvp_);
         }
     }
 
-private:
-    /// Qt [d, Rows] = scale x Q^T for the queries at `rows`.
-    void transpose_queries(const std::array<const T*, Rows>& rows, T scale) {
-        for (std::size_t r = 0; r < Rows; ++r)
-            for (std::size_t p = 0; p < d_; ++p) qt_[p * Rows + r] = scale * rows[r][p];
-    }
-
-    /// O [Rows, dvp] += P V: P read from S^T (a broadcast per query), V rows in place. The
-    /// register block follows dv: 4 queries x 4 vectors when a row has 4 vectors or more,
-    /// 8 x 2 for two, 16 x 1 for one (16 accumulators each with 32 registers; half with 16).
+    /// O += P V. Unless O is transposed, O [Rows, dvp] += P V: P read from S^T (a broadcast
+    /// per query), V rows in place. The register block follows dv: 4 queries x 4 vectors when a
+    /// row has 4 vectors or more, 8 x 2 for two, 16 x 1 for one (16 accumulators each with 32
+    /// registers; half with 16).
     template <class Values>
     void value_product(Values values, std::size_t count) {
+        if constexpr (can_transpose)
+            if (transposed_) return transposed_value_product(values, count);
         constexpr std::size_t half = regs >= 32 ? 1 : 2;
         const auto run = [&](auto mr, auto nv) {
             simd::gemm<Arch, decltype(mr)::value, decltype(nv)::value, true>(
@@ -220,7 +254,24 @@ private:
         else run(integral_constant<std::size_t, 16 / half>{}, integral_constant<std::size_t, 1>{});
     }
 
-    std::size_t d_, dv_, dvp_, count_ = 0;
+    /// O^T [dv, Rows] += V^T P^T: V broadcast from its rows in place (element (p, c) of V^T is
+    /// values[c][p]), P^T is S^T. AVX-512: 6 features x 4 vectors of queries, 24 accumulators
+    /// for 6 broadcasts and 4 loads; 16 registers: 6 x 2.
+    void transposed_value_product(simd::strided_rows<T> values, std::size_t count) {
+        constexpr std::size_t nv = regs >= 32 ? 4 : 2;
+        simd::gemm<Arch, 6, nv, true>(dv_, Rows, count, simd::strided_rows<T>{values.data, 1}, values.stride,
+                                      simd::strided_rows<T>{st_.data(), Rows}, o_.data(), Rows);
+    }
+    /// Value rows anywhere: packed into rows one after the other first.
+    void transposed_value_product(simd::indirect_rows<T> values, std::size_t count) {
+        T* packed = this->values();
+        for (std::size_t c = 0; c < count; ++c) simd::copy<Arch>(values[c], packed + c * dv_, dv_);
+        transposed_value_product(simd::strided_rows<T>{packed, dv_}, count);
+    }
+
+    std::size_t d_, dv_;
+    bool transposed_;
+    std::size_t dvp_, count_ = 0;
     std::vector<T> qt_, st_, o_, keys_, values_, row_max_, row_sum_, alpha_, admitted_;
     std::vector<unsigned char> keep_;
     std::vector<const T*> key_rows_, value_rows_;

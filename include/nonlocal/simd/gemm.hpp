@@ -13,6 +13,7 @@
 /// independent FMAs into MR x NV accumulators held in registers.
 
 #include <cstddef>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -97,21 +98,25 @@ inline void micro_gemm(std::size_t depth, const T* a, std::size_t a_row, std::si
     micro_gemm<Arch, MR, NV, Accumulate>(depth, strided_rows<T>{a, a_row}, a_k, strided_rows<T>{b, ldb}, 0, c, ldc);
 }
 
-/// C[rows][cols] (+)= A(rows x depth) B(depth x cols) for rows a multiple of MR and
-/// cols a multiple of W. Column panels of NV vectors are the outer loop, so a
-/// panel of B (depth x NV W) stays in cache while every block of rows passes
-/// over it; columns past the last full panel go one vector at a time.
+/// C[rows][cols] (+)= A(rows x depth) B(depth x cols) for cols a multiple of W. Column
+/// panels of NV vectors are the outer loop, so a panel of B (depth x NV W) stays in
+/// cache while every block of rows passes over it; columns past the last full panel go
+/// one vector at a time, rows past the last block of MR one at a time (one kernel more to
+/// compile, not MR - 1).
 template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, class A, class B>
 void gemm(std::size_t rows, std::size_t cols, std::size_t depth, A a, std::size_t a_k, B b, T* c,
           std::size_t ldc) noexcept {
     constexpr std::size_t W = xsimd::batch<T, Arch>::size;
+    const std::size_t whole_rows = rows / MR * MR;
+    const auto panel = [&]<std::size_t nv>(std::integral_constant<std::size_t, nv>, std::size_t col) {
+        for (std::size_t r = 0; r < whole_rows; r += MR)
+            micro_gemm<Arch, MR, nv, Accumulate>(depth, a.from(r), a_k, b, col, c + r * ldc + col, ldc);
+        for (std::size_t r = whole_rows; r < rows; ++r)
+            micro_gemm<Arch, 1, nv, Accumulate>(depth, a.from(r), a_k, b, col, c + r * ldc + col, ldc);
+    };
     std::size_t col = 0;
-    for (; col + NV * W <= cols; col += NV * W)
-        for (std::size_t r = 0; r < rows; r += MR)
-            micro_gemm<Arch, MR, NV, Accumulate>(depth, a.from(r), a_k, b, col, c + r * ldc + col, ldc);
-    for (; col < cols; col += W)
-        for (std::size_t r = 0; r < rows; r += MR)
-            micro_gemm<Arch, MR, 1, Accumulate>(depth, a.from(r), a_k, b, col, c + r * ldc + col, ldc);
+    for (; col + NV * W <= cols; col += NV * W) panel(std::integral_constant<std::size_t, NV>{}, col);
+    for (; col < cols; col += W) panel(std::integral_constant<std::size_t, 1>{}, col);
 }
 
 /// The same with A(r, p) = a[r * a_row + p * a_k] and B(p, c) = b[p * ldb + c].
