@@ -48,6 +48,9 @@ const conv_case cases[] = {
     // A 1 x 1 map taken as one row (several panels, two images), and a depth of 4140 > 4096
     // packed in two blocks.
     {2, 9, 13, 11, 10, 1, 1, 1, 0, 1, 1},     {1, 460, 5, 6, 2, 3, 3, 1, 1, 1, 1},
+    // Maps of over a thousand outputs, gathered in panels of up to 512 pixels whose last one
+    // is partial (512, 512 and 136 of the 1 x 1's 1160 on one thread).
+    {1, 3, 40, 29, 5, 1, 1, 1, 0, 1, 1},      {1, 8, 30, 41, 7, 3, 3, 1, 1, 1, 1},
 };
 
 std::string describe(const conv_case& c) {

@@ -176,7 +176,8 @@ BOOST_AUTO_TEST_CASE(x_packed_once_and_w_packed_as_the_product_reaches_it) {
     // packs both itself, on awkward shapes, a depth of two blocks (4100) and two threads.
     test::for_each_arch([&](auto arch) {
         using Arch = decltype(arch);
-        for (const auto& [n, in, out] : {std::array<std::size_t, 3>{7, 19, 45}, {13, 64, 129}, {1, 3, 300}, {8, 4100, 17}}) {
+        for (const auto& [n, in, out] : {std::array<std::size_t, 3>{7, 19, 45}, {13, 64, 129}, {1, 3, 300}, {8, 4100, 17},
+                                          {5, 3, 1160}}) {
             const auto x = test::random_tensor<float, 2>({n, in}, 21), w = test::random_tensor<float, 2>({out, in}, 22);
             const std::string what = std::string(Arch::name()) + " x [" + std::to_string(n) + ", " + std::to_string(in) +
                                      "], W [" + std::to_string(out) + ", " + std::to_string(in) + "]";
@@ -194,6 +195,17 @@ BOOST_AUTO_TEST_CASE(x_packed_once_and_w_packed_as_the_product_reaches_it) {
             }
         }
     });
+    // The panels gathered on demand: rows of 512 floats at most, a work array of 256 KiB at
+    // most, two panels a thread at least, never narrower than a stored panel.
+    using layout = simd::panel_layout<float>;
+    BOOST_TEST(layout::gathered_width(3, 1160, 1) == 512);     // panels of 512, 512 and 136
+    BOOST_TEST(layout::gathered_width(256, 4096, 1) == 256);   // 65536 / 256 floats in 256 KiB
+    BOOST_TEST(layout::gathered_width(1728, 1024, 1) == 64);   // 37 floats: one stored panel's 64
+    BOOST_TEST(layout::gathered_width(16, 400, 2) == 64);      // 100 a panel for four: 64
+    BOOST_TEST(layout::gathered_width(16, 1024, 2) == 256);
+    BOOST_TEST(layout::panels(3, 1160, 512).back().columns == 136);
+    BOOST_TEST(layout::panels(3, 1160, 512).back().width == 144);
+
     const simd::packed_rows<float> x(as_rows(xt::xtensor<float, 2>(xt::zeros<float>({2, 3}))));
     const auto four = simd::pack_on_demand<float>(4, 5, [](auto...) {});
     test::check_invalid([&] { simd::linear_rows(x, four, simd::store_rows<float>{nullptr, 5}); }, "simd::linear_rows",

@@ -29,10 +29,11 @@ namespace nonlocal::simd {
 /// The panels `linear_rows` cuts W^T [in, out] into: columns [column, column + columns) of
 /// y each, stored [in][width] with width >= columns a multiple of one AVX-512 vector (64
 /// bytes) and at most 256 bytes (4 AVX-512 vectors, 8 AVX2 ones), whatever the
-/// architecture, so that one packing serves every kernel.
+/// architecture, so that one packing serves every kernel. Panels gathered on demand, which
+/// no other kernel reads, may be wider (`gathered_width`).
 template <class T>
 struct panel_layout {
-    /// Columns of a panel at most: 256 bytes.
+    /// Columns of a stored panel at most: 256 bytes.
     static constexpr std::size_t panel_width = 256 / sizeof(T);
     /// A panel's stored width is a multiple of one AVX-512 vector (64 bytes).
     static constexpr std::size_t width_step = 64 / sizeof(T);
@@ -49,11 +50,24 @@ struct panel_layout {
             for (std::size_t r = 0; r < rows; ++r) std::fill(to + r * width + columns, to + (r + 1) * width, T(0));
     }
 
-    /// The panels of `out` columns of `in` values each, in order.
-    static std::vector<panel> panels(std::size_t in, std::size_t out) {
+    /// The widest panel to gather on demand (`packed_on_demand`) for `out` columns of `in`
+    /// values on `threads` threads: rows of up to 2 KiB, so that the gathering reads runs long
+    /// enough for the hardware prefetchers (rows of 256 bytes, one from each of `in` planes
+    /// far apart, left it waiting on memory), a work array of at most 256 KiB (in L2), and at
+    /// least two panels a thread.
+    static std::size_t gathered_width(std::size_t in, std::size_t out, int threads) noexcept {
+        const std::size_t by_cache = (std::size_t(256) << 10) / sizeof(T) / std::max<std::size_t>(1, in);
+        const std::size_t panels_wanted = 2 * std::size_t(std::max(threads, 1));
+        const std::size_t by_threads = (out + panels_wanted - 1) / panels_wanted;
+        const std::size_t widest = std::min({std::size_t(2048) / sizeof(T), by_cache, by_threads});
+        return std::max(panel_width, widest / panel_width * panel_width);
+    }
+
+    /// The panels of `out` columns of `in` values each, in order, `widest` columns at most.
+    static std::vector<panel> panels(std::size_t in, std::size_t out, std::size_t widest = panel_width) {
         std::vector<panel> all;
-        for (std::size_t c = 0, offset = 0; c < out; c += panel_width) {
-            const std::size_t columns = std::min(panel_width, out - c);
+        for (std::size_t c = 0, offset = 0; c < out; c += widest) {
+            const std::size_t columns = std::min(widest, out - c);
             const std::size_t width = (columns + width_step - 1) / width_step * width_step;
             all.push_back({c, columns, width, offset});
             offset += in * width;
@@ -111,7 +125,8 @@ private:
 
 /// W^T [in, out] that is not stored but packed a panel at a time as `linear_rows` reaches
 /// it, into a work array that stays in L2 while every row of x passes over the panel: a
-/// convolution's image columns (im2col), gathered straight from the image.
+/// convolution's image columns (im2col), gathered straight from the image, in panels
+/// `panel_layout::gathered_width` wide.
 /// `fill(column, columns, first, depth, width, to)` writes W^T[first + p][column + o] to
 /// to[p width + o] for p < depth and o < columns; the product zeroes the columns past
 /// `columns` itself.
@@ -368,7 +383,9 @@ void linear_rows(const packed_rows<T>& x, const packed_on_demand<T, Fill>& w, St
                std::to_string(w.in) + " inputs";
     });
     std::vector<detail::product_panel<T>> panels;
-    for (const auto& pn : panel_layout<T>::panels(w.in, w.out)) panels.push_back({nullptr, pn.column, pn.columns, pn.width});
+    const std::size_t widest = panel_layout<T>::gathered_width(w.in, w.out, threads);
+    for (const auto& pn : panel_layout<T>::panels(w.in, w.out, widest))
+        panels.push_back({nullptr, pn.column, pn.columns, pn.width});
     detail::linear_product<Arch>(row_matrix<const T>{nullptr, x.rows(), x.cols()}, &x, panels, w.fill, store, threads);
 }
 
