@@ -265,7 +265,7 @@ private:
     /// Value rows anywhere: packed into rows one after the other first.
     void transposed_value_product(simd::indirect_rows<T> values, std::size_t count) {
         T* packed = this->values();
-        for (std::size_t c = 0; c < count; ++c) simd::copy<Arch>(values[c], packed + c * dv_, dv_);
+        for (std::size_t c = 0; c < count; ++c) simd::copy<Arch>(values[c], dv_, packed + c * dv_);
         transposed_value_product(simd::strided_rows<T>{packed, dv_}, count);
     }
 

@@ -167,7 +167,7 @@ private:
                         for (std::size_t t = 0; t < tw; ++t, ++c, key += key_step * d, value += key_step * dv) {
                             key_rows[c] = key;
                             if (padded) {
-                                simd::copy<Arch>(value, padded + c * dvp, dv);
+                                simd::copy<Arch>(value, dv, padded + c * dvp);
                                 value_rows[c] = padded + c * dvp;
                             } else {
                                 value_rows[c] = value;

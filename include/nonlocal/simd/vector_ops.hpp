@@ -238,17 +238,6 @@ V inverse_or_zero(V d) noexcept {
     else return xsimd::select(d > V(0), divide(V(1), d), V(0));
 }
 
-/// `y[0, n) = x[0, n)`, inline: the tiled window kernel packs rows of a few vectors, for
-/// which a call to memmove costs more than the copy.
-template <class Arch = default_arch, class T>
-void copy(const T* x, T* y, std::size_t n) noexcept {
-    using batch = xsimd::batch<T, Arch>;
-    constexpr std::size_t W = batch::size;
-    std::size_t i = 0;
-    for (; i + W <= n; i += W) batch::load_unaligned(x + i).store_unaligned(y + i);
-    for (; i < n; ++i) y[i] = x[i];
-}
-
 /// Largest of `x[0, n)`; `-infinity` for n = 0, NaN when any is NaN (so that the softmax
 /// kernels carry a NaN logit into their result rather than skip it).
 template <class Arch = default_arch, class T>
