@@ -194,6 +194,20 @@ BOOST_AUTO_TEST_CASE(hand_computed_transposed_block) {
     BOOST_TEST(y(16, 1) == (2.0 + 6.0 * w) / (1.0 + w), boost::test_tools::tolerance(1e-14));
 }
 
+// A block's working memory: Qt [d, rows], S^T [cols, rows] (4096 values), O, a tile's keys
+// [cols, d] and values, 4 rows of statistics, and a byte per score for the mask; O and the
+// values padded to whole vectors unless O is transposed.
+BOOST_AUTO_TEST_CASE(workspace_of_a_block) {
+    // 64 queries x 64 keys, dv = 36 in vectors of 16: transposed, nothing padded.
+    BOOST_TEST(kernel::tiled_workspace_bytes<float>(36, 36, 16) ==
+               4 * (36 * 64 + 4096 + 36 * 64 + 64 * 36 + 64 * 36 + 4 * 64) + 4096);
+    BOOST_TEST(kernel::tiled_workspace_bytes<float>(64, 37, 4) ==
+               4 * (64 * 64 + 4096 + 37 * 64 + 64 * 64 + 64 * 37 + 4 * 64) + 4096);
+    // 16 queries x 256 keys (the window kernel, 4 more rows of 16): dv padded to 48.
+    BOOST_TEST(kernel::tiled_window_workspace_bytes<float>(36, 36, 16) ==
+               4 * (36 * 16 + 4096 + 16 * 48 + 256 * 36 + 256 * 48 + 4 * 16) + 4096 + 4 * 16 * 4);
+}
+
 BOOST_AUTO_TEST_CASE(log_sum_exp) {
     const auto q = test::random_tensor<float, 3>({2, 70, 16}, 18), k = test::random_tensor<float, 3>({2, 80, 16}, 19);
     const auto v = test::random_tensor<float, 3>({2, 80, 5}, 20);

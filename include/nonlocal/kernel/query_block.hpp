@@ -42,6 +42,12 @@ namespace nonlocal::kernel {
 /// Values of S^T in one tile: Rows x Cols.
 inline constexpr std::size_t tile_scores = 4096;
 
+/// Whether a block of `rows` queries keeps its outputs transposed for values of `dv`
+/// features in vectors of `lanes` (see the file's comment).
+constexpr bool keeps_output_transposed(std::size_t rows, std::size_t dv, std::size_t lanes) noexcept {
+    return rows >= 4 * lanes && dv % lanes != 0;
+}
+
 /// Whether the weights are exp(logit - running maximum) (softmax, or `sum` with exp weights),
 /// and what C_i is: the two facts about the policies a query block needs.
 template <class S, class Nm>
@@ -68,13 +74,14 @@ public:
     static constexpr std::size_t score_nv = std::min<std::size_t>(2, Rows / W);
     static constexpr std::size_t score_mr = regs >= 32 ? 8 : 4;
     static_assert(Rows % (score_nv * W) == 0 && cols % score_mr == 0 && Rows % 16 == 0);
-    /// Whether a block of this many queries can keep O transposed (see the file's comment).
+    /// Whether a block of this many queries keeps O transposed for some dv (the condition on
+    /// the block of `keeps_output_transposed`).
     static constexpr bool can_transpose = Rows >= 4 * W;
     /// What a masked score holds: exp(-inf) = 0 for shifted weights, 0 itself otherwise.
     static constexpr T masked = Shift ? -std::numeric_limits<T>::infinity() : T(0);
 
     query_block(std::size_t d, std::size_t dv)
-        : d_(d), dv_(dv), transposed_(can_transpose && dv % W != 0), dvp_(transposed_ ? dv : (dv + W - 1) / W * W),
+        : d_(d), dv_(dv), transposed_(keeps_output_transposed(Rows, dv, W)), dvp_(transposed_ ? dv : (dv + W - 1) / W * W),
           qt_(d * Rows), st_(cols * Rows), o_(Rows * dvp_),
           row_max_(Rows), row_sum_(Rows), alpha_(Rows), admitted_(Rows), key_rows_(cols), value_rows_(cols) {}
 
@@ -280,7 +287,8 @@ private:
 /// Bytes of working memory one query block uses for features of dimension d and dv.
 template <class T, std::size_t Rows>
 constexpr std::size_t query_block_bytes(std::size_t d, std::size_t dv, std::size_t lanes) {
-    const std::size_t dvp = (dv + lanes - 1) / lanes * lanes, cols = tile_scores / Rows;
+    const std::size_t dvp = keeps_output_transposed(Rows, dv, lanes) ? dv : (dv + lanes - 1) / lanes * lanes;
+    const std::size_t cols = tile_scores / Rows;
     return sizeof(T) * (d * Rows + cols * Rows + Rows * dvp + cols * d + cols * dvp + 4 * Rows) + cols * Rows;
 }
 
