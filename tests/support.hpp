@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the tests: seeded random tensors, element-wise comparison
-// with a tolerance, and the list of SIMD architectures every kernel is run on.
+// with a tolerance, and the value types and SIMD architectures every kernel is
+// run on.
 
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
@@ -15,6 +16,9 @@
 #include <xtensor/xtensor.hpp>
 
 namespace nonlocal::test {
+
+/// The value types every kernel is tested in.
+using value_types = boost::mpl::list<float, double>;
 
 /// Uniform values in [lo, hi), reproducible from `seed`.
 template <class T, std::size_t N>

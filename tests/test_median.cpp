@@ -119,9 +119,7 @@ BOOST_AUTO_TEST_CASE(small_image_by_hand) {
     BOOST_TEST(median_filter(image, 5) == literal_median_filter(image, 5));
 }
 
-using value_types = boost::mpl::list<float, double>;
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(filter_matches_the_literal_median, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(filter_matches_the_literal_median, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);
         const std::size_t sizes[] = {1, 2, 3, 7, 15, 16, 17, 33, 65};

@@ -24,9 +24,7 @@ template <class T>
 double eps() { return std::is_same_v<T, float> ? 1e-6 : 1e-14; }
 }  // namespace
 
-using value_types = boost::mpl::list<float, double>;
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(reductions_match_double_loops, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(reductions_match_double_loops, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);
         for (std::size_t n : test::awkward_lengths)
@@ -51,7 +49,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(reductions_match_double_loops, T, value_types) {
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(updates_match_double_loops, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(updates_match_double_loops, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);
         for (std::size_t n : test::awkward_lengths)
@@ -87,7 +85,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(updates_match_double_loops, T, value_types) {
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(partial_loads_stores_copies_and_fills_touch_their_lanes_only, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(partial_loads_stores_copies_and_fills_touch_their_lanes_only, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);
         using batch = xsimd::batch<T, Arch>;
@@ -124,7 +122,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(partial_loads_stores_copies_and_fills_touch_their_
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(deinterleave_deals_even_and_odd_values, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(deinterleave_deals_even_and_odd_values, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);
         const T guard = T(-7.5);
@@ -146,7 +144,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(deinterleave_deals_even_and_odd_values, T, value_t
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(division_rounds_as_scalar_division, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(division_rounds_as_scalar_division, T, test::value_types) {
     // simd::divide on batches, bit for bit as scalar division (correctly rounded) on random
     // quotients over many binades, ones of exact results, and the inverses of
     // inverse_or_zero (0 where d <= 0).
@@ -178,7 +176,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(division_rounds_as_scalar_division, T, value_types
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(exp_of_nonpositive_values, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(exp_of_nonpositive_values, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);
         using batch = xsimd::batch<T, Arch>;
@@ -207,7 +205,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(exp_of_nonpositive_values, T, value_types) {
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(nan_spreads_through_exp_and_max, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(nan_spreads_through_exp_and_max, T, test::value_types) {
     // A NaN logit must reach the softmax kernels' results: exp keeps it in every lane it sits
     // in (and only there), and the maximum of a range holding one is NaN, wherever it sits.
     test::for_each_arch([](auto arch) {
@@ -235,7 +233,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nan_spreads_through_exp_and_max, T, value_types) {
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(micro_kernel_matches_double_loops, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(micro_kernel_matches_double_loops, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);
         constexpr std::size_t W = xsimd::batch<T, Arch>::size;

@@ -27,8 +27,6 @@ namespace {
 template <class Y, class R>
 void check(const Y& y, const R& r, const std::string& what) { test::check_close(y, r, 1e-5, 1e-4, what); }
 
-using value_types = boost::mpl::list<float, double>;
-
 xt::xtensor<bool, 2> random_layout(std::size_t rows, std::size_t cols, unsigned seed) {
     const auto u = test::random_tensor<double, 2>({rows, cols}, seed, 0, 1);
     xt::xtensor<bool, 2> layout = u > 0.5;
@@ -147,7 +145,7 @@ BOOST_AUTO_TEST_CASE(multi_head_grouped_queries) {
 // A block of 64 queries keeps its outputs transposed when dv is not a whole number of
 // vectors (MobileViT's heads of 36 and 60 features): widths that leave 1 to 5 rows past the
 // value product's blocks of 6, in float and double, with masks that rescale and empty rows.
-BOOST_AUTO_TEST_CASE_TEMPLATE(value_widths_of_transposed_blocks, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(value_widths_of_transposed_blocks, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using A = decltype(arch);
         const double tolerance = std::is_same_v<T, float> ? 1e-4 : 1e-12;

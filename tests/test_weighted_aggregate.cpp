@@ -33,9 +33,7 @@ void compare(std::size_t n, std::size_t m, std::size_t dq, std::size_t dv, const
 }
 }  // namespace
 
-using value_types = boost::mpl::list<float, double>;
-
-BOOST_AUTO_TEST_CASE_TEMPLATE(dense_family_on_awkward_shapes, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(dense_family_on_awkward_shapes, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using A = decltype(arch);
         unsigned seed = 1;
@@ -55,7 +53,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(dense_family_on_awkward_shapes, T, value_types) {
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(every_similarity_and_normalization, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_similarity_and_normalization, T, test::value_types) {
     const auto theta = test::random_tensor<double, 2>({4, 9}, 70), phi = test::random_tensor<double, 2>({4, 9}, 71);
     const auto w_f = test::random_tensor<double, 1>({8}, 72);
     test::for_each_arch([&](auto arch) {
@@ -82,7 +80,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_similarity_and_normalization, T, value_types
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(structured_neighborhoods, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(structured_neighborhoods, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using A = decltype(arch);
         unsigned seed = 500;
@@ -111,7 +109,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(structured_neighborhoods, T, value_types) {
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(patch_group_through_the_tiled_kernel, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(patch_group_through_the_tiled_kernel, T, test::value_types) {
     // A dot-product similarity over patch_group runs as dense over each group of pixels (the
     // pixels at one offset of every patch), gathered and scattered back: against the reference
     // on groups of 1, of fewer and of more than one 64-key tile (18 x 18 in 2 x 2 patches: 81),
@@ -157,7 +155,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(patch_group_through_the_tiled_kernel, T, value_typ
     });
 }
 
-BOOST_AUTO_TEST_CASE_TEMPLATE(nan_inputs_spread_as_in_the_reference, T, value_types) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(nan_inputs_spread_as_in_the_reference, T, test::value_types) {
     // A NaN in a query, a key, a value or the scale makes NaN exactly the outputs it makes NaN
     // in the reference (the fast kernels once gave NaN logits zero weight, a plausible but
     // wrong result), except that a NaN value reaches more queries in the tiled kernel's partial
