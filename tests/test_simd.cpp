@@ -237,7 +237,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(micro_kernel_matches_double_loops, T, test::value_
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);
         constexpr std::size_t W = xsimd::batch<T, Arch>::size;
-        // Rows past the last whole block of 4 or 8 go through a kernel of fewer rows.
+        // Rows past the last whole block of 4 or 8 go through the one-row kernel.
         for (std::size_t depth : {0, 1, 5, 16, 33})
             for (std::size_t rows : {0, 1, 3, 4, 7, 8, 13})
                 for (std::size_t col_vectors : {1, 2, 3, 5}) {

@@ -179,8 +179,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(value_widths_of_transposed_blocks, T, test::value_
 
 // Hand-computed: 64 queries of one feature against two keys, values of 3 features (one
 // transposed block). Query i, of feature i / 16, weighs key 0 by e^0 and key 1 by e^(i / 16)
-// (softmax): query 0 takes the mean of the two values, query 16 weighs the
-// second by e.
+// (softmax): query 0 takes the mean of the two values, query 16 weighs the second by e.
 BOOST_AUTO_TEST_CASE(hand_computed_transposed_block) {
     xt::xtensor<double, 2> q = xt::zeros<double>({64, 1}), k = {{0.0}, {1.0}};
     for (std::size_t i = 0; i < 64; ++i) q(i, 0) = double(i) / 16;
