@@ -51,6 +51,12 @@ const conv_case cases[] = {
     // Maps of over a thousand outputs, gathered in panels of up to 512 pixels whose last one
     // is partial (512, 512 and 136 of the 1 x 1's 1160 on one thread).
     {1, 3, 40, 29, 5, 1, 1, 1, 0, 1, 1},      {1, 8, 30, 41, 7, 3, 3, 1, 1, 1, 1},
+    // Stride 1 read in place along padded rows: rows narrower than a vector (a vector's
+    // outputs spread over three rows or more), outputs of 15, 16 and 17 a row, padding past
+    // the kernel's reach, dilated rows with groups, and a single row.
+    {1, 5, 2, 2, 3, 3, 3, 1, 1, 1, 1},        {2, 3, 7, 15, 4, 3, 3, 1, 1, 1, 1},
+    {1, 3, 6, 16, 4, 3, 3, 1, 1, 1, 1},       {1, 3, 5, 17, 4, 3, 3, 1, 1, 1, 1},
+    {1, 4, 6, 5, 6, 3, 3, 1, {2, 3}, {2, 1}, 2}, {1, 2, 1, 9, 3, 1, 3, 1, {0, 1}, 1, 1},
 };
 
 std::string describe(const conv_case& c) {
@@ -74,6 +80,15 @@ BOOST_AUTO_TEST_CASE(a_small_convolution_by_hand) {
         const nn::conv2d<float> strided(w, {}, {.stride = 2, .padding = 1, .algorithm = algorithm});
         const xt::xtensor<float, 3> corners{{{-1.f, -3.f}, {-7.f, -4.f}}};
         BOOST_TEST(strided(x) == corners);
+        // A 3 x 3 kernel over [[1 2] [3 4]] padded by 1, its rows narrower than any vector:
+        // all ones sum the whole map; a single 1 right of the centre reads the pixel to the
+        // right, zero past the last column.
+        const xt::xtensor<float, 3> small{{{1, 2}, {3, 4}}};
+        xt::xtensor<float, 4> ones = xt::ones<float>({1, 1, 3, 3}), right = xt::zeros<float>({1, 1, 3, 3});
+        right(0, 0, 1, 2) = 1;
+        const xt::xtensor<float, 3> sums{{{10, 10}, {10, 10}}}, shifted{{{2, 0}, {4, 0}}};
+        BOOST_TEST(nn::conv2d<float>(ones, {}, {.padding = 1, .algorithm = algorithm})(small) == sums);
+        BOOST_TEST(nn::conv2d<float>(right, {}, {.padding = 1, .algorithm = algorithm})(small) == shifted);
         // ReLU as the results are stored: every output is negative.
         const nn::conv2d<float> relu(w, {}, {.algorithm = algorithm}, simd::activation::relu);
         BOOST_TEST(xt::all(xt::equal(relu(x), 0.0f)));

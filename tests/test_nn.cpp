@@ -195,6 +195,33 @@ BOOST_AUTO_TEST_CASE(x_packed_once_and_w_packed_as_the_product_reaches_it) {
             }
         }
     });
+    // W^T read in place (`rows_in_place`, an implicit GEMM's columns): its rows stored in
+    // reverse order, each followed by NaNs up to a whole stored panel, which are read and
+    // must not reach y.
+    test::for_each_arch([&](auto arch) {
+        using Arch = decltype(arch);
+        for (const auto& [n, in, out] : {std::array<std::size_t, 3>{7, 19, 45}, {13, 64, 129}, {1, 3, 300}, {8, 4100, 17},
+                                          {5, 3, 1160}, {6, 1, 1}}) {
+            const auto x = test::random_tensor<float, 2>({n, in}, 23), w = test::random_tensor<float, 2>({out, in}, 24);
+            const std::string what = std::string(Arch::name()) + " in place, x [" + std::to_string(n) + ", " +
+                                     std::to_string(in) + "], W [" + std::to_string(out) + ", " + std::to_string(in) + "]";
+            const std::size_t step = simd::panel_layout<float>::width_step, stride = (out + step - 1) / step * step;
+            std::vector<float> stored(in * stride, std::numeric_limits<float>::quiet_NaN());
+            std::vector<const float*> rows(in);
+            for (std::size_t p = 0; p < in; ++p) {
+                float* row = stored.data() + (in - 1 - p) * stride;
+                for (std::size_t o = 0; o < out; ++o) row[o] = w(o, p);
+                rows[p] = row;
+            }
+            const simd::packed_rows<float> packed_x(as_rows(x));
+            for (const int threads : {1, 2}) {
+                xt::xtensor<float, 2> y = xt::empty<float>({n, out});
+                simd::linear_rows<Arch>(packed_x, simd::rows_in_place<float>{in, out, rows.data()},
+                                        simd::store_rows<float>{y.data(), out}, threads);
+                BOOST_TEST(y == nn::linear<Arch>(x, w), what + " on " + std::to_string(threads) + " threads");
+            }
+        }
+    });
     // The panels gathered on demand: rows of 512 floats at most, a work array of 256 KiB at
     // most, two panels a thread at least, never narrower than a stored panel.
     using layout = simd::panel_layout<float>;
@@ -210,6 +237,9 @@ BOOST_AUTO_TEST_CASE(x_packed_once_and_w_packed_as_the_product_reaches_it) {
     const auto four = simd::pack_on_demand<float>(4, 5, [](auto...) {});
     test::check_invalid([&] { simd::linear_rows(x, four, simd::store_rows<float>{nullptr, 5}); }, "simd::linear_rows",
                         "x [2, 3]", "4 inputs");
+    test::check_invalid(
+        [&] { simd::linear_rows(x, simd::rows_in_place<float>{4, 5, nullptr}, simd::store_rows<float>{nullptr, 5}); },
+        "simd::linear_rows", "x [2, 3]", "4 inputs");
 }
 
 BOOST_AUTO_TEST_CASE(linear_layer_names_bad_shapes) {

@@ -103,6 +103,15 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(partial_loads_stores_copies_and_fills_touch_their_
                 std::vector<T> to(W + 1, guard);
                 simd::store_lanes(batch(T(3)), lanes, to.data());
                 for (std::size_t l = 0; l <= W; ++l) BOOST_TEST(to[l] == (l < lanes ? T(3) : guard));
+                // Lanes [first, lanes) go to to[0, lanes - first), the memory around as it was.
+                alignas(64) T values[W];
+                for (std::size_t l = 0; l < W; ++l) values[l] = T(l + 1);
+                for (std::size_t first = 0; first <= lanes; ++first) {
+                    std::vector<T> range(W + 2, guard);
+                    simd::store_lanes(batch::load_aligned(values), first, lanes, range.data() + 1);
+                    for (std::size_t i = 0; i < W + 2; ++i)
+                        BOOST_TEST(range[i] == (i >= 1 && i <= lanes - first ? T(first + i) : guard), "first " << first);
+                }
             }
         }
         for (std::size_t n : test::awkward_lengths)

@@ -7,9 +7,12 @@
 /// Two algorithms:
 /// - `gemm`: for each batch item and group, y [Cout / g, Ho Wo] = W [Cout / g, K] times
 ///   the image's columns [K, Ho Wo] (K = Cin / g kh kw): W packed once, when the layer is
-///   built (`simd::packed_rows`); the columns gathered from the image into each panel of 64
-///   output pixels as the product reaches it (`simd::packed_on_demand`: im2col without a
-///   matrix of its own, a panel in L2 at a time); the panels shared out among the threads;
+///   built (`simd::packed_rows`); the panels of output pixels shared out among the threads.
+///   Of stride 1 and more than one tap, the columns are read in place (an implicit GEMM,
+///   `simd::rows_in_place`) from one zero-padded copy of the image, along whose padded rows
+///   the outputs go (the padding columns computed and not stored); otherwise they are
+///   gathered from the image into each panel as the product reaches it
+///   (`simd::packed_on_demand`: im2col without a matrix of its own, a panel in L2 at a time);
 /// - `direct`: one input channel per group (depthwise), vectors of outputs accumulated in
 ///   registers over the kh kw taps from a zero-padded copy of the input plane (a stride-2
 ///   plane's columns dealt into two phases). Kernels of 3 x 3 and 5 x 5 whose rows are
@@ -190,6 +193,78 @@ private:
 
     template <class Arch>
     void convolve_gemm(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
+        const size2 k = kernel();
+        if (options_.stride == size2(1) && k.h * k.w > 1) convolve_implicit<Arch>(x, B, H, W, y, threads);
+        else convolve_gathered<Arch>(x, B, H, W, y, threads);
+    }
+
+    /// y's planes of `group` = a(W_group columns + bias) through the micro-kernel, each
+    /// finished vector handed to `put(v, channel, column, lanes)` (channel within the group,
+    /// lanes [0, lanes) of v its columns [column, column + lanes)).
+    template <class Arch, class Columns, class Put>
+    void multiply(std::size_t group, const Columns& columns, int threads, const Put& put) const {
+        const T* bias = bias_.size() ? bias_.data() + group * (out_channels() / options_.groups) : nullptr;
+        simd::with_activation(act_, [&](auto act) {
+            simd::linear_rows<Arch>(
+                packed_[group], columns,
+                [&](std::size_t channel, std::size_t column, const auto& v, std::size_t lanes) {
+                    using batch = std::decay_t<decltype(v)>;
+                    put(simd::activate(act(), bias ? v + batch(bias[channel]) : v), channel, column, lanes);
+                },
+                threads);
+        });
+    }
+
+    /// The gemm algorithm of stride 1, an implicit GEMM: each group's channels copied once
+    /// into a zero-padded work array of rows Wp = W + 2 p.w wide, where row (c, ky, kx) of
+    /// the columns is read in place, from tap (ky, kx) of channel c on. The outputs go along
+    /// the padded rows, q = oy Wp + ox; the Wp - Wo past each row's end are computed and not
+    /// stored. Where gathering copied each input value kh kw times, this copies it once.
+    template <class Arch>
+    void convolve_implicit(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
+        const std::size_t g = options_.groups, cin = weight_.shape(1), cout = out_channels() / g;
+        const std::size_t kh = kernel().h, kw = kernel().w, K = cin * kh * kw;
+        const size2 out = output_size(H, W), p = options_.padding, d = options_.dilation;
+        const std::size_t Wp = W + 2 * p.w, plane = (H + 2 * p.h) * Wp, P = out.h * out.w;
+        if (P == 0) return;
+        const std::size_t Q = (out.h - 1) * Wp + out.w;
+        // The last channel's last tap is read up to Q rounded up to a stored panel's width:
+        // less than 64 bytes past the last padded plane.
+        buffer<T> padded(cin * plane + simd::panel_layout<T>::width_step, T(0));
+        std::vector<const T*> rows(K);
+        for (std::size_t c = 0; c < cin; ++c)
+            for (std::size_t ky = 0; ky < kh; ++ky)
+                for (std::size_t kx = 0; kx < kw; ++kx)
+                    rows[(c * kh + ky) * kw + kx] = padded.data() + c * plane + ky * d.h * Wp + kx * d.w;
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t group = 0; group < g; ++group) {
+                const T* image = x + (b * in_channels() + group * cin) * H * W;
+                detail::parallel_for(cin, threads, [&](std::size_t c) {
+                    for (std::size_t iy = 0; iy < H; ++iy)
+                        simd::copy<Arch>(image + (c * H + iy) * W, W, padded.data() + c * plane + (iy + p.h) * Wp + p.w);
+                });
+                T* planes = y + (b * out_channels() + group * cout) * P;
+                multiply<Arch>(group, simd::rows_in_place<T>{K, Q, rows.data()}, threads,
+                               [&](const auto& v, std::size_t channel, std::size_t q, std::size_t lanes) {
+                                   // Lanes [l, end) of one output row each, past the columns not stored.
+                                   T* to = planes + channel * P;
+                                   for (std::size_t l = 0; l < lanes;) {
+                                       const std::size_t oy = (q + l) / Wp, ox = (q + l) % Wp;
+                                       if (ox >= out.w) {
+                                           l += Wp - ox;
+                                           continue;
+                                       }
+                                       const std::size_t end = std::min(lanes, l + out.w - ox);
+                                       simd::store_lanes(v, l, end, to + oy * out.w + ox);
+                                       l = end;
+                                   }
+                               });
+            }
+    }
+
+    /// The gemm algorithm with the image's columns gathered into each panel (im2col).
+    template <class Arch>
+    void convolve_gathered(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
         const std::size_t g = options_.groups, cin = weight_.shape(1), cout = out_channels() / g;
         const std::size_t kh = kernel().h, kw = kernel().w, K = cin * kh * kw;
         size2 out = output_size(H, W);
@@ -236,18 +311,9 @@ private:
                             j += end - ox0;
                         }
                     });
-                const std::size_t first_channel = group * cout;
-                T* plane = y + (b * out_channels() + first_channel) * P;
-                const T* bias = bias_.size() ? bias_.data() + first_channel : nullptr;
-                simd::with_activation(act_, [&](auto act) {
-                    simd::linear_rows<Arch>(
-                        packed_[group], columns,
-                        [&](std::size_t channel, std::size_t pixel, const auto& v, std::size_t lanes) {
-                            using batch = std::decay_t<decltype(v)>;
-                            const batch biased = bias ? v + batch(bias[channel]) : v;
-                            simd::store_lanes(simd::activate(act(), biased), lanes, plane + channel * P + pixel);
-                        },
-                        threads);
+                T* planes = y + (b * out_channels() + group * cout) * P;
+                multiply<Arch>(group, columns, threads, [&](const auto& v, std::size_t channel, std::size_t pixel, std::size_t lanes) {
+                    simd::store_lanes(v, lanes, planes + channel * P + pixel);
                 });
             }
     }

@@ -141,6 +141,16 @@ packed_on_demand<T, std::decay_t<Fill>> pack_on_demand(std::size_t in, std::size
     return {in, out, std::forward<Fill>(fill)};
 }
 
+/// W^T [in, out] that is not packed but read where it lies, row p at rows[p]: the rows of
+/// a zero-padded image that a convolution's taps read in place (an implicit GEMM). Each row
+/// must be readable up to `out` rounded up to a multiple of 64 bytes; the values past `out`
+/// are read and not used.
+template <class T>
+struct rows_in_place {
+    std::size_t in, out;   ///< features of x and y
+    const T* const* rows;  ///< [in]
+};
+
 /// Rows of x a micro-tile of `linear_rows` holds: 6 (AVX-512: 6 x 4 accumulators; 16
 /// registers: 6 x 2).
 inline constexpr std::size_t micro_rows = 6;
@@ -207,17 +217,18 @@ struct store_rows {
 }  // namespace nonlocal::simd
 
 namespace nonlocal::detail {
-/// C [MR][nv W] (ldc apart) (+)= a micro-panel of x ([depth][MR]) times a panel's columns
-/// (ldb apart): a function of its own, so that the micro-kernel is compiled alone. Inlined
+/// C [MR][nv W] (ldc apart) (+)= a micro-panel of x ([depth][MR]) times the columns of W^T
+/// from b_col on, its rows read through `b`: a function of its own, so that the micro-kernel is compiled alone. Inlined
 /// into the loops and the stores around it, GCC was seen keeping accumulators on the stack
 /// (58 % of the FMA peak instead of 92).
-template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class T>
-[[gnu::noinline]] void packed_tile(std::size_t depth, const T* a, const T* b, std::size_t ldb, T* c,
+template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class T, class B>
+[[gnu::noinline]] void packed_tile(std::size_t depth, const T* a, B b, std::size_t b_col, T* c,
                                    std::size_t ldc) noexcept {
-    simd::micro_gemm<Arch, MR, nv, Accumulate>(depth, a, 1, MR, b, ldb, c, ldc);
+    simd::micro_gemm<Arch, MR, nv, Accumulate>(depth, simd::strided_rows<T>{a, 1}, MR, b, b_col, c, ldc);
 }
 /// A panel of W^T in a product: columns [column, column + columns) of y, `width` wide,
-/// stored at `data` or, where `data` is null, packed when the product reaches it.
+/// stored at `data` or, where `data` is null, packed when the product reaches it or read in
+/// place.
 template <class T>
 struct product_panel {
     const T* data;
@@ -226,7 +237,8 @@ struct product_panel {
 /// The fill of a product whose panels are all stored.
 struct stored_panels {};
 
-/// `linear_rows` over `panels`, those without data filled by `fill` (see `packed_on_demand`).
+/// `linear_rows` over `panels`, those without data filled by `fill` (see `packed_on_demand`)
+/// or, when `fill` is a `rows_in_place`, read where its rows lie.
 template <class Arch, class T, class Fill, class Store>
 void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                     const std::vector<product_panel<T>>& panels, const Fill& fill, Store&& store, int threads) {
@@ -275,13 +287,20 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                 const auto& pn = panels[q];
                 // A panel packed on demand: rows [k0, k0 + depth), in a work array of this panel's.
                 uninitialised_buffer<T> packed;
-                if constexpr (!std::is_same_v<Fill, stored_panels>)
+                constexpr bool in_place = std::is_same_v<Fill, simd::rows_in_place<T>>;
+                if constexpr (!std::is_same_v<Fill, stored_panels> && !in_place)
                     if (!pn.data) {
                         packed.resize(depth * pn.width);
                         fill(pn.column, pn.columns, k0, depth, pn.width, packed.data());
                         simd::panel_layout<T>::zero_past_columns(packed.data(), depth, pn.columns, pn.width);
                     }
                 const T* b = pn.data ? pn.data + k0 * pn.width : packed.data();
+                // B(p, c) for the tile's columns from c = v0.
+                const auto b_rows = [&] {
+                    if constexpr (in_place) return simd::indirect_rows<T>{fill.rows + k0};
+                    else return simd::strided_rows<T>{b, pn.width};
+                }();
+                const std::size_t b_col = in_place ? pn.column : 0;
                 // The stored panel this thread likely takes next, fetched into L2 a slice per tile:
                 // a layer's weights come from memory (a model's do not fit the caches), and the
                 // hardware prefetchers stop at every 4 KiB page of a panel.
@@ -300,16 +319,16 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                         // This tile's partial sums, when the depth comes in more than one block.
                         const auto sums = [&] { return partial.data() + row0 * ldp + partial_column[q] + v0; };
                         if (!last) {   // a partial sum, kept for the next depth block
-                            if (first) packed_tile<Arch, MR, nv, false>(depth, a, b + v0, pn.width, sums(), ldp);
-                            else packed_tile<Arch, MR, nv, true>(depth, a, b + v0, pn.width, sums(), ldp);
+                            if (first) packed_tile<Arch, MR, nv, false>(depth, a, b_rows, b_col + v0, sums(), ldp);
+                            else packed_tile<Arch, MR, nv, true>(depth, a, b_rows, b_col + v0, sums(), ldp);
                             return;
                         }
                         alignas(64) T out[MR * nv * W];
                         if (first) {
-                            packed_tile<Arch, MR, nv, false>(depth, a, b + v0, pn.width, out, nv * W);
+                            packed_tile<Arch, MR, nv, false>(depth, a, b_rows, b_col + v0, out, nv * W);
                         } else {
                             for (std::size_t r = 0; r < MR; ++r) std::copy_n(sums() + r * ldp, nv * W, out + r * nv * W);
-                            packed_tile<Arch, MR, nv, true>(depth, a, b + v0, pn.width, out, nv * W);
+                            packed_tile<Arch, MR, nv, true>(depth, a, b_rows, b_col + v0, out, nv * W);
                         }
                         for (std::size_t r = 0; r < MR && row0 + r < n; ++r)
                             for (std::size_t v = 0; v < nv && v0 + v * W < pn.columns; ++v) {
@@ -373,11 +392,12 @@ void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const>
     detail::linear_product<Arch>(x, static_cast<const packed_rows<T>*>(nullptr), panels, detail::stored_panels{}, store, threads);
 }
 
-/// The same with x packed already and W^T packed a panel at a time as the product reaches
-/// it: a convolution, its weights the x, its image's columns the W^T. Throws
+/// The same with x packed already and W^T not stored: a convolution, its weights the x,
+/// its image's columns the W^T, which are packed a panel at a time as the product reaches
+/// them (`packed_on_demand`) or read in place (`rows_in_place`). Throws
 /// `std::invalid_argument` unless x has `w.in` columns.
-template <class Arch = default_arch, class T, class Fill, class Store>
-void linear_rows(const packed_rows<T>& x, const packed_on_demand<T, Fill>& w, Store&& store, int threads = 1) {
+template <class Arch = default_arch, class T, class Columns, class Store>
+void linear_rows(const packed_rows<T>& x, const Columns& w, Store&& store, int threads = 1) {
     detail::require(x.cols() == w.in, "simd::linear_rows", [&] {
         return "x [" + std::to_string(x.rows()) + ", " + std::to_string(x.cols()) + "] does not fit a weight of " +
                std::to_string(w.in) + " inputs";
@@ -386,7 +406,11 @@ void linear_rows(const packed_rows<T>& x, const packed_on_demand<T, Fill>& w, St
     const std::size_t widest = panel_layout<T>::gathered_width(w.in, w.out, threads);
     for (const auto& pn : panel_layout<T>::panels(w.in, w.out, widest))
         panels.push_back({nullptr, pn.column, pn.columns, pn.width});
-    detail::linear_product<Arch>(row_matrix<const T>{nullptr, x.rows(), x.cols()}, &x, panels, w.fill, store, threads);
+    const row_matrix<const T> unpacked{nullptr, x.rows(), x.cols()};
+    if constexpr (std::is_same_v<Columns, rows_in_place<T>>)
+        detail::linear_product<Arch>(unpacked, &x, panels, w, store, threads);
+    else
+        detail::linear_product<Arch>(unpacked, &x, panels, w.fill, store, threads);
 }
 
 /// The same with one weight.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -73,6 +74,33 @@ void store_lanes(const Batch& v, std::size_t lanes, T* to) noexcept {
     alignas(64) T values[Batch::size];
     v.store_aligned(values);
     for (std::size_t l = 0; l < lanes; ++l) to[l] = values[l];
+}
+
+/// Lanes [first, last) of v to to[0, last - first); nothing else is written (first <= last
+/// <= the batch's size).
+template <class Batch, class T>
+void store_lanes(const Batch& v, std::size_t first, std::size_t last, T* to) noexcept {
+    if (first == 0) return store_lanes(v, last, to);
+    // A masked move of the whole batch to where its lane 0 would go, which it never touches;
+    // that address is computed as an integer, so that no pointer leaves `to`'s array.
+    [[maybe_unused]] T* const lane_zero = reinterpret_cast<T*>(reinterpret_cast<std::uintptr_t>(to) - first * sizeof(T));
+#if XSIMD_WITH_AVX512F
+    if constexpr (avx512_masked<Batch>) {
+        const unsigned mask = ((1u << last) - 1) & ~((1u << first) - 1);
+        if constexpr (sizeof(T) == 4) return _mm512_mask_storeu_ps(lane_zero, __mmask16(mask), v);
+        else return _mm512_mask_storeu_pd(lane_zero, __mmask8(mask), v);
+    }
+#endif
+#if XSIMD_WITH_AVX2
+    if constexpr (avx2_masked<Batch>) {
+        const __m256i mask = _mm256_andnot_si256(avx2_first_lanes<T>(first), avx2_first_lanes<T>(last));
+        if constexpr (sizeof(T) == 4) return _mm256_maskstore_ps(lane_zero, mask, v);
+        else return _mm256_maskstore_pd(lane_zero, mask, v);
+    }
+#endif
+    alignas(64) T values[Batch::size];
+    v.store_aligned(values);
+    for (std::size_t l = first; l < std::min(last, Batch::size); ++l) to[l - first] = values[l];
 }
 
 /// to[0, n) = from[0, n), in batches of `Arch` (short copies without a call to memmove).
