@@ -51,12 +51,15 @@ const conv_case cases[] = {
     // Maps of over a thousand outputs, gathered in panels of up to 512 pixels whose last one
     // is partial (512, 512 and 136 of the 1 x 1's 1160 on one thread).
     {1, 3, 40, 29, 5, 1, 1, 1, 0, 1, 1},      {1, 8, 30, 41, 7, 3, 3, 1, 1, 1, 1},
-    // Stride 1 read in place along padded rows: rows narrower than a vector (a vector's
+    // Kernels read in place along padded rows: rows narrower than a vector (a vector's
     // outputs spread over three rows or more), outputs of 15, 16 and 17 a row, padding past
     // the kernel's reach, dilated rows with groups, and a single row.
     {1, 5, 2, 2, 3, 3, 3, 1, 1, 1, 1},        {2, 3, 7, 15, 4, 3, 3, 1, 1, 1, 1},
     {1, 3, 6, 16, 4, 3, 3, 1, 1, 1, 1},       {1, 3, 5, 17, 4, 3, 3, 1, 1, 1, 1},
     {1, 4, 6, 5, 6, 3, 3, 1, {2, 3}, {2, 1}, 2}, {1, 2, 1, 9, 3, 1, 3, 1, {0, 1}, 1, 1},
+    // Strides read in place from phases: 2 x 3 with dilation 2 (taps in every phase of a
+    // row, and two taps in one phase); a 1 x 1 kernel of stride 2 with padding gathered.
+    {1, 4, 11, 12, 4, 3, 3, {2, 3}, {1, 2}, 2, 1}, {1, 3, 7, 9, 4, 1, 1, 2, 1, 1, 1},
 };
 
 std::string describe(const conv_case& c) {

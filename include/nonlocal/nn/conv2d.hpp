@@ -8,11 +8,11 @@
 /// - `gemm`: for each batch item and group, y [Cout / g, Ho Wo] = W [Cout / g, K] times
 ///   the image's columns [K, Ho Wo] (K = Cin / g kh kw): W packed once, when the layer is
 ///   built (`simd::packed_rows`); the panels of output pixels shared out among the threads.
-///   Of stride 1 and more than one tap, the columns are read in place (an implicit GEMM,
-///   `simd::rows_in_place`) from one zero-padded copy of the image, along whose padded rows
-///   the outputs go (the padding columns computed and not stored); otherwise they are
-///   gathered from the image into each panel as the product reaches it
-///   (`simd::packed_on_demand`: im2col without a matrix of its own, a panel in L2 at a time);
+///   Kernels of more than one tap read the columns in place (an implicit GEMM,
+///   `simd::rows_in_place`) from one zero-padded copy of the image, dealt into phases for a
+///   stride, along whose rows the outputs go (the padding columns computed and not stored);
+///   1 x 1 kernels gather their pixels into each panel as the product reaches it
+///   (`simd::packed_on_demand`, a panel in L2 at a time);
 /// - `direct`: one input channel per group (depthwise), vectors of outputs accumulated in
 ///   registers over the kh kw taps from a zero-padded copy of the input plane (a stride-2
 ///   plane's columns dealt into two phases). Kernels of 3 x 3 and 5 x 5 whose rows are
@@ -193,9 +193,8 @@ private:
 
     template <class Arch>
     void convolve_gemm(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
-        const size2 k = kernel();
-        if (options_.stride == size2(1) && k.h * k.w > 1) convolve_implicit<Arch>(x, B, H, W, y, threads);
-        else convolve_gathered<Arch>(x, B, H, W, y, threads);
+        if (kernel() == size2(1)) convolve_pointwise<Arch>(x, B, H, W, y, threads);
+        else convolve_implicit<Arch>(x, B, H, W, y, threads);
     }
 
     /// y's planes of `group` = a(W_group columns + bias) through the micro-kernel, each
@@ -215,33 +214,48 @@ private:
         });
     }
 
-    /// The gemm algorithm of stride 1, an implicit GEMM: each group's channels copied once
-    /// into a zero-padded work array of rows Wp = W + 2 p.w wide, where row (c, ky, kx) of
-    /// the columns is read in place, from tap (ky, kx) of channel c on. The outputs go along
-    /// the padded rows, q = oy Wp + ox; the Wp - Wo past each row's end are computed and not
-    /// stored. Where gathering copied each input value kh kw times, this copies it once.
+    /// The gemm algorithm for kernels of more than one tap, an implicit GEMM: each group's
+    /// channels copied once into a zero-padded work array, where row (c, ky, kx) of the
+    /// columns is read in place, from tap (ky, kx) of channel c on. The padded plane is dealt
+    /// into s.h x s.w phases, phase (r, t) holding the padded rows r, r + s.h, ... and of
+    /// each their columns t, t + s.w, ... (one phase for stride 1): tap (ky, kx) of output
+    /// (oy, ox) is then row oy + ky d.h / s.h and column ox + kx d.w / s.w of phase
+    /// (ky d.h mod s.h, kx d.w mod s.w). The outputs go along a phase's rows, q = oy Wq + ox;
+    /// the Wq - Wo past each row's end are computed and not stored. Where gathering copied
+    /// each input value up to kh kw times, this copies it once.
     template <class Arch>
     void convolve_implicit(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
         const std::size_t g = options_.groups, cin = weight_.shape(1), cout = out_channels() / g;
         const std::size_t kh = kernel().h, kw = kernel().w, K = cin * kh * kw;
-        const size2 out = output_size(H, W), p = options_.padding, d = options_.dilation;
-        const std::size_t Wp = W + 2 * p.w, plane = (H + 2 * p.h) * Wp, P = out.h * out.w;
+        const size2 out = output_size(H, W), s = options_.stride, p = options_.padding, d = options_.dilation;
+        const std::size_t P = out.h * out.w;
         if (P == 0) return;
-        const std::size_t Q = (out.h - 1) * Wp + out.w;
-        // The last channel's last tap is read up to Q rounded up to a stored panel's width:
-        // less than 64 bytes past the last padded plane.
+        // Rows and columns of a phase, and the values of one and of a channel's s.h s.w.
+        const std::size_t Hq = (H + 2 * p.h + s.h - 1) / s.h, Wq = (W + 2 * p.w + s.w - 1) / s.w;
+        const std::size_t phase = Hq * Wq, plane = s.h * s.w * phase;
+        const std::size_t Q = (out.h - 1) * Wq + out.w;
+        // The last tap of the last phase is read up to Q rounded up to a stored panel's width:
+        // less than 64 bytes past the last plane.
         buffer<T> padded(cin * plane + simd::panel_layout<T>::width_step, T(0));
+        const auto phase_of = [&](std::size_t c, std::size_t py, std::size_t px) {   // padded row and column
+            return padded.data() + c * plane + ((py % s.h) * s.w + px % s.w) * phase + py / s.h * Wq + px / s.w;
+        };
         std::vector<const T*> rows(K);
         for (std::size_t c = 0; c < cin; ++c)
             for (std::size_t ky = 0; ky < kh; ++ky)
-                for (std::size_t kx = 0; kx < kw; ++kx)
-                    rows[(c * kh + ky) * kw + kx] = padded.data() + c * plane + ky * d.h * Wp + kx * d.w;
+                for (std::size_t kx = 0; kx < kw; ++kx) rows[(c * kh + ky) * kw + kx] = phase_of(c, ky * d.h, kx * d.w);
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t group = 0; group < g; ++group) {
                 const T* image = x + (b * in_channels() + group * cin) * H * W;
                 detail::parallel_for(cin, threads, [&](std::size_t c) {
-                    for (std::size_t iy = 0; iy < H; ++iy)
-                        simd::copy<Arch>(image + (c * H + iy) * W, W, padded.data() + c * plane + (iy + p.h) * Wp + p.w);
+                    for (std::size_t iy = 0; iy < H; ++iy) {
+                        const T* from = image + (c * H + iy) * W;
+                        const std::size_t py = iy + p.h;
+                        if (s.w == 1) simd::copy<Arch>(from, W, phase_of(c, py, p.w));
+                        else if (s.w == 2) simd::deinterleave<Arch>(from, W, phase_of(c, py, p.w), phase_of(c, py, p.w + 1));
+                        else
+                            for (std::size_t ix = 0; ix < W; ++ix) *phase_of(c, py, ix + p.w) = from[ix];
+                    }
                 });
                 T* planes = y + (b * out_channels() + group * cout) * P;
                 multiply<Arch>(group, simd::rows_in_place<T>{K, Q, rows.data()}, threads,
@@ -249,9 +263,9 @@ private:
                                    // Lanes [l, end) of one output row each, past the columns not stored.
                                    T* to = planes + channel * P;
                                    for (std::size_t l = 0; l < lanes;) {
-                                       const std::size_t oy = (q + l) / Wp, ox = (q + l) % Wp;
+                                       const std::size_t oy = (q + l) / Wq, ox = (q + l) % Wq;
                                        if (ox >= out.w) {
-                                           l += Wp - ox;
+                                           l += Wq - ox;
                                            continue;
                                        }
                                        const std::size_t end = std::min(lanes, l + out.w - ox);
@@ -262,51 +276,43 @@ private:
             }
     }
 
-    /// The gemm algorithm with the image's columns gathered into each panel (im2col).
+    /// The gemm algorithm for 1 x 1 kernels: each panel of output pixels gathers its channels'
+    /// pixels as the product reaches it, which packs them into the micro-kernel's panels.
     template <class Arch>
-    void convolve_gathered(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
+    void convolve_pointwise(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
         const std::size_t g = options_.groups, cin = weight_.shape(1), cout = out_channels() / g;
-        const std::size_t kh = kernel().h, kw = kernel().w, K = cin * kh * kw;
         size2 out = output_size(H, W);
-        const size2 s = options_.stride, p = options_.padding, d = options_.dilation;
+        const size2 s = options_.stride, p = options_.padding;
         const std::size_t P = out.h * out.w, plane_size = H * W;
-        // A 1 x 1 kernel of stride 1 without padding maps each channel's H x W pixels in order
-        // to as many outputs: the map as one row of H W, so that a panel of outputs is one
-        // contiguous run of every channel.
-        if (kh == 1 && kw == 1 && s == size2(1) && p == size2(0)) W = plane_size, H = 1, out = {1, P};
-        // The outputs [lo, hi) of a row whose tap kx falls inside the image.
-        std::vector<std::pair<std::size_t, std::size_t>> inside(kw);
-        for (std::size_t kx = 0; kx < kw; ++kx) inside[kx] = detail::outputs_inside(out.w, W, s.w, kx * d.w, p.w);
+        // Stride 1 without padding maps each channel's H x W pixels in order to as many
+        // outputs: the map as one row of H W, so that a panel of outputs is one contiguous run
+        // of every channel.
+        if (s == size2(1) && p == size2(0)) W = plane_size, H = 1, out = {1, P};
+        // The outputs [lo, hi) of a row that fall inside the image.
+        const auto [lo, hi] = detail::outputs_inside(out.w, W, s.w, 0, p.w);
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t group = 0; group < g; ++group) {
                 const T* image = x + (b * in_channels() + group * cin) * plane_size;
-                // The image's columns (im2col), K values per output pixel, rows [k0, k0 + depth)
-                // of the panel of pixels [first, first + count) written as [depth][width], zeros
-                // where a tap falls in the padding, as the product reaches the panel. Along a row
-                // of outputs the taps of one (channel, ky, kx) are s.w apart: consecutive for
-                // s.w = 1, one copy.
+                // Channels [c0, c0 + depth) at the pixels of outputs [first, first + count),
+                // written as [depth][width], zeros where an output falls in the padding. Along a
+                // row of outputs the pixels are s.w apart: consecutive for s.w = 1, one copy.
                 const auto columns = simd::pack_on_demand<T>(
-                    K, P, [&](std::size_t first, std::size_t count, std::size_t k0, std::size_t depth, std::size_t width, T* to) {
+                    cin, P, [&](std::size_t first, std::size_t count, std::size_t c0, std::size_t depth, std::size_t width, T* to) {
                         for (std::size_t j = 0; j < count;) {
                             const std::size_t oy = (first + j) / out.w, ox0 = (first + j) % out.w;
                             const std::size_t end = ox0 + std::min(count - j, out.w - ox0);   // outputs [ox0, end)
-                            std::size_t c = k0 / (kh * kw), ky = k0 / kw % kh, kx = k0 % kw;
+                            const std::size_t iy = oy * s.h;   // in padded rows
+                            const bool in_image = iy >= p.h && iy < p.h + H;
+                            const std::size_t from = in_image ? std::clamp(lo, ox0, end) : end;
+                            const std::size_t to_ = in_image ? std::clamp(hi, from, end) : end;
                             for (std::size_t k = 0; k < depth; ++k) {
-                                const std::size_t iy = oy * s.h + ky * d.h;   // in padded rows
-                                const bool in_image = iy >= p.h && iy < p.h + H;
-                                const T* row = image + c * plane_size + (in_image ? iy - p.h : 0) * W;
+                                const T* row = image + (c0 + k) * plane_size + (in_image ? iy - p.h : 0) * W;
                                 T* target = to + k * width + j - ox0;
-                                const std::size_t from = in_image ? std::clamp(inside[kx].first, ox0, end) : end;
-                                const std::size_t to_ = in_image ? std::clamp(inside[kx].second, from, end) : end;
                                 simd::fill<Arch>(target + ox0, from - ox0, T(0));   // short: no call to memset
-                                if (s.w == 1) simd::copy<Arch>(row + from + kx * d.w - p.w, to_ - from, target + from);
+                                if (s.w == 1) simd::copy<Arch>(row + from - p.w, to_ - from, target + from);
                                 else
-                                    for (std::size_t ox = from; ox < to_; ++ox) target[ox] = row[ox * s.w + kx * d.w - p.w];
+                                    for (std::size_t ox = from; ox < to_; ++ox) target[ox] = row[ox * s.w - p.w];
                                 simd::fill<Arch>(target + to_, end - to_, T(0));
-                                if (++kx == kw) {   // the next tap
-                                    kx = 0;
-                                    if (++ky == kh) ky = 0, ++c;
-                                }
                             }
                             j += end - ox0;
                         }
