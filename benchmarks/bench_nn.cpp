@@ -118,13 +118,16 @@ void conv(benchmark::State& state, nonlocal::nn::conv_algorithm algorithm) {
 void conv_gemm(benchmark::State& state) { conv(state, nonlocal::nn::conv_algorithm::gemm); }
 void conv_direct(benchmark::State& state) { conv(state, nonlocal::nn::conv_algorithm::direct); }
 
-// Cin, Cout, size, kernel, stride, groups: ResNet's 3 x 3 and 1 x 1 at 56 x 56, MobileViT-S's
-// local representation (3 x 3, then 1 x 1 to the transformer's width) at 32 x 32, an MV2
-// block's expansion at 128 x 128 and projection at 64 x 64 (inputs of 2 and 4 MiB), and
-// depthwise 3 x 3 (MobileNetV2 / MV2 blocks) at stride 1 and 2.
+// Cin, Cout, size, kernel, stride, groups: ResNet's 3 x 3 and 1 x 1 at 56 x 56 and its
+// stride-2 3 x 3 into the next stage, MobileViT-S's stem and local representation (3 x 3,
+// then 1 x 1 to the transformer's width) at 32 x 32, an MV2 block's expansion at 128 x 128
+// and projection at 64 x 64 (inputs of 2 and 4 MiB), and depthwise 3 x 3 (MobileNetV2 / MV2
+// blocks) at stride 1 and 2.
 BENCHMARK(conv_gemm)
     ->ArgNames({"Cin", "Cout", "S", "k", "stride", "groups"})
     ->Args({64, 64, 56, 3, 1, 1})
+    ->Args({64, 128, 56, 3, 2, 1})
+    ->Args({3, 16, 256, 3, 2, 1})
     ->Args({64, 256, 56, 1, 1, 1})
     ->Args({96, 96, 32, 3, 1, 1})
     ->Args({96, 144, 32, 1, 1, 1})
