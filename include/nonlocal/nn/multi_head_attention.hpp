@@ -271,13 +271,13 @@ struct basic_multi_head_attention {
                     std::size_t part = 0;
                     while (column >= projections[part]->out_features()) column -= projections[part++]->out_features();
                     const std::size_t count = projections[part]->out_features() / hd;
-                    alignas(64) T values[batch::size];
-                    simd::epilogue<T>{projections[part]->bias_data()}(acc, column, lanes).store_aligned(values);
+                    const batch v = simd::epilogue<T>{projections[part]->bias_data()}(acc, column, lanes);
                     const std::size_t b = row / rows, t = row % rows;
+                    // Lanes [l, l + n) of one head each, stored from the register.
                     for (std::size_t l = 0; l < lanes;) {
                         const std::size_t f = column + l, head = f / hd, d = f % hd;
                         const std::size_t n = std::min(lanes - l, hd - d);
-                        simd::copy<Arch>(values + l, n, heads[part] + ((b * count + head) * rows + t) * hd + d);
+                        simd::store_lanes(v, l, l + n, heads[part] + ((b * count + head) * rows + t) * hd + d);
                         l += n;
                     }
                 },
