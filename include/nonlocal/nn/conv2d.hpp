@@ -288,8 +288,8 @@ private:
         // outputs: the map as one row of H W, so that a panel of outputs is one contiguous run
         // of every channel.
         if (s == size2(1) && p == size2(0)) W = plane_size, H = 1, out = {1, P};
-        // The outputs [lo, hi) of a row that fall inside the image.
-        const auto [lo, hi] = detail::outputs_inside(out.w, W, s.w, 0, p.w);
+        // The outputs [inside.first, inside.second) of a row that fall inside the image.
+        const std::pair<std::size_t, std::size_t> inside = detail::outputs_inside(out.w, W, s.w, 0, p.w);
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t group = 0; group < g; ++group) {
                 const T* image = x + (b * in_channels() + group * cin) * plane_size;
@@ -303,8 +303,8 @@ private:
                             const std::size_t end = ox0 + std::min(count - j, out.w - ox0);   // outputs [ox0, end)
                             const std::size_t iy = oy * s.h;   // in padded rows
                             const bool in_image = iy >= p.h && iy < p.h + H;
-                            const std::size_t from = in_image ? std::clamp(lo, ox0, end) : end;
-                            const std::size_t to_ = in_image ? std::clamp(hi, from, end) : end;
+                            const std::size_t from = in_image ? std::clamp(inside.first, ox0, end) : end;
+                            const std::size_t to_ = in_image ? std::clamp(inside.second, from, end) : end;
                             for (std::size_t k = 0; k < depth; ++k) {
                                 const T* row = image + (c0 + k) * plane_size + (in_image ? iy - p.h : 0) * W;
                                 T* target = to + k * width + j - ox0;
