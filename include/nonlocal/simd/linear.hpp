@@ -294,11 +294,10 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                         fill(pn.column, pn.columns, k0, depth, pn.width, packed.data());
                         simd::panel_layout<T>::zero_past_columns(packed.data(), depth, pn.columns, pn.width);
                     }
-                const T* b = pn.data ? pn.data + k0 * pn.width : packed.data();
                 // B(p, c) for the tile's columns from c = v0.
                 const auto b_rows = [&] {
                     if constexpr (in_place) return simd::indirect_rows<T>{fill.rows + k0};
-                    else return simd::strided_rows<T>{b, pn.width};
+                    else return simd::strided_rows<T>{pn.data ? pn.data + k0 * pn.width : packed.data(), pn.width};
                 }();
                 const std::size_t b_col = in_place ? pn.column : 0;
                 // The stored panel this thread likely takes next, fetched into L2 a slice per tile:
