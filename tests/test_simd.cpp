@@ -153,6 +153,27 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(deinterleave_deals_even_and_odd_values, T, test::v
     });
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(deal_spreads_values_into_their_phases, T, test::value_types) {
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        const T guard = T(-7.5);
+        // Strides 1 to 4 over awkward lengths: phase i, written from start(i) (each phase in
+        // a row of its own), holds from[i], from[i + s], ...; the rest of its row untouched.
+        for (std::size_t s : {1, 2, 3, 4})
+            for (std::size_t n : test::awkward_lengths) {
+                std::vector<T> from(n);
+                for (std::size_t i = 0; i < n; ++i) from[i] = T(i) + T(0.25);
+                const std::size_t row = n / s + 2;
+                std::vector<T> phases(s * row, guard);
+                simd::deal<Arch>(from.data(), n, s, [&](std::size_t i) { return phases.data() + i * row; });
+                for (std::size_t i = 0; i < s; ++i)
+                    for (std::size_t k = 0; k < row; ++k)
+                        BOOST_TEST(phases[i * row + k] == (i + k * s < n ? T(i + k * s) + T(0.25) : guard),
+                                   Arch::name() << ": stride " << s << ", n " << n << ", phase " << i << ", value " << k);
+            }
+    });
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(division_rounds_as_scalar_division, T, test::value_types) {
     // simd::divide on batches, bit for bit as scalar division (correctly rounded) on random
     // quotients over many binades, ones of exact results, and the inverses of

@@ -248,14 +248,9 @@ private:
             for (std::size_t group = 0; group < g; ++group) {
                 const T* image = x + (b * in_channels() + group * cin) * H * W;
                 detail::parallel_for(cin, threads, [&](std::size_t c) {
-                    for (std::size_t iy = 0; iy < H; ++iy) {
-                        const T* from = image + (c * H + iy) * W;
-                        const std::size_t py = iy + p.h;
-                        if (s.w == 1) simd::copy<Arch>(from, W, phase_of(c, py, p.w));
-                        else if (s.w == 2) simd::deinterleave<Arch>(from, W, phase_of(c, py, p.w), phase_of(c, py, p.w + 1));
-                        else
-                            for (std::size_t ix = 0; ix < W; ++ix) *phase_of(c, py, ix + p.w) = from[ix];
-                    }
+                    for (std::size_t iy = 0; iy < H; ++iy)
+                        simd::deal<Arch>(image + (c * H + iy) * W, W, s.w,
+                                         [&](std::size_t ix) { return phase_of(c, iy + p.h, ix + p.w); });
                 });
                 T* planes = y + (b * out_channels() + group * cout) * P;
                 multiply<Arch>(group, simd::rows_in_place<T>{K, Q, rows.data()}, threads,
@@ -425,16 +420,6 @@ private:
             read_at.resize(count);
             for (std::size_t k = 0; k < count; ++k) read_at[k] = k / vectors * s.h * s.w * phase + k % vectors * lanes;
         }
-        // Padded column r + j s.w of phase r holds input column r + j s.w - p.w: the input's
-        // columns fill j in [first_of[r], first_of[r] + count_of[r]).
-        std::vector<std::size_t> first_of(s.w), count_of(s.w);
-        for (std::size_t r = 0; r < s.w; ++r) {
-            first_of[r] = r >= p.w ? 0 : (p.w - r + s.w - 1) / s.w;
-            const std::size_t end = r >= W + p.w ? 0 : (W + p.w - r + s.w - 1) / s.w;   // columns < W + p.w
-            count_of[r] = end > first_of[r] ? end - first_of[r] : 0;
-        }
-        // Phase r starts at the input's column (r - p.w) mod s.w: for s.w = 2, this one at column 0.
-        const std::size_t even_phase = p.w % s.w;
         // The channels in as many blocks as threads can share; each block pads its planes in
         // one work array, whose zeros (the padding) stay as the planes are copied in.
         const std::size_t planes = B * C, blocks = std::min(planes, std::size_t(std::max(threads, 1)) * 4);
@@ -445,16 +430,11 @@ private:
             for (std::size_t bc = part * planes / blocks; bc < (part + 1) * planes / blocks; ++bc) {
                 const std::size_t b = bc / C, c = bc % C;
                 const T* image = x + (b * in_channels() + c / per_input) * H * W;
-                for (std::size_t iy = 0; iy < H; ++iy) {
-                    const auto to = [&](std::size_t r) { return padded.data() + ((iy + p.h) * s.w + r) * phase + first_of[r]; };
-                    if (s.w == 1) simd::copy<Arch>(image + iy * W, W, to(0));
-                    else if (s.w == 2) simd::deinterleave<Arch>(image + iy * W, W, to(even_phase), to(1 - even_phase));
-                    else
-                        for (std::size_t r = 0; r < s.w; ++r) {
-                            const T* from = image + iy * W + r + first_of[r] * s.w - p.w;
-                            for (std::size_t j = 0; j < count_of[r]; ++j) to(r)[j] = from[j * s.w];
-                        }
-                }
+                // Input column ix is padded column ix + p.w: phase (ix + p.w) mod s.w, at (ix + p.w) / s.w.
+                for (std::size_t iy = 0; iy < H; ++iy)
+                    simd::deal<Arch>(image + iy * W, W, s.w, [&](std::size_t ix) {
+                        return padded.data() + ((iy + p.h) * s.w + (ix + p.w) % s.w) * phase + (ix + p.w) / s.w;
+                    });
                 const T* tap = weight_.data() + c * kh * kw;
                 const batch bias(bias_.size() ? bias_(c) : T(0));
                 T* plane = y + bc * out.h * out.w;

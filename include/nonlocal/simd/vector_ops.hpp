@@ -148,6 +148,19 @@ void deinterleave(const T* from, std::size_t n, T* even, T* odd) noexcept {
     if (2 * j < n) even[j] = from[2 * j];
 }
 
+/// Deals the n values of `from` into s phases: from[i + k s] to start(i)[k] for each i < s
+/// (the columns of a row of a stride-s convolution into its phases). A copy for s = 1,
+/// `deinterleave` for s = 2, value by value beyond.
+template <class Arch = default_arch, class T, class Start>
+void deal(const T* from, std::size_t n, std::size_t s, const Start& start) noexcept {
+    if (s == 1) return copy<Arch>(from, n, start(0));
+    if (s == 2) return deinterleave<Arch>(from, n, start(0), start(1));
+    for (std::size_t i = 0; i < std::min(s, n); ++i) {
+        T* to = start(i);
+        for (std::size_t k = 0; i + k * s < n; ++k) to[k] = from[i + k * s];
+    }
+}
+
 /// to[0, n) = value, in batches of `Arch` (short runs without a call to memset).
 template <class Arch = default_arch, class T>
 void fill(T* to, std::size_t n, T value) noexcept {
