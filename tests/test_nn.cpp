@@ -1,4 +1,4 @@
-// nn/linear.hpp and nn/nonlocal_block.hpp: against literal loops.
+// nn/linear.hpp, nn/nonlocal_block.hpp and the maps <-> tokens copies: against literal loops.
 #include <nonlocal/nonlocal.hpp>
 
 #include <functional>
@@ -326,6 +326,28 @@ BOOST_AUTO_TEST_CASE(four_forms_of_the_block) {
         const xt::xtensor<float, 2> zi = xt::view(zb, b);
         test::check_close(zi, gaussian_block(xi), 1e-4, 1e-4, "batch item");
     }
+}
+
+BOOST_AUTO_TEST_CASE(maps_and_tokens_exchange_on_awkward_shapes) {
+    // [B, C, P] maps and [B, P, C] tokens, with fewer channels than pixels and more (the two
+    // loop orders), empty and single-value, in the identity order and with token r at pixel
+    // P - 1 - r; each value an integer code of (b, c, pixel).
+    for (const auto& [B, C, P] : {std::array<std::size_t, 3>{1, 0, 5}, {2, 3, 0}, {1, 1, 1}, {2, 17, 33}, {2, 33, 17},
+                                  {1, 16, 16}, {1, 144, 1024}, {1, 1024, 144}, {3, 15, 49}})
+        for (const bool reversed : {false, true}) {
+            const auto pixel_of = [&](std::size_t r) { return reversed ? P - 1 - r : r; };
+            const auto code = [&](std::size_t b, std::size_t c, std::size_t pixel) { return float((b * C + c) * P + pixel); };
+            std::vector<float> maps(B * C * P), tokens(B * P * C, -1.f), back(B * C * P, -1.f);
+            for (std::size_t i = 0; i < maps.size(); ++i) maps[i] = float(i);
+            detail::maps_to_tokens(maps.data(), B, C, P, tokens.data(), pixel_of);
+            bool tokens_right = true;
+            for (std::size_t b = 0; b < B; ++b)
+                for (std::size_t r = 0; r < P; ++r)
+                    for (std::size_t c = 0; c < C; ++c) tokens_right &= tokens[(b * P + r) * C + c] == code(b, c, pixel_of(r));
+            BOOST_TEST(tokens_right, "maps_to_tokens, B " << B << ", C " << C << ", P " << P << ", reversed " << reversed);
+            detail::tokens_to_maps(tokens.data(), B, P, C, back.data(), pixel_of);
+            BOOST_TEST(back == maps, "tokens_to_maps undoes it, B " << B << ", C " << C << ", P " << P);
+        }
 }
 
 BOOST_AUTO_TEST_CASE(block_shapes) {

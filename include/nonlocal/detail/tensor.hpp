@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <cstddef>
 #include <span>
@@ -87,20 +88,48 @@ private:
 template <class E>
 using value_type_of = typename std::decay_t<E>::value_type;
 
-/// to[b][j][i] = from[b][i][j] for each of `batches` [rows, cols] matrices: channel-first
-/// maps [B, C, P] as tokens [B, P, C], and back.
-/// In blocks of 16 x 16, whose 16 source and 16 target rows stay in L1 while the block is
-/// copied (row by row, a transpose of large matrices touches a new cache line per value).
-template <class T>
-void transpose_each(const T* from, std::size_t batches, std::size_t rows, std::size_t cols, T* to) noexcept {
+/// copy(c, r) for c < channels and r < pixels, in blocks of 16 x 16, whose 16 rows of a
+/// map and 16 tokens stay in L1 while the block is copied (row by row, a transpose of large
+/// matrices touches a new cache line per value). Within a block, the inner loop goes along
+/// the side whose other end has the shorter stride: along the pixels when there are fewer
+/// channels (each token's values land `channels` apart), else along the channels. The other
+/// way, a map of 1024 pixels written from tokens of 144 channels lands each value 4 KiB from
+/// the last, 16 writes to one set of the L1 cache, and takes 9 times as long.
+template <class Copy>
+void for_each_transposed(std::size_t channels, std::size_t pixels, Copy&& copy) {
     constexpr std::size_t block = 16;
-    for (std::size_t b = 0; b < batches; ++b, from += rows * cols, to += rows * cols)
-        for (std::size_t i0 = 0; i0 < rows; i0 += block)
-            for (std::size_t j0 = 0; j0 < cols; j0 += block) {
-                const std::size_t i1 = std::min(rows, i0 + block), j1 = std::min(cols, j0 + block);
-                for (std::size_t i = i0; i < i1; ++i)
-                    for (std::size_t j = j0; j < j1; ++j) to[j * rows + i] = from[i * cols + j];
-            }
+    for (std::size_t c0 = 0; c0 < channels; c0 += block)
+        for (std::size_t r0 = 0; r0 < pixels; r0 += block) {
+            const std::size_t c1 = std::min(channels, c0 + block), r1 = std::min(pixels, r0 + block);
+            if (channels <= pixels)
+                for (std::size_t c = c0; c < c1; ++c)
+                    for (std::size_t r = r0; r < r1; ++r) copy(c, r);
+            else
+                for (std::size_t r = r0; r < r1; ++r)
+                    for (std::size_t c = c0; c < c1; ++c) copy(c, r);
+        }
+}
+
+/// tokens [B, P, C] from channel-first maps [B, C, P]: token r of each image is pixel
+/// pixel_of(r) of its map (by default, pixel r).
+template <class T, class PixelOf = std::identity>
+void maps_to_tokens(const T* maps, std::size_t batches, std::size_t channels, std::size_t pixels, T* tokens,
+                    PixelOf pixel_of = {}) {
+    for (std::size_t b = 0; b < batches; ++b, maps += channels * pixels, tokens += channels * pixels)
+        for_each_transposed(channels, pixels, [&](std::size_t c, std::size_t r) {
+            tokens[r * channels + c] = maps[c * pixels + pixel_of(r)];
+        });
+}
+
+/// Channel-first maps [B, C, P] from tokens [B, P, C], `maps_to_tokens` undone: pixel
+/// pixel_of(r) of each map is token r of its image.
+template <class T, class PixelOf = std::identity>
+void tokens_to_maps(const T* tokens, std::size_t batches, std::size_t pixels, std::size_t channels, T* maps,
+                    PixelOf pixel_of = {}) {
+    for (std::size_t b = 0; b < batches; ++b, maps += channels * pixels, tokens += channels * pixels)
+        for_each_transposed(channels, pixels, [&](std::size_t c, std::size_t r) {
+            maps[c * pixels + pixel_of(r)] = tokens[r * channels + c];
+        });
 }
 
 /// f(plane of x, plane of y) for each of the B C planes of x [B, C, H, W] or [C, H, W]

@@ -122,19 +122,19 @@ public:
         };
         uninitialised_buffer<T> tokens(B * P * D);
         if (divided == map) {
-            detail::transpose_each(local.data(), B, D, P, tokens.data());
+            detail::maps_to_tokens(local.data(), B, D, P, tokens.data());
         } else {
             const xt::xtensor<T, 4> resized = resize_bilinear(maps(local.data(), map), divided);
-            detail::transpose_each(resized.data(), B, D, P, tokens.data());
+            detail::maps_to_tokens(resized.data(), B, D, P, tokens.data());
         }
         const patch_group groups{divided.h, divided.w, patch_.h, patch_.w};
         for (const auto& layer : transformer_) layer.template apply_in_place<Arch>(tokens.data(), B, P, groups, policy);
         norm_.template normalise<Arch>(tokens.data(), tokens.data(), B * P);
         if (divided == map) {
-            detail::transpose_each(tokens.data(), B, P, D, local.data());
+            detail::tokens_to_maps(tokens.data(), B, P, D, local.data());
         } else {
             xt::xtensor<T, 4> folded = xt::empty<T>({B, D, divided.h, divided.w});
-            detail::transpose_each(tokens.data(), B, P, D, folded.data());
+            detail::tokens_to_maps(tokens.data(), B, P, D, folded.data());
             maps(local.data(), map) = resize_bilinear(folded, map);
         }
         if (!conv_fusion_) return conv_proj_.template apply<Arch>(local.data(), B, H, W, y, threads);

@@ -167,7 +167,7 @@ public:
                 P = frames * (H / 2) * (W / 2);
             }
             xt::xtensor<T, 3> t = xt::empty<T>({B, P, c});
-            detail::transpose_each(m, B, c, P, t.data());
+            detail::maps_to_tokens(m, B, c, P, t.data());
             return t;
         };
         const auto map_tokens = [&](const xt::xtensor<T, 4>& m, bool pool) { return tokens(m.data(), m.shape(1), pool); };
@@ -189,7 +189,7 @@ public:
         // y [B, N, e] back to a map [B, e, T H, W], through W_z, plus x.
         const std::size_t N = frames * H * W, e = inter_channels();
         xt::xtensor<T, 4> y_map = xt::empty<T>({B, e, frames * H, W});
-        detail::transpose_each(y.data(), B, N, e, y_map.data());
+        detail::tokens_to_maps(y.data(), B, N, e, y_map.data());
         xt::xtensor<T, R> z = xt::empty<T>(xc.shape());
         w_z_.template apply<Arch>(y_map.data(), B, frames * H, W, z.data(), detail::thread_count(policy));
         for (std::size_t i = 0; i < z.size(); ++i) z.data()[i] += xc.data()[i];
