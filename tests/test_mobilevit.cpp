@@ -44,18 +44,18 @@ struct block_parts {
                            simd::activation::silu};
     nn::conv2d<float> fusion{test::random_tensor<float, 4>({O, C + O, 3, 3}, 8), test::random_tensor<float, 1>({O}, 9),
                              {.padding = 1}, simd::activation::silu};
-    nn::mobilevit_block block(bool fuse) const {
-        return {kxk, one, layers, norm, proj, fuse ? std::optional(fusion) : std::nullopt, 2};
+    nn::mobilevit_block block(bool fuse, nn::size2 patch = 2) const {
+        return {kxk, one, layers, norm, proj, fuse ? std::optional(fusion) : std::nullopt, patch};
     }
 };
 
 /// The block's output by its definition: the local part, the map (resized bilinearly to
-/// the next multiples of the 2 x 2 patch) unfolded into B ph pw sequences of nh nw patches,
-/// sequence (b, i, j) holding the pixels (I ph + i, K pw + j); the layers over each; the
-/// norm; folded, resized back, projected and fused.
-xt::xtensor<float, 4> by_hand(const block_parts& parts, const xt::xtensor<float, 4>& x, bool fuse) {
-    const std::size_t B = x.shape(0), H = x.shape(2), W = x.shape(3), ph = 2, pw = 2;
-    const std::size_t Hd = (H + 1) / 2 * 2, Wd = (W + 1) / 2 * 2, nh = Hd / ph, nw = Wd / pw;
+/// the next multiples of the ph x pw patch) unfolded into B ph pw sequences of nh nw
+/// patches, sequence (b, i, j) holding the pixels (I ph + i, K pw + j); the layers over
+/// each; the norm; folded, resized back, projected and fused.
+xt::xtensor<float, 4> by_hand(const block_parts& parts, const xt::xtensor<float, 4>& x, bool fuse, nn::size2 patch = 2) {
+    const std::size_t B = x.shape(0), H = x.shape(2), W = x.shape(3), ph = patch.h, pw = patch.w;
+    const std::size_t Hd = (H + ph - 1) / ph * ph, Wd = (W + pw - 1) / pw * pw, nh = Hd / ph, nw = Wd / pw;
     xt::xtensor<float, 4> local = parts.one(parts.kxk(x));
     if (Hd != H || Wd != W) local = nn::resize_bilinear(local, {Hd, Wd});
     xt::xtensor<float, 3> sequences = xt::empty<float>({B * ph * pw, nh * nw, D});
@@ -144,6 +144,14 @@ BOOST_AUTO_TEST_CASE(the_block_unfolds_attends_and_folds) {
         const auto odd = test::random_tensor<float, 4>({1, C, std::size_t(H), std::size_t(W)}, 21 + H);
         test::check_close(block(odd), by_hand(parts, odd, true), 1e-5, 1e-5, "resized for the patches");
     }
+    // Patches of 3 x 2 and 1 x 4 pixels, dividing the map or not; two threads.
+    for (const nn::size2 patch : {nn::size2{3, 2}, nn::size2{1, 4}})
+        for (const auto& [H, W] : {std::pair{6, 8}, std::pair{7, 5}}) {
+            const auto map = test::random_tensor<float, 4>({2, C, std::size_t(H), std::size_t(W)}, 30 + H);
+            const auto by_patch = parts.block(true, patch);
+            test::check_close(by_patch(map), by_hand(parts, map, true, patch), 1e-5, 1e-5, "patches of other shapes");
+            BOOST_TEST(by_patch(map, execution::parallel_policy{2}) == by_patch(map));
+        }
 
     test::check_invalid([&] { block(xt::xtensor<float, 4>(xt::zeros<float>({std::size_t(1), C + 1, std::size_t(4), std::size_t(4)}))); },
                         "nn::mobilevit_block", "x [1, 7, 4, 4]", "6 channels");

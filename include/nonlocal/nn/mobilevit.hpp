@@ -8,8 +8,10 @@
 ///              patch attend to each other through the transformer layers; norm; fold back
 ///     fusion:  z = conv_fusion([x, conv_proj(y)])         (both with batch norm and SiLU)
 ///
-/// Unfolding, attending and folding is the encoder layers over the map's pixels with the
-/// neighborhood `patch_group{H, W, ph, pw}`: no copies of the map into patches. A map the
+/// The pixels at one offset are a group of the neighborhood `patch_group{H, W, ph, pw}`.
+/// Unfolding is the copy of the map into tokens the encoder layers need anyway, with each
+/// group's pixels one after another; the layers then attend densely within each group's
+/// sequence, reading it in place, and folding is the copy back. A map the
 /// patch does not divide is resized bilinearly up to the next multiples before the global
 /// part and back after it, as timm does.
 ///
@@ -33,6 +35,7 @@
 #include "nonlocal/detail/npy.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
+#include "nonlocal/neighborhood/dense.hpp"
 #include "nonlocal/neighborhood/patch_group.hpp"
 #include "nonlocal/nn/batch_norm.hpp"
 #include "nonlocal/nn/conv2d.hpp"
@@ -112,7 +115,7 @@ public:
         uninitialised_buffer<T> features(B * C * HW), local(B * D * HW);
         conv_kxk_.template apply<Arch>(x, B, H, W, features.data(), threads);
         conv_1x1_.template apply<Arch>(features.data(), B, H, W, local.data(), threads);
-        // The global part on a map the patch divides: its pixels as tokens [B, Hd Wd, D],
+        // The global part on a map the patch divides: its pixels as tokens [B G, N, D],
         // through the layers and the norm, and back.
         const size2 map{H, W}, divided{(H + patch_.h - 1) / patch_.h * patch_.h, (W + patch_.w - 1) / patch_.w * patch_.w};
         const std::size_t P = divided.h * divided.w;
@@ -120,21 +123,29 @@ public:
             return xt::adapt(data, B * D * size.h * size.w, xt::no_ownership(),
                              std::array<std::size_t, 4>{B, D, size.h, size.w});
         };
+        // Each patch group's pixels one after another, as timm's unfold lays them out: the
+        // encoder layers then run on B G sequences of N tokens with dense attention, which
+        // the tiled kernel reads in place (on the map's order, `patch_group` would gather
+        // each group's rows of q, k and v and scatter its results, head by head).
+        const patch_group groups{divided.h, divided.w, patch_.h, patch_.w};
+        const std::size_t G = groups.groups(), N = groups.group_size();
+        std::vector<std::size_t> pixel(P);
+        for (std::size_t r = 0; r < P; ++r) pixel[r] = groups.member(r / N, r % N);
+        const auto pixel_of = [&](std::size_t r) { return pixel[r]; };
         uninitialised_buffer<T> tokens(B * P * D);
         if (divided == map) {
-            detail::maps_to_tokens(local.data(), B, D, P, tokens.data());
+            detail::maps_to_tokens(local.data(), B, D, P, tokens.data(), pixel_of);
         } else {
             const xt::xtensor<T, 4> resized = resize_bilinear(maps(local.data(), map), divided);
-            detail::maps_to_tokens(resized.data(), B, D, P, tokens.data());
+            detail::maps_to_tokens(resized.data(), B, D, P, tokens.data(), pixel_of);
         }
-        const patch_group groups{divided.h, divided.w, patch_.h, patch_.w};
-        for (const auto& layer : transformer_) layer.template apply_in_place<Arch>(tokens.data(), B, P, groups, policy);
+        for (const auto& layer : transformer_) layer.template apply_in_place<Arch>(tokens.data(), B * G, N, dense{}, policy);
         norm_.template normalise<Arch>(tokens.data(), tokens.data(), B * P);
         if (divided == map) {
-            detail::tokens_to_maps(tokens.data(), B, P, D, local.data());
+            detail::tokens_to_maps(tokens.data(), B, P, D, local.data(), pixel_of);
         } else {
             xt::xtensor<T, 4> folded = xt::empty<T>({B, D, divided.h, divided.w});
-            detail::tokens_to_maps(tokens.data(), B, P, D, folded.data());
+            detail::tokens_to_maps(tokens.data(), B, P, D, folded.data(), pixel_of);
             maps(local.data(), map) = resize_bilinear(folded, map);
         }
         if (!conv_fusion_) return conv_proj_.template apply<Arch>(local.data(), B, H, W, y, threads);

@@ -12,7 +12,7 @@
 /// grid (local attention), or `patch_group`: MobileViT's transformer unfolds the feature
 /// map into patches, attends among the pixels at the same offset of every patch and
 /// folds back; the norms and the MLP act on each token alone, so that is this layer over
-/// the pixels with `patch_group{H, W, ph, pw}`, without the copies.
+/// the pixels with `patch_group{H, W, ph, pw}`, without unfolding the map.
 ///
 /// Weight files (`load_npy`): PyTorch's state_dict names with dots as underscores, e.g.
 ///
