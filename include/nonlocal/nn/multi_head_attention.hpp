@@ -20,6 +20,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
@@ -262,22 +263,32 @@ struct basic_multi_head_attention {
         const auto project = [&](std::span<const linear_layer<T>* const> projections, const T* x, std::size_t rows,
                                  std::span<T* const> heads) {
             std::vector<const simd::packed_weight<T>*> weights;
-            for (const auto* p : projections) weights.push_back(&p->packed());
+            // Where each output column goes, worked out once rather than by divisions in every
+            // store: its projection, its column there, and its head and feature in that head.
+            struct destination {
+                std::uint32_t part, column, head, feature;
+            };
+            std::vector<destination> to;
+            for (std::uint32_t part = 0; part < projections.size(); ++part) {
+                weights.push_back(&projections[part]->packed());
+                for (std::uint32_t f = 0; f < projections[part]->out_features(); ++f)
+                    to.push_back({part, f, std::uint32_t(f / hd), std::uint32_t(f % hd)});
+            }
             simd::linear_rows<Arch>(
                 row_matrix<const T>{x, B * rows, projections[0]->in_features()},
                 std::span<const simd::packed_weight<T>* const>(weights),
                 [&](std::size_t row, std::size_t column, const auto& acc, std::size_t lanes) {
                     using batch = std::decay_t<decltype(acc)>;
-                    std::size_t part = 0;
-                    while (column >= projections[part]->out_features()) column -= projections[part++]->out_features();
-                    const std::size_t count = projections[part]->out_features() / hd;
-                    const batch v = simd::epilogue<T>{projections[part]->bias_data()}(acc, column, lanes);
-                    const std::size_t b = row / rows, t = row % rows;
+                    const destination first = to[column];   // a vector's columns are of one projection
+                    const linear_layer<T>& projection = *projections[first.part];
+                    const batch v = simd::epilogue<T, simd::no_activation>{projection.bias_data()}(acc, first.column, lanes);
+                    const std::size_t b = row / rows, t = row % rows, count = projection.out_features() / hd;
+                    T* const image = heads[first.part] + (b * count * rows + t) * hd;
                     // Lanes [l, l + n) of one head each, stored from the register.
                     for (std::size_t l = 0; l < lanes;) {
-                        const std::size_t f = column + l, head = f / hd, d = f % hd;
-                        const std::size_t n = std::min(lanes - l, hd - d);
-                        simd::store_lanes(v, l, l + n, heads[part] + ((b * count + head) * rows + t) * hd + d);
+                        const destination& at = to[column + l];
+                        const std::size_t n = std::min<std::size_t>(lanes - l, hd - at.feature);
+                        simd::store_lanes(v, l, l + n, image + at.head * rows * hd + at.feature);
                         l += n;
                     }
                 },
@@ -318,7 +329,7 @@ struct basic_multi_head_attention {
                 for (std::size_t head = 0; head < h; ++head)
                     std::copy_n(&o(b, head, t, 0), hd, merged + (b * L + t) * E + head * hd);
         simd::linear_rows<Arch>(row_matrix<const T>{merged, B * L, E}, out_proj.packed(),
-                                simd::store_rows<T>{y, E, {out_proj.bias_data()}, add}, threads);
+                                simd::store_rows<T, simd::no_activation>{y, E, {out_proj.bias_data()}, add}, threads);
         return weights;
     }
 

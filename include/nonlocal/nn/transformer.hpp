@@ -111,7 +111,7 @@ private:
                                     threads);
         });
         simd::linear_rows<Arch>(row_matrix<const T>{h.data(), x.rows, hidden()}, linear2.packed(),
-                                simd::store_rows<T>{y, features(), {linear2.bias_data()}, add}, threads);
+                                simd::store_rows<T, simd::no_activation>{y, features(), {linear2.bias_data()}, add}, threads);
     }
 };
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <limits>
 #include <numbers>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -52,6 +53,9 @@ template <class Batch>
     }
     return v;
 }
+
+/// The identity as a type: an epilogue or a store with no activation, none chosen at run time.
+using no_activation = std::integral_constant<activation, activation::identity>;
 
 /// f(std::integral_constant<activation, a>{}): code that applies an activation to each
 /// vector it stores, compiled for each one, so that none is chosen vector by vector.

@@ -423,7 +423,7 @@ void linear_rows(row_matrix<const T> x, const packed_weight<T>& w, Store&& store
 template <class Arch = default_arch, class T>
 xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, const packed_weight<T>& w, const T* bias, int threads = 1) {
     xt::xtensor<T, 2> y = xt::empty<T>({x.rows, w.out()});
-    linear_rows<Arch>(x, w, store_rows<T>{y.data(), w.out(), {bias}}, threads);
+    linear_rows<Arch>(x, w, store_rows<T, no_activation>{y.data(), w.out(), {bias}}, threads);
     return y;
 }
 
