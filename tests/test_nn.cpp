@@ -332,9 +332,10 @@ BOOST_AUTO_TEST_CASE(maps_and_tokens_exchange_on_awkward_shapes) {
     // [B, C, P] maps and [B, P, C] tokens, with fewer channels than pixels and more (the two
     // loop orders), empty and single-value, in the identity order and with token r at pixel
     // P - 1 - r; each value an integer code of (b, c, pixel).
-    for (const auto& [B, C, P] : {std::array<std::size_t, 3>{1, 0, 5}, {2, 3, 0}, {1, 1, 1}, {2, 17, 33}, {2, 33, 17},
-                                  {1, 16, 16}, {1, 144, 1024}, {1, 1024, 144}, {3, 15, 49}})
+    for (const auto& shape : {std::array<std::size_t, 3>{1, 0, 5}, {2, 3, 0}, {1, 1, 1}, {2, 17, 33}, {2, 33, 17},
+                              {1, 16, 16}, {1, 144, 1024}, {1, 1024, 144}, {3, 15, 49}})
         for (const bool reversed : {false, true}) {
+            const std::size_t B = shape[0], C = shape[1], P = shape[2];   // named: lambdas below capture them
             const auto pixel_of = [&](std::size_t r) { return reversed ? P - 1 - r : r; };
             const auto code = [&](std::size_t b, std::size_t c, std::size_t pixel) { return float((b * C + c) * P + pixel); };
             std::vector<float> maps(B * C * P), tokens(B * P * C, -1.f), back(B * C * P, -1.f);
