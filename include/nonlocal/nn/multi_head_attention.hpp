@@ -282,8 +282,9 @@ struct basic_multi_head_attention {
                     const destination first = to[column];   // a vector's columns are of one projection
                     const linear_layer<T>& projection = *projections[first.part];
                     const batch v = simd::epilogue<T, simd::no_activation>{projection.bias_data()}(acc, first.column, lanes);
-                    const std::size_t b = row / rows, t = row % rows, count = projection.out_features() / hd;
-                    T* const image = heads[first.part] + (b * count * rows + t) * hd;
+                    // Token t of image b in this projection's heads [B, out / hd, rows, hd].
+                    const std::size_t b = row / rows, t = row % rows;
+                    T* const image = heads[first.part] + b * projection.out_features() * rows + t * hd;
                     // Lanes [l, l + n) of one head each, stored from the register.
                     for (std::size_t l = 0; l < lanes;) {
                         const destination& at = to[column + l];
