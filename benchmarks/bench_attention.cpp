@@ -6,7 +6,8 @@
 //
 // Counters: GFLOPS counts 4 n^2 d flops per head for dense attention (2 n^2 d
 // for q k^T and 2 n^2 d for P v; half for causal); peak_pct relates it to the
-// FMA peak measured at start-up; workspace_KiB is the kernel's working memory
+// FMA peak of one core (times the threads, for runs on more than one), measured for 0.1 s
+// right after each benchmark's timed loop (peak_GFLOPS); workspace_KiB is the kernel's working memory
 // per thread (independent of n); the peer's is the n x n matrix.
 #include <nonlocal/nonlocal.hpp>
 
@@ -26,17 +27,19 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
-double fma_peak = 0;
-
 xt::xtensor<float, 2> randn(std::size_t rows, std::size_t cols, unsigned seed) {
     xt::random::seed(seed);
     return xt::random::randn<float>({rows, cols});
 }
 
-void report(benchmark::State& state, double flops, double workspace_bytes) {
+/// GFLOPS, peak_pct (of `threads` cores, against the FMA peak measured right after the timed
+/// loop, peak_GFLOPS) and the kernel's workspace.
+void report(benchmark::State& state, double flops, double workspace_bytes, int threads = 1) {
+    const double peak = nonlocal::bench::measure_fma_peak_gflops(0.1);
     state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
     state.counters["peak_pct"] =
-        benchmark::Counter(flops * 1e-9 / fma_peak * 100, benchmark::Counter::kIsIterationInvariantRate);
+        benchmark::Counter(flops * 1e-9 / (peak * threads) * 100, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["peak_GFLOPS"] = peak;
     state.counters["workspace_KiB"] = workspace_bytes / 1024;
 }
 
@@ -51,7 +54,8 @@ void run_attention(benchmark::State& state, Nb nb, Policy policy, double flop_fr
         benchmark::ClobberMemory();
     }
     report(state, flop_fraction * 4.0 * n * n * d,
-           double(nonlocal::kernel::tiled_workspace_bytes<float>(d, d, nonlocal::simd_width<float>)));
+           double(nonlocal::kernel::tiled_workspace_bytes<float>(d, d, nonlocal::simd_width<float>)),
+           nonlocal::detail::thread_count(policy));
 }
 
 void attention_dense(benchmark::State& state) { run_attention(state, nonlocal::dense{}, nonlocal::execution::seq, 1.0); }
@@ -171,7 +175,8 @@ void run_encoder_layer(benchmark::State& state, std::size_t L, Nb nb, std::size_
     }
     // The projections' 8 L E^2, attention's 4 L keys E and the MLP's 2 x 2 L E F flops.
     report(state, 8.0 * L * E * E + 4.0 * L * keys * E + 4.0 * L * E * F,
-           double(nonlocal::kernel::tiled_workspace_bytes<float>(E / h, E / h, nonlocal::simd_width<float>)));
+           double(nonlocal::kernel::tiled_workspace_bytes<float>(E / h, E / h, nonlocal::simd_width<float>)),
+           nonlocal::detail::thread_count(policy));
 }
 /// ViT: L = 197 tokens (196 patches of a 224 x 224 image and the class token), dense attention.
 void vit_encoder_layer(benchmark::State& state) {
@@ -212,7 +217,7 @@ void vit_b16_encoder(benchmark::State& state) {
         for (const auto& layer : layers) y = layer(y, nonlocal::dense{}, policy);
         benchmark::DoNotOptimize(y.data());
     }
-    report(state, double(depth) * (8.0 * L * E * E + 4.0 * L * L * E + 4.0 * L * E * F), 0);
+    report(state, double(depth) * (8.0 * L * E * E + 4.0 * L * L * E + 4.0 * L * E * F), 0, policy.threads);
 }
 BENCHMARK(vit_b16_encoder)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 // ViT-S/16 and ViT-B/16; MobileViT-S's first transformer (32 x 32 map, E = 144, 4 heads).
@@ -275,8 +280,8 @@ BENCHMARK(peer_blas_linear) NONLOCAL_LINEAR_SHAPES;
 }  // namespace
 
 int main(int argc, char** argv) {
-    fma_peak = nonlocal::bench::measure_fma_peak_gflops();
-    std::printf("measured fp32 FMA peak, one core, %s: %.1f GFLOP/s\n", xsimd::default_arch::name(), fma_peak);
+    std::printf("measured fp32 FMA peak, one core, %s: %.1f GFLOP/s\n", xsimd::default_arch::name(),
+                nonlocal::bench::measure_fma_peak_gflops());
 #if NONLOCAL_HAVE_CBLAS
     openblas_set_num_threads(1);
 #else

@@ -1,5 +1,5 @@
-// The networks of the nn layers and their convolutions, against the FMA peak measured at
-// start-up: ViT-B/16 and MobileViT-S forward passes, one MobileViT block, the non-local
+// The networks of the nn layers and their convolutions, against the FMA peak measured with
+// each benchmark: ViT-B/16 and MobileViT-S forward passes, one MobileViT block, the non-local
 // block at the paper's res4 placement, and 2-D convolutions by each algorithm of
 // nn::conv2d (the image's columns gathered into the GEMM's panels, or rows of taps for
 // depthwise ones). Random weights of the real models' shapes.
@@ -9,7 +9,8 @@
 // Counters: GFLOPS counts the multiply-adds of the convolutions, projections and attention
 // products as 2 flops each (2 Cout (Cin / groups) kh kw Ho Wo per convolution, 2 n in out per
 // linear layer, 4 n m d per attention of n queries over m keys of width d); peak_pct relates
-// it to the FMA peak of one core (times the threads, for runs on more than one).
+// it to the FMA peak of one core (times the threads, for runs on more than one), measured
+// for 0.1 s right after each benchmark's timed loop (peak_GFLOPS).
 #include <nonlocal/nonlocal.hpp>
 
 #include <benchmark/benchmark.h>
@@ -22,13 +23,15 @@
 
 namespace {
 
-double fma_peak = 0;
-
-/// GFLOPS and peak_pct of `flops` per iteration on `threads` cores.
+/// GFLOPS and peak_pct of `flops` per iteration on `threads` cores, against the FMA peak
+/// measured right after the timed loop (peak_GFLOPS, one core): the host's speed drifts
+/// from minute to minute, and a peak measured at start-up can be minutes old.
 void report(benchmark::State& state, double flops, int threads = 1) {
+    const double peak = nonlocal::bench::measure_fma_peak_gflops(0.1);
     state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
     state.counters["peak_pct"] =
-        benchmark::Counter(flops * 1e-9 / (fma_peak * threads) * 100, benchmark::Counter::kIsIterationInvariantRate);
+        benchmark::Counter(flops * 1e-9 / (peak * threads) * 100, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["peak_GFLOPS"] = peak;
 }
 
 /// Weights drawn from N(0, scale^2), the same for a seed.
@@ -239,8 +242,8 @@ BENCHMARK(nonlocal_block_2d)->ArgNames({"sub_sample"})->Arg(0)->Arg(1)->Unit(ben
 }  // namespace
 
 int main(int argc, char** argv) {
-    fma_peak = nonlocal::bench::measure_fma_peak_gflops();
-    std::printf("measured fp32 FMA peak, one core, %s: %.1f GFLOP/s\n", xsimd::default_arch::name(), fma_peak);
+    std::printf("measured fp32 FMA peak, one core, %s: %.1f GFLOP/s\n", xsimd::default_arch::name(),
+                nonlocal::bench::measure_fma_peak_gflops());
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();
