@@ -236,9 +236,31 @@ private:
         const std::size_t Q = (out.h - 1) * Wq + out.w;
         // The last tap of the last phase is read up to Q rounded up to a stored panel's width:
         // less than 64 bytes past the last plane.
-        buffer<T> padded(cin * plane + simd::panel_layout<T>::width_step, T(0));
+        uninitialised_buffer<T> padded(cin * plane + simd::panel_layout<T>::width_step);
+        simd::fill<Arch>(padded.data() + cin * plane, simd::panel_layout<T>::width_step, T(0));
         const auto phase_of = [&](std::size_t c, std::size_t py, std::size_t px) {   // padded row and column
             return padded.data() + c * plane + ((py % s.h) * s.w + px % s.w) * phase + py / s.h * Wq + px / s.w;
+        };
+        // Zeros where channel c's phases hold no pixel of the image: the padding, and the
+        // rows and columns a phase has past the padded plane. Phase (r, t)'s row i is padded
+        // row i s.h + r; of its columns, j s.w + t, the image's are [first, last).
+        const auto zero_padding = [&](std::size_t c) {
+            const auto up = [](std::size_t a, std::size_t b) { return (a + b - 1) / b; };
+            for (std::size_t r = 0; r < s.h; ++r)
+                for (std::size_t t = 0; t < s.w; ++t) {
+                    const std::size_t first = std::min(Wq, p.w > t ? up(p.w - t, s.w) : 0);
+                    const std::size_t last = std::max(first, std::min(Wq, p.w + W > t ? up(p.w + W - t, s.w) : 0));
+                    for (std::size_t i = 0; i < Hq; ++i) {
+                        T* row = padded.data() + c * plane + (r * s.w + t) * phase + i * Wq;
+                        const std::size_t py = i * s.h + r;
+                        if (py < p.h || py >= p.h + H) {
+                            simd::fill<Arch>(row, Wq, T(0));
+                            continue;
+                        }
+                        simd::fill<Arch>(row, first, T(0));
+                        simd::fill<Arch>(row + last, Wq - last, T(0));
+                    }
+                }
         };
         std::vector<const T*> rows(K);
         for (std::size_t c = 0; c < cin; ++c)
@@ -248,6 +270,7 @@ private:
             for (std::size_t group = 0; group < g; ++group) {
                 const T* image = x + (b * in_channels() + group * cin) * H * W;
                 detail::parallel_for(cin, threads, [&](std::size_t c) {
+                    if (b == 0 && group == 0) zero_padding(c);   // the same places for every image
                     for (std::size_t iy = 0; iy < H; ++iy)
                         simd::deal<Arch>(image + (c * H + iy) * W, W, s.w,
                                          [&](std::size_t ix) { return phase_of(c, iy + p.h, ix + p.w); });
