@@ -243,17 +243,16 @@ private:
         };
         // Zeros where channel c's phases hold no pixel of the image: the padding, and the
         // rows and columns a phase has past the padded plane. Phase (r, t)'s row i is padded
-        // row i s.h + r; of its columns, j s.w + t, the image's are [first, last).
+        // row i s.h + r and its column j padded column j s.w + t; the image's are [top,
+        // bottom) and [first, last).
         const auto zero_padding = [&](std::size_t c) {
-            const auto up = [](std::size_t a, std::size_t b) { return (a + b - 1) / b; };
             for (std::size_t r = 0; r < s.h; ++r)
                 for (std::size_t t = 0; t < s.w; ++t) {
-                    const std::size_t first = std::min(Wq, p.w > t ? up(p.w - t, s.w) : 0);
-                    const std::size_t last = std::max(first, std::min(Wq, p.w + W > t ? up(p.w + W - t, s.w) : 0));
+                    const auto [top, bottom] = detail::outputs_inside(Hq, H, s.h, r, p.h);
+                    const auto [first, last] = detail::outputs_inside(Wq, W, s.w, t, p.w);
                     for (std::size_t i = 0; i < Hq; ++i) {
                         T* row = padded.data() + c * plane + (r * s.w + t) * phase + i * Wq;
-                        const std::size_t py = i * s.h + r;
-                        if (py < p.h || py >= p.h + H) {
+                        if (i < top || i >= bottom) {
                             simd::fill<Arch>(row, Wq, T(0));
                             continue;
                         }
