@@ -35,11 +35,7 @@ xt::xtensor<float, 2> randn(std::size_t rows, std::size_t cols, unsigned seed) {
 /// GFLOPS, peak_pct (of `threads` cores, against the FMA peak measured right after the timed
 /// loop, peak_GFLOPS) and the kernel's workspace.
 void report(benchmark::State& state, double flops, double workspace_bytes, int threads = 1) {
-    const double peak = nonlocal::bench::measure_fma_peak_gflops(0.1);
-    state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["peak_pct"] =
-        benchmark::Counter(flops * 1e-9 / (peak * threads) * 100, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["peak_GFLOPS"] = peak;
+    nonlocal::bench::report_flops(state, flops, threads);
     state.counters["workspace_KiB"] = workspace_bytes / 1024;
 }
 

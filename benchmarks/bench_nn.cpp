@@ -23,16 +23,7 @@
 
 namespace {
 
-/// GFLOPS and peak_pct of `flops` per iteration on `threads` cores, against the FMA peak
-/// measured right after the timed loop (peak_GFLOPS, one core): the host's speed drifts
-/// from minute to minute, and a peak measured at start-up can be minutes old.
-void report(benchmark::State& state, double flops, int threads = 1) {
-    const double peak = nonlocal::bench::measure_fma_peak_gflops(0.1);
-    state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["peak_pct"] =
-        benchmark::Counter(flops * 1e-9 / (peak * threads) * 100, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["peak_GFLOPS"] = peak;
-}
+using nonlocal::bench::report_flops;
 
 /// Weights drawn from N(0, scale^2), the same for a seed.
 template <std::size_t N>
@@ -116,7 +107,7 @@ void conv(benchmark::State& state, nonlocal::nn::conv_algorithm algorithm) {
         auto y = layer(x);
         benchmark::DoNotOptimize(y.data());
     }
-    report(state, 2.0 * Cout * (Cin / groups) * k * k * out.h * out.w);
+    report_flops(state, 2.0 * Cout * (Cin / groups) * k * k * out.h * out.w);
 }
 void conv_gemm(benchmark::State& state) { conv(state, nonlocal::nn::conv_algorithm::gemm); }
 void conv_direct(benchmark::State& state) { conv(state, nonlocal::nn::conv_algorithm::direct); }
@@ -165,7 +156,7 @@ void vit_b16_forward(benchmark::State& state) {
         auto logits = vit(images, nonlocal::execution::parallel_policy{threads});
         benchmark::DoNotOptimize(logits.data());
     }
-    report(state, b.flops, threads);
+    report_flops(state, b.flops, threads);
 }
 BENCHMARK(vit_b16_forward)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -196,7 +187,7 @@ void mobilevit_s_forward(benchmark::State& state) {
         auto logits = net(images, nonlocal::execution::parallel_policy{threads});
         benchmark::DoNotOptimize(logits.data());
     }
-    report(state, b.flops * double(batch), threads);
+    report_flops(state, b.flops * double(batch), threads);
 }
 BENCHMARK(mobilevit_s_forward)
     ->ArgNames({"threads", "batch"})
@@ -216,7 +207,7 @@ void mobilevit_block(benchmark::State& state) {
         auto y = block(x);
         benchmark::DoNotOptimize(y.data());
     }
-    report(state, b.flops);
+    report_flops(state, b.flops);
 }
 BENCHMARK(mobilevit_block)->Unit(benchmark::kMillisecond);
 
@@ -235,7 +226,7 @@ void nonlocal_block_2d(benchmark::State& state) {
         auto z = block(x);
         benchmark::DoNotOptimize(z.data());
     }
-    report(state, 2.0 * n * C * e * 4 + 4.0 * n * m * e);
+    report_flops(state, 2.0 * n * C * e * 4 + 4.0 * n * m * e);
 }
 BENCHMARK(nonlocal_block_2d)->ArgNames({"sub_sample"})->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 

@@ -1,9 +1,12 @@
 #pragma once
 // The single-core fp32 FMA peak of this machine, measured: 12 independent
 // accumulator chains of vector FMAs (enough for 2 FMA ports x 4-cycle latency,
-// with margin), run for `seconds` (0.3 s unless told).
+// with margin), run for `seconds` (0.3 s unless told); and a benchmark's flops
+// against it.
 #include <chrono>
 #include <cstddef>
+
+#include <benchmark/benchmark.h>
 
 #include <xsimd/xsimd.hpp>
 
@@ -31,6 +34,17 @@ double measure_fma_peak_gflops(double seconds_to_run = 0.3) {
     volatile float keep = sink;
     (void)keep;
     return 2.0 * batch::size * chains * inner * rounds / seconds * 1e-9;
+}
+
+/// GFLOPS and peak_pct of `flops` per iteration on `threads` cores, against the FMA peak of
+/// one core measured for 0.1 s right after the timed loop (peak_GFLOPS): the host's speed
+/// drifts from minute to minute, and a peak measured at start-up can be minutes old.
+inline void report_flops(benchmark::State& state, double flops, int threads = 1) {
+    const double peak = measure_fma_peak_gflops(0.1);
+    state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["peak_pct"] =
+        benchmark::Counter(flops * 1e-9 / (peak * threads) * 100, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["peak_GFLOPS"] = peak;
 }
 
 }  // namespace nonlocal::bench
