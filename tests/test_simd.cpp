@@ -235,6 +235,38 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(exp_of_nonpositive_values, T, test::value_types) {
     });
 }
 
+BOOST_AUTO_TEST_CASE(exp_of_bounded_values) {
+    // exp_bounded takes x in [-87.3, 89]: 2 ulp against the double exp up to 88.37, above that
+    // 2 ulp or +inf (the exponent bits' 2^128), +inf where exp is too large for a float
+    // (from 88.73), NaN for NaN.
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        using batch = xsimd::batch<float, Arch>;
+        constexpr std::size_t W = batch::size;
+        std::vector<float> x;
+        for (double t = -87.3; t <= 89; t += 0.0131) x.push_back(float(t));
+        for (float special : {-87.3f, -0.f, 0.f, 1e-30f, 88.37f, 88.38f, 88.72f, 88.73f, 89.f,
+                              std::numeric_limits<float>::quiet_NaN()})
+            x.push_back(special);
+        while (x.size() % W) x.push_back(1.f);
+        double worst = 0;
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < x.size(); i += W) {
+            float out[W];
+            simd::exp_bounded(batch::load_unaligned(&x[i])).store_unaligned(out);
+            for (std::size_t l = 0; l < W; ++l) {
+                const double expected = std::exp(double(x[i + l]));
+                if (std::isnan(x[i + l])) wrong += !std::isnan(out[l]);
+                else if (expected > std::numeric_limits<float>::max()) wrong += out[l] != std::numeric_limits<float>::infinity();
+                else if (x[i + l] > 88.37f && out[l] == std::numeric_limits<float>::infinity()) continue;
+                else worst = std::max(worst, std::abs(out[l] - expected) / expected);
+            }
+        }
+        BOOST_TEST(wrong == 0u, Arch::name() << ": " << wrong << " overflows or NaNs mishandled");
+        BOOST_TEST(worst < 2.5e-7, Arch::name() << " worst relative error " << worst);
+    });
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(nan_spreads_through_exp_and_max, T, test::value_types) {
     // A NaN logit must reach the softmax kernels' results: exp keeps it in every lane it sits
     // in (and only there), and the maximum of a range holding one is NaN, wherever it sits.
