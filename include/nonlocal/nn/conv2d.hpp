@@ -374,8 +374,8 @@ private:
     /// block reads is loaded once, at each tap kx, and serves every output row it is a tap
     /// of: (row_block - 1) SH + KH loads a column of taps for row_block outputs, where
     /// output by output took KH.
-    template <class Arch, std::size_t KH, std::size_t KW, std::size_t SH>
-    void sweep_rows(const sweep<T>& sw, xsimd::batch<T, Arch> bias) const {
+    template <class Arch, std::size_t KH, std::size_t KW, std::size_t SH, class Act>
+    void sweep_rows(const sweep<T>& sw, xsimd::batch<T, Arch> bias, Act act) const {
         using batch = xsimd::batch<T, Arch>;
         constexpr std::size_t lanes = batch::size, R = row_block<Arch>, V = 2, reach = (R - 1) * SH + KH;
         batch taps[KH * KW];
@@ -405,15 +405,22 @@ private:
                 for (std::size_t r = 0; r < R && oy0 + r < sw.out.h; ++r)
                     for (std::size_t c = 0; c < V && v0 + c < sw.vectors; ++c) {
                         const std::size_t ox = (v0 + c) * lanes;
-                        simd::store_lanes(simd::activate(act_, acc[r][c]), std::min(lanes, sw.out.w - ox),
+                        simd::store_lanes(simd::activate(act(), acc[r][c]), std::min(lanes, sw.out.w - ox),
                                           sw.plane + (oy0 + r) * sw.out.w + ox);
                     }
             }
     }
 
-    /// The direct algorithm for a kernel of KH x KW taps (0 x 0: any size, known at run time).
+    /// The direct algorithm for a kernel of KH x KW taps (0 x 0: any size, known at run time),
+    /// compiled for each activation (`simd::with_activation`): chosen vector by vector, the
+    /// activation's switch and constants stayed in the loop, which spilled the accumulators.
     template <class Arch, std::size_t KH, std::size_t KW>
     void convolve_direct(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
+        simd::with_activation(act_, [&](auto act) { convolve_direct<Arch, KH, KW>(x, B, H, W, y, threads, act); });
+    }
+
+    template <class Arch, std::size_t KH, std::size_t KW, class Act>
+    void convolve_direct(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads, Act act) const {
         using batch = xsimd::batch<T, Arch>;
         constexpr std::size_t lanes = batch::size;
         const std::size_t C = out_channels(), per_input = C / options_.groups;
@@ -463,8 +470,8 @@ private:
                 if constexpr (KH != 0)
                     if (sweeps) {
                         const sweep<T> sw{padded.data(), s.w * phase, column_of.data(), tap, plane, out, vectors};
-                        if (s.h == 1) sweep_rows<Arch, KH, KW, 1>(sw, bias);
-                        else sweep_rows<Arch, KH, KW, 2>(sw, bias);
+                        if (s.h == 1) sweep_rows<Arch, KH, KW, 1>(sw, bias, act);
+                        else sweep_rows<Arch, KH, KW, 2>(sw, bias, act);
                         continue;
                     }
                 batch taps[KH ? KH * KW : 1];   // held in registers when the size is known
@@ -492,7 +499,7 @@ private:
                     }
                     for (std::size_t j = 0; j < n; ++j) {
                         const std::size_t ox = v * lanes;
-                        simd::store_lanes(simd::activate(act_, acc[j]), std::min(lanes, out.w - ox),
+                        simd::store_lanes(simd::activate(act(), acc[j]), std::min(lanes, out.w - ox),
                                           plane + oy * out.w + ox);
                         if (++v == vectors) v = 0, ++oy;
                     }
