@@ -30,8 +30,8 @@ enum class activation {
 
 /// x / (1 + e^-x) lane by lane: 0 at -infinity (x is held at the lowest finite value, over
 /// e^-x = +inf), NaN for NaN. Float: e^-x by `exp_bounded` of -x clamped to [-87.3, 89]
-/// (+inf for x below -88.73, 1 + e^-x = 1 above 87.3); 17 operations on AVX-512, one a
-/// division.
+/// (+inf for x below -88.73, or -88.37 but on AVX-512; 1 + e^-x = 1 above 87.3); 17
+/// operations on AVX-512, one a division.
 template <class Batch>
 [[gnu::always_inline]] inline Batch silu(const Batch& x) noexcept {
     using T = typename Batch::value_type;
