@@ -341,12 +341,17 @@ private:
             }
     }
 
+    /// The direct algorithm compiled for the kernel's size (3 x 3, 5 x 5 or any) and for each
+    /// activation (`simd::with_activation`): chosen vector by vector, the activation's switch
+    /// and constants stayed in the loop, which spilled the accumulators.
     template <class Arch>
     void convolve_direct(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
         const std::size_t kh = kernel().h, kw = kernel().w;
-        if (kh == 3 && kw == 3) convolve_direct<Arch, 3, 3>(x, B, H, W, y, threads);
-        else if (kh == 5 && kw == 5) convolve_direct<Arch, 5, 5>(x, B, H, W, y, threads);
-        else convolve_direct<Arch, 0, 0>(x, B, H, W, y, threads);
+        simd::with_activation(act_, [&](auto act) {
+            if (kh == 3 && kw == 3) convolve_direct<Arch, 3, 3>(x, B, H, W, y, threads, act);
+            else if (kh == 5 && kw == 5) convolve_direct<Arch, 5, 5>(x, B, H, W, y, threads, act);
+            else convolve_direct<Arch, 0, 0>(x, B, H, W, y, threads, act);
+        });
     }
 
     // 16 lanes x 2 FMA ports x 4 cycles of latency: 8 independent accumulators (4 with 16
@@ -411,14 +416,8 @@ private:
             }
     }
 
-    /// The direct algorithm for a kernel of KH x KW taps (0 x 0: any size, known at run time),
-    /// compiled for each activation (`simd::with_activation`): chosen vector by vector, the
-    /// activation's switch and constants stayed in the loop, which spilled the accumulators.
-    template <class Arch, std::size_t KH, std::size_t KW>
-    void convolve_direct(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) const {
-        simd::with_activation(act_, [&](auto act) { convolve_direct<Arch, KH, KW>(x, B, H, W, y, threads, act); });
-    }
-
+    /// The direct algorithm for a kernel of KH x KW taps (0 x 0: any size, known at run time)
+    /// and the activation `Act` (a std::integral_constant).
     template <class Arch, std::size_t KH, std::size_t KW, class Act>
     void convolve_direct(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads, Act act) const {
         using batch = xsimd::batch<T, Arch>;
