@@ -177,6 +177,44 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(value_widths_of_transposed_blocks, T, test::value_
     });
 }
 
+// A last block of at most 16 queries runs as a block of 16 against tiles of 256 keys: rests of
+// 1, 15 and 16 queries after whole blocks of 64 (and none), key counts around and past a tile
+// of 256, value widths of 1 to 4 vectors and between; dense, causal, block-sparse with empty
+// rows, and biased element masks, each against the reference.
+BOOST_AUTO_TEST_CASE(small_last_blocks) {
+    test::for_each_arch([](auto arch) {
+        using A = decltype(arch);
+        unsigned seed = 60;
+        for (std::size_t n : {1, 16, 17, 65, 79, 80, 144})
+            for (std::size_t m : {5, 255, 257, 600})
+                for (std::size_t dv : {1, 33, 36, 48, 64}) {
+                    if ((n + m + dv) % 2 != 0) continue;   // half of the grid keeps the suite quick
+                    const auto q = test::random_tensor<float, 2>({n, 24}, seed++);
+                    const auto k = test::random_tensor<float, 2>({m, 24}, seed++);
+                    const auto v = test::random_tensor<float, 2>({m, dv}, seed++);
+                    std::ostringstream what;
+                    what << A::name() << " n " << n << " m " << m << " dv " << dv;
+                    const scaled_dot_product s;
+                    check(attention<A>(q, k, v), reference::weighted_aggregate(q, k, v, s, dense{}, softmax{}),
+                          what.str() + " dense");
+                    check(attention<A>(q, k, v, causal{}), reference::weighted_aggregate(q, k, v, s, causal{}, softmax{}),
+                          what.str() + " causal");
+                    xt::xtensor<bool, 2> layout = random_layout((n + 7) / 8, (m + 7) / 8, seed++);
+                    xt::view(layout, 0, xt::all()) = false;   // queries 0 to 7 admit nothing
+                    const block_mask blocks(8, layout);
+                    const auto y = attention<A>(q, k, v, blocks);
+                    check(y, reference::weighted_aggregate(q, k, v, s, blocks, softmax{}), what.str() + " block mask");
+                    BOOST_TEST(xt::all(xt::equal(xt::view(y, xt::range(0, std::min<std::size_t>(n, 8)), xt::all()), 0.f)),
+                               what.str());
+                    const element_mask pairs(xt::xtensor<bool, 2>(random_layout(n, m, seed++)));
+                    const auto bias = test::random_tensor<double, 2>({n, m}, seed++, -2, 2);
+                    const with_pair_bias biased(s, bias);
+                    check(weighted_aggregate<A>(q, k, v, biased, pairs, softmax{}),
+                          reference::weighted_aggregate(q, k, v, biased, pairs, softmax{}), what.str() + " biased pairs");
+                }
+    });
+}
+
 // Hand-computed: 64 queries of one feature against two keys, values of 3 features (one
 // transposed block). Query i, of feature i / 16, weighs key 0 by e^0 and key 1 by e^(i / 16)
 // (softmax): query 0 takes the mean of the two values, query 16 weighs the second by e.
@@ -193,14 +231,22 @@ BOOST_AUTO_TEST_CASE(hand_computed_transposed_block) {
 
 // A block's working memory: Qt [d, rows], S^T [cols, rows] (4096 values), O, a tile's keys
 // [cols, d] and values, 4 rows of statistics, and a byte per score for the mask; O and the
-// values padded to whole vectors unless O is transposed.
+// values padded to whole vectors unless O is transposed. A thread holds one block at a time,
+// of 64 queries or (for a last one of at most 16) of 16: the workspace is the larger.
 BOOST_AUTO_TEST_CASE(workspace_of_a_block) {
     // 64 queries x 64 keys, dv = 36 in vectors of 16: transposed, nothing padded.
-    BOOST_TEST(kernel::tiled_workspace_bytes<float>(36, 36, 16) ==
+    BOOST_TEST((kernel::query_block_bytes<float, 64>(36, 36, 16)) ==
                4 * (36 * 64 + 4096 + 36 * 64 + 64 * 36 + 64 * 36 + 4 * 64) + 4096);
-    BOOST_TEST(kernel::tiled_workspace_bytes<float>(64, 37, 4) ==
+    // 16 queries x 256 keys: dv padded to 48 (a block of 16 is one vector of queries).
+    BOOST_TEST((kernel::query_block_bytes<float, 16>(36, 36, 16)) ==
+               4 * (36 * 16 + 4096 + 16 * 48 + 256 * 36 + 256 * 48 + 4 * 16) + 4096);
+    BOOST_TEST(kernel::tiled_workspace_bytes<float>(36, 36, 16) == (kernel::query_block_bytes<float, 16>(36, 36, 16)));
+    // Vectors of 4: both blocks transposed.
+    BOOST_TEST((kernel::query_block_bytes<float, 64>(64, 37, 4)) ==
                4 * (64 * 64 + 4096 + 37 * 64 + 64 * 64 + 64 * 37 + 4 * 64) + 4096);
-    // 16 queries x 256 keys (the window kernel, 4 more rows of 16): dv padded to 48.
+    BOOST_TEST(kernel::tiled_workspace_bytes<float>(64, 37, 4) ==
+               4 * (64 * 16 + 4096 + 37 * 16 + 256 * 64 + 256 * 37 + 4 * 16) + 4096);
+    // The window kernel's blocks of 16 queries, 4 more rows of 16.
     BOOST_TEST(kernel::tiled_window_workspace_bytes<float>(36, 36, 16) ==
                4 * (36 * 16 + 4096 + 16 * 48 + 256 * 36 + 256 * 48 + 4 * 16) + 4096 + 4 * 16 * 4);
 }

@@ -244,8 +244,9 @@ private:
 
     /// O += P V. Unless O is transposed, O [Rows, dvp] += P V: P read from S^T (a broadcast
     /// per query), V rows in place. The register block follows dv: 4 queries x 4 vectors when a
-    /// row has 4 vectors or more, 8 x 2 for two, 16 x 1 for one (16 accumulators each with 32
-    /// registers; half with 16).
+    /// row has 4 vectors or more, 8 x 3 for three (heads of 48 features, as MobileViT-S's
+    /// second stage has: 24 accumulators), 8 x 2 for two, 16 x 1 for one (16 accumulators
+    /// each with 32 registers; half with 16, and 8 x 2 for three).
     template <class Values>
     void value_product(Values values, std::size_t count) {
         if constexpr (can_transpose)
@@ -256,6 +257,8 @@ private:
                 Rows, dvp_, count, simd::strided_rows<T>{st_.data(), 1}, Rows, values, o_.data(), dvp_);
         };
         using std::integral_constant;
+        if constexpr (half == 1)
+            if (dvp_ == 3 * W) return run(integral_constant<std::size_t, 8>{}, integral_constant<std::size_t, 3>{});
         if (dvp_ >= 4 * W) run(integral_constant<std::size_t, 4>{}, integral_constant<std::size_t, 4 / half>{});
         else if (dvp_ >= 2 * W) run(integral_constant<std::size_t, 8 / half>{}, integral_constant<std::size_t, 2>{});
         else run(integral_constant<std::size_t, 16 / half>{}, integral_constant<std::size_t, 1>{});
