@@ -58,7 +58,8 @@ BOOST_AUTO_TEST_CASE(linear_on_awkward_shapes_against_double) {
             test::check_close(y, expected, 1e-6 * double(in + 1), 1e-5,
                               std::string(Arch::name()) + ": [" + std::to_string(n) + ", " + std::to_string(in) +
                                   "] x [" + std::to_string(out) + ", " + std::to_string(in) + "]^T");
-            // Threads share out the column panels: the same result, bit for bit.
+            // Threads share out the column panels, and a panel's rows when the panels are fewer
+            // than two a thread: the same result, bit for bit.
             const auto on_two = nn::linear<Arch>(execution::parallel_policy{2}, x, w, b);
             const auto on_three = nn::linear<Arch>(execution::parallel_policy{3}, x, w);
             BOOST_TEST(on_two == y);

@@ -283,7 +283,17 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                     for (std::size_t p = 0; p < depth; ++p) to[p * MR] = from[p];
                 }
             });
-            detail::parallel_for(panels.size(), threads, [&](std::size_t q) {
+            // Tasks of a panel and a run of the block's micro-panels: with fewer than two panels a
+            // thread (MobileViT-S's last stages have 1 to 9), a panel's rows are shared out too,
+            // each task packing the panel it needs when it is packed on demand.
+            const std::size_t micro_panels = rows / MR;
+            const std::size_t runs =
+                threads > 1 ? std::clamp<std::size_t>((2 * std::size_t(threads) + panels.size() - 1) / panels.size(), 1,
+                                                      micro_panels)
+                            : 1;
+            detail::parallel_for(panels.size() * runs, threads, [&](std::size_t task) {
+                const std::size_t q = task / runs, run = task % runs;
+                const std::size_t m_first = run * micro_panels / runs, m_last = (run + 1) * micro_panels / runs;
                 const auto& pn = panels[q];
                 // A panel packed on demand: rows [k0, k0 + depth), in a work array of this panel's.
                 uninitialised_buffer<T> packed;
@@ -303,14 +313,14 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                 // The stored panel this thread likely takes next, fetched into L2 a slice per tile:
                 // a layer's weights come from memory (a model's do not fit the caches), and the
                 // hardware prefetchers stop at every 4 KiB page of a panel.
-                const std::size_t ahead = q + std::size_t(std::max(threads, 1));
-                const char* next = ahead < panels.size() && panels[ahead].data
+                const std::size_t ahead = (task + std::size_t(std::max(threads, 1))) / runs;
+                const char* next = ahead != q && ahead < panels.size() && panels[ahead].data
                                        ? reinterpret_cast<const char*>(panels[ahead].data + k0 * panels[ahead].width)
                                        : nullptr;
                 const std::size_t next_bytes = next ? depth * panels[ahead].width * sizeof(T) : 0;
-                const std::size_t slice = (next_bytes / (rows / MR) + 63) / 64 * 64;
-                for (std::size_t m = 0; m < rows / MR; ++m) {
-                    for (std::size_t at = m * slice; at < std::min(next_bytes, (m + 1) * slice); at += 64)
+                const std::size_t slice = (next_bytes / (m_last - m_first) + 63) / 64 * 64;
+                for (std::size_t m = m_first; m < m_last; ++m) {
+                    for (std::size_t at = (m - m_first) * slice; at < std::min(next_bytes, (m - m_first + 1) * slice); at += 64)
                         __builtin_prefetch(next + at, 0, 2);
                     const std::size_t row0 = r0 + m * MR;
                     const T* a = packed_x ? packed_x->micro_panel(row0 / MR) + k0 * MR : block.get() + m * MR * depth;
@@ -371,8 +381,9 @@ namespace nonlocal::simd {
 /// - Rows of x come in blocks of at most 2 MiB, packed as micro-panels of MR rows, [depth][MR]
 ///   each, so the micro-kernel's broadcasts read one sequential stream (rows past n are 0);
 ///   every panel passes over a block while it is in cache.
-/// On `threads` threads the panels are shared out, each (row, column) computed by one thread
-/// in the same order, so the result is the same, bit for bit, on any number of threads.
+/// On `threads` threads the panels are shared out, and a panel's rows too when the panels are
+/// fewer than two a thread; each (row, column) is computed by one thread in the same order, so
+/// the result is the same, bit for bit, on any number of threads.
 template <class Arch = default_arch, class T, class Store>
 void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const> weights, Store&& store,
                  int threads = 1) {
