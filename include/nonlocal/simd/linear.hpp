@@ -286,11 +286,9 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
             // Tasks of a panel and a run of the block's micro-panels: with fewer than two panels a
             // thread (MobileViT-S's last stages have 1 to 9), a panel's rows are shared out too,
             // each task packing the panel it needs when it is packed on demand.
-            const std::size_t micro_panels = rows / MR;
+            const std::size_t micro_panels = rows / MR, tasks_wanted = 2 * std::size_t(std::max(threads, 1));
             const std::size_t runs =
-                threads > 1 ? std::clamp<std::size_t>((2 * std::size_t(threads) + panels.size() - 1) / panels.size(), 1,
-                                                      micro_panels)
-                            : 1;
+                threads > 1 ? std::min(micro_panels, (tasks_wanted + panels.size() - 1) / panels.size()) : 1;
             detail::parallel_for(panels.size() * runs, threads, [&](std::size_t task) {
                 const std::size_t q = task / runs, run = task % runs;
                 const std::size_t m_first = run * micro_panels / runs, m_last = (run + 1) * micro_panels / runs;
@@ -320,7 +318,8 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                 const std::size_t next_bytes = next ? depth * panels[ahead].width * sizeof(T) : 0;
                 const std::size_t slice = (next_bytes / (m_last - m_first) + 63) / 64 * 64;
                 for (std::size_t m = m_first; m < m_last; ++m) {
-                    for (std::size_t at = (m - m_first) * slice; at < std::min(next_bytes, (m - m_first + 1) * slice); at += 64)
+                    const std::size_t from = (m - m_first) * slice;   // this tile's slice of the next panel
+                    for (std::size_t at = from; at < std::min(next_bytes, from + slice); at += 64)
                         __builtin_prefetch(next + at, 0, 2);
                     const std::size_t row0 = r0 + m * MR;
                     const T* a = packed_x ? packed_x->micro_panel(row0 / MR) + k0 * MR : block.get() + m * MR * depth;
