@@ -16,10 +16,10 @@ using namespace nonlocal;
 BOOST_AUTO_TEST_SUITE(test_mask)
 
 using biased = with_pair_bias<scaled_dot_product>;
-static_assert(kernel::selected_kernel<scaled_dot_product, key_mask, softmax> == kernel::kernel_kind::tiled);
-static_assert(kernel::selected_kernel<scaled_dot_product, element_mask, softmax> == kernel::kernel_kind::tiled);
-static_assert(kernel::selected_kernel<biased, intersection<causal, key_mask>, softmax> == kernel::kernel_kind::tiled);
-static_assert(kernel::selected_kernel<biased, patch_group, softmax> == kernel::kernel_kind::gather);
+static_assert(kernel_for<scaled_dot_product, key_mask, softmax> == kernel::kernel_kind::tiled);
+static_assert(kernel_for<scaled_dot_product, element_mask, softmax> == kernel::kernel_kind::tiled);
+static_assert(kernel_for<biased, intersection<causal, key_mask>, softmax> == kernel::kernel_kind::tiled);
+static_assert(kernel_for<biased, patch_group, softmax> == kernel::kernel_kind::gather);
 static_assert(tiled_neighborhood<intersection<block_mask, element_mask>>);
 static_assert(!tiled_neighborhood<intersection<csr_graph, key_mask>>);
 

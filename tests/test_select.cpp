@@ -11,19 +11,8 @@ BOOST_AUTO_TEST_SUITE(test_select)
 
 namespace {
 template <class S, class Nb, class Nm>
-constexpr kernel_kind selected = kernel::selected_kernel<S, Nb, Nm>;
+constexpr kernel_kind selected = kernel_for<S, Nb, Nm>;
 
-const char* name(kernel_kind k) {
-    switch (k) {
-        case kernel_kind::patch_window: return "patch_window";
-        case kernel_kind::tiled_window: return "tiled_window";
-        case kernel_kind::tiled_groups: return "tiled_groups";
-        case kernel_kind::tiled: return "tiled";
-        case kernel_kind::stencil: return "stencil";
-        case kernel_kind::gather: return "gather";
-    }
-    return "?";
-}
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(each_row_selects_its_kernel) {
@@ -46,6 +35,11 @@ BOOST_AUTO_TEST_CASE(each_row_selects_its_kernel) {
         {"gaussian, block_mask, sum", selected<gaussian, block_mask, sum>, kernel_kind::tiled},
         {"embedded_gaussian, dense, sum", selected<embedded_gaussian, dense, sum>, kernel_kind::tiled},
         {"dot_product, causal, count", selected<dot_product, causal, count>, kernel_kind::tiled},
+        // Rows 2 to 4 for the other forms: distances, cosines (lowered), channel sums.
+        {"gaussian_distance, window2d, sum", selected<gaussian_distance, window2d, sum>, kernel_kind::tiled_window},
+        {"squared_euclidean, dense, none", selected<squared_euclidean, dense, none>, kernel_kind::tiled},
+        {"cosine, causal, softmax", selected<cosine, causal, softmax>, kernel_kind::tiled},
+        {"laplacian_distance, patch_group, sum", selected<laplacian_distance, patch_group, sum>, kernel_kind::tiled_groups},
         // Row 5: precomputed edge weights over their stencil.
         {"edge_weights, grid_stencil, sum", selected<edge_weights<float>, grid_stencil, sum>, kernel_kind::stencil},
         {"edge_weights, grid_stencil, sum_with_data", selected<edge_weights<double>, grid_stencil, sum_with_data<>>, kernel_kind::stencil},
@@ -56,19 +50,18 @@ BOOST_AUTO_TEST_CASE(each_row_selects_its_kernel) {
         // Row 6: everything else.
         {"edge_weights, grid_stencil, softmax (exp of the weights)", selected<edge_weights<float>, grid_stencil, softmax>, kernel_kind::gather},
         {"edge_weights, window2d, sum", selected<edge_weights<float>, window2d, sum>, kernel_kind::gather},
-        {"gaussian_distance, window2d, sum", selected<gaussian_distance, window2d, sum>, kernel_kind::gather},
         {"patch_distance, window2d, softmax", selected<patch_distance, window2d, softmax>, kernel_kind::gather},
         {"scaled_dot_product, grid_stencil, softmax", selected<scaled_dot_product, grid_stencil, softmax>, kernel_kind::gather},
         {"scaled_dot_product, csr_graph, softmax", selected<scaled_dot_product, csr_graph, softmax>, kernel_kind::gather},
         {"gaussian, dense, count (absolute exp weights)", selected<gaussian, dense, count>, kernel_kind::gather},
         {"gaussian, window2d, count (absolute exp weights)", selected<gaussian, window2d, count>, kernel_kind::gather},
-        {"squared_euclidean, dense, none", selected<squared_euclidean, dense, none>, kernel_kind::gather},
+        {"gaussian_distance, dense, count (absolute exp weights)", selected<gaussian_distance, dense, count>, kernel_kind::gather},
         {"patch_distance, grid_stencil, sum (patches: not a sum over the features)", selected<patch_distance, grid_stencil, sum>, kernel_kind::gather},
         {"dot_product, window2d, sum_with_data (a data term)", selected<dot_product, window2d, sum_with_data<>>, kernel_kind::gather},
         {"biased, dense, softmax", selected<biased, dense, softmax>, kernel_kind::gather},
     };
     for (const auto& [what, got, expected] : rows)
-        BOOST_TEST((got == expected), what << ": selects " << name(got) << ", the table says " << name(expected));
+        BOOST_TEST((got == expected), what << ": selects " << kernel::name(got) << ", the table says " << kernel::name(expected));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

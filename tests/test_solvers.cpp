@@ -127,6 +127,7 @@ void check_edge_weights(const problem& p, int connectivity, std::size_t radius, 
 /// An asymmetric sum over channels: logit = sum_c (d_c / 40 - d_c^2 / 4000), d = q - k.
 struct skewed_channels {
     using kernel = exp_kernel;
+    using traits = similarity_traits<channel_sum_form>;
     template <class V>
     V channel_logit(V d) const { return d * V(1.0 / 40) - d * d * V(1.0 / 4000); }
     template <class T>
@@ -137,7 +138,8 @@ struct skewed_channels {
 template <class S>
 struct positionless {
     using kernel = typename S::kernel;
-    static constexpr bool is_symmetric = nonlocal::detail::symmetric_similarity<S>;
+    using traits = std::conditional_t<nonlocal::detail::symmetric_similarity<S>, similarity_traits<opaque_form, symmetric>,
+                                      similarity_traits<opaque_form>>;
     S sim;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k, std::size_t, std::size_t) const { return sim.logit(q, k); }
@@ -567,7 +569,7 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
 /// root of -|difference|) and 0 where they are equal.
 struct nan_where_channels_differ {
     using kernel = exp_kernel;
-    static constexpr bool is_symmetric = true;
+    using traits = similarity_traits<channel_sum_form, symmetric>;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const { return channel_sum_logit(*this, q, k); }
     template <class V>

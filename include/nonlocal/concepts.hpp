@@ -46,31 +46,116 @@ inline constexpr bool is_kernel_v = std::is_same_v<K, identity_kernel> || std::i
 
 // ---------------------------------------------------------------- similarity
 
+// ---------------------------------------------------------------- similarity traits
+
+/// How a similarity's logit is formed. A similarity declares one with
+/// `using traits = nonlocal::similarity_traits<Form, Properties...>`, and the form decides
+/// which kernels compute it (`nonlocal::kernel_for`, `nonlocal::plan`).
+struct opaque_form {};       ///< only `logit` is known: the gather kernel
+struct dot_product_form {};  ///< logit = scale(d) <q, k>
+struct distance_form {};     ///< logit = scale(d) |q - k|^2
+struct cosine_form {};       ///< logit = scale(d) <q, k> / (|q| |k|), 0 when q or k is 0
+struct channel_sum_form {};  ///< logit = sum_c channel_logit(q_c - k_c)
+
+/// A property a similarity may declare after its form: logit(x_i, x_j) = logit(x_j, x_i) when
+/// queries and keys are the same features, which lets symmetrised weights (`ar_system`)
+/// evaluate each pair once.
+struct symmetric {};
+
+template <class F>
+inline constexpr bool is_logit_form_v =
+    std::is_same_v<F, opaque_form> || std::is_same_v<F, dot_product_form> || std::is_same_v<F, distance_form> ||
+    std::is_same_v<F, cosine_form> || std::is_same_v<F, channel_sum_form>;
+
+/// A similarity's declared form and properties: `similarity_traits<dot_product_form>`,
+/// `similarity_traits<distance_form, symmetric>`, ...
+template <class Form, class... Properties>
+struct similarity_traits {
+    static_assert(is_logit_form_v<Form>,
+                  "nonlocal::similarity_traits: the first argument must be a logit form: opaque_form, "
+                  "dot_product_form, distance_form, cosine_form or channel_sum_form");
+    static_assert((std::is_same_v<Properties, symmetric> && ...),
+                  "nonlocal::similarity_traits: the properties after the form are: symmetric");
+    using form = Form;
+    static constexpr bool is_symmetric = (std::is_same_v<Properties, symmetric> || ...);
+};
+
+namespace detail {
+template <class S>
+struct traits_of {
+    using type = similarity_traits<opaque_form>;
+};
+template <class S>
+    requires requires { typename S::traits; }
+struct traits_of<S> {
+    using type = typename S::traits;
+};
+template <class T>
+inline constexpr bool is_similarity_traits_v = false;
+template <class F, class... P>
+inline constexpr bool is_similarity_traits_v<similarity_traits<F, P...>> = true;
+}  // namespace detail
+
+/// The traits a similarity declares (`similarity_traits<opaque_form>` when it declares none).
+template <class S>
+using traits_of_t = typename detail::traits_of<S>::type;
+
+/// The logit form a similarity declares.
+template <class S>
+using logit_form_t = typename traits_of_t<S>::form;
+
+namespace detail {
+/// What each form requires of the similarity beside `logit`: `double scale(std::size_t d)`
+/// for the dot product, distance and cosine forms, `channel_logit` of a float, a double
+/// (and of an xsimd batch of them) for channel sums.
+template <class S>
+concept declared_form_fits =
+    is_similarity_traits_v<traits_of_t<S>> &&
+    (std::is_same_v<logit_form_t<S>, opaque_form> ||
+     ((std::is_same_v<logit_form_t<S>, dot_product_form> || std::is_same_v<logit_form_t<S>, distance_form> ||
+       std::is_same_v<logit_form_t<S>, cosine_form>) &&
+      requires(const S& s, std::size_t d) {
+          { s.scale(d) } -> std::convertible_to<double>;
+      }) ||
+     (std::is_same_v<logit_form_t<S>, channel_sum_form> && requires(const S& s, float f, double x) {
+         { s.channel_logit(f) } -> std::convertible_to<float>;
+         { s.channel_logit(x) } -> std::convertible_to<double>;
+     }));
+
+/// A similarity written for the member names that declared its traits before `similarity_traits`
+/// (`is_dot_product`, `is_symmetric`) without a `traits` type: it would silently run on the
+/// gather kernel, so it is refused.
+template <class S>
+concept undeclared_legacy_traits =
+    !requires { typename S::traits; } && (requires { S::is_dot_product; } || requires { S::is_symmetric; });
+}  // namespace detail
+
 /// A similarity policy: `using kernel = identity_kernel` or `exp_kernel`, and
 /// a member `logit(q, k)` taking two `std::span<const T>` for T = float and
 /// double (a function template does it). A similarity that needs the positions
 /// of the pair writes `logit(q, k, i, j)` instead.
 ///
-/// Optional members, detected when present:
+/// Optional:
+/// - `using traits = similarity_traits<Form, symmetric>`: the form of the logit (above), which
+///   lets the fast kernels compute it, and its properties. A form that needs `scale(d)` or
+///   `channel_logit` without them fails this concept;
 /// - `project_queries(row_matrix<const T>)` / `project_keys(...)` returning
 ///   `xt::xtensor<T, 2>`: features are transformed once before the aggregate
 ///   (embedded Gaussian, concatenation);
-/// - `static constexpr bool is_dot_product = true` with `double scale(std::size_t d)`:
-///   logit = scale(d) * <q', k'>, which lets the kernels use their own dot products;
 /// - `for_head(h)`: the similarity to use for head h of a [B, H, n, d] input;
-/// - `static constexpr bool is_symmetric = true`: logit(x_i, x_j) = logit(x_j, x_i)
-///   when queries and keys are the same features (distances), which lets
-///   symmetrised weights (`ar_system`) evaluate each pair once;
 /// - `template <class V> V channel_logit(V difference) const` with logit(q, k) =
 ///   sum_c channel_logit(q[c] - k[c]), V being float, double or an xsimd batch of
-///   them: a sum over feature channels (the distances), which lets kernels work on
-///   one channel of many pixels at a time (`ar_system`'s edge weights from image planes).
+///   them: required by `channel_sum_form`, and used by a `distance_form` that has it to
+///   compute a grid stencil's edge weights a channel at a time (`ar_system`).
 ///
 /// If you see "the required expression s.logit(a, b) is invalid", your logit
-/// does not accept `std::span<const float>` and `std::span<const double>`.
+/// does not accept `std::span<const float>` and `std::span<const double>`. If
+/// `declared_form_fits` fails, the form you declared needs `scale(d)` or `channel_logit`;
+/// if `undeclared_legacy_traits` holds, replace `is_dot_product` / `is_symmetric` by
+/// `using traits = nonlocal::similarity_traits<nonlocal::dot_product_form>` (and `symmetric`).
 template <class S>
 concept similarity =
-    is_kernel_v<typename S::kernel> &&
+    is_kernel_v<typename S::kernel> && detail::declared_form_fits<S> && !detail::undeclared_legacy_traits<S> &&
     (requires(const S& s, std::span<const double> a, std::span<const float> f) {
         { s.logit(a, a) } -> std::convertible_to<double>;
         { s.logit(f, f) } -> std::convertible_to<float>;
@@ -173,11 +258,12 @@ concept has_projection = requires(const S& s, row_matrix<const T> x) {
     { s.project_keys(x) } -> std::same_as<xt::xtensor<T, 2>>;
 };
 
+/// A similarity that declares the logit form `F`.
+template <class S, class F>
+concept has_logit_form = std::is_same_v<logit_form_t<S>, F>;
+
 template <class S>
-concept is_dot_product_similarity = requires(const S& s, std::size_t d) {
-    requires S::is_dot_product;
-    { s.scale(d) } -> std::convertible_to<double>;
-};
+concept is_dot_product_similarity = has_logit_form<S, dot_product_form>;
 
 template <class S>
 concept has_for_head = requires(const S& s, std::size_t h) {
@@ -190,14 +276,14 @@ concept positional_logit = requires(const S& s, std::span<const double> a, std::
 };
 
 template <class S>
-concept symmetric_similarity = requires {
-    requires S::is_symmetric;
-};
+concept symmetric_similarity = traits_of_t<S>::is_symmetric;
 
-/// A similarity that is a sum over feature channels (`channel_logit`), with no positions
+/// A similarity whose logit is a sum over feature channels of `channel_logit(q_c - k_c)`
+/// (`channel_sum_form`, or a `distance_form` that has `channel_logit`), with no positions
 /// and no projection.
 template <class S>
-concept channel_sum_similarity = requires(const S& s, float f, double d) {
+concept channel_sum_similarity = (has_logit_form<S, channel_sum_form> || has_logit_form<S, distance_form>) &&
+                                 requires(const S& s, float f, double d) {
     { s.channel_logit(f) } -> std::convertible_to<float>;
     { s.channel_logit(d) } -> std::convertible_to<double>;
 } && !positional_logit<S> && !has_projection<S, float> && !has_projection<S, double>;

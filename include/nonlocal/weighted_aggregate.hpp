@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -22,15 +24,7 @@
 #include "nonlocal/detail/slices.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
-#include "nonlocal/kernel/gather.hpp"
-#include "nonlocal/kernel/patch_window.hpp"
-#include "nonlocal/kernel/select.hpp"
-#include "nonlocal/kernel/stencil.hpp"
-#include "nonlocal/kernel/stencil_weights.hpp"
-#include "nonlocal/similarity/edge_weights.hpp"
-#include "nonlocal/kernel/tiled.hpp"
-#include "nonlocal/kernel/tiled_window.hpp"
-#include "nonlocal/neighborhood/dense.hpp"
+#include "nonlocal/kernel/dispatch.hpp"
 
 namespace nonlocal {
 
@@ -38,149 +32,6 @@ namespace detail {
 
 template <class... E>
 using common_value_type = std::common_type_t<value_type_of<E>...>;
-
-template <class Arch, class T, class S, class Nb, class Nm>
-void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
-                     const Nm& nm, row_matrix<T> out, T* lse, int threads);
-
-/// A partitioning neighborhood's slice as `dense` over each group: the group's rows of q, k
-/// and v gathered into contiguous matrices, the slice computed (by the tiled kernel, when the
-/// similarity is a dot product), its rows scattered back. MobileViT's unfold -> attention ->
-/// fold: with 2 x 2 patches on a 32 x 32 map and 36 features per head, 4.5 times as fast as
-/// the gather kernel, which takes one query at a time over the patch_group's strided key ranges.
-template <class Arch, class T, class S, class Nb, class Nm>
-void aggregate_groups(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
-                      const Nm& nm, row_matrix<T> out, T* lse, int threads) {
-    const std::size_t size = nb.group_size();
-    std::vector<T> qg(size * q.cols), kg(size * k.cols), vg(size * v.cols), og(size * out.cols), lg(lse ? size : 0);
-    const auto gather = [&](row_matrix<const T> from, std::vector<T>& to, std::size_t g) {
-        for (std::size_t t = 0; t < size; ++t) std::copy_n(from.row(nb.member(g, t)).data(), from.cols, &to[t * from.cols]);
-        return row_matrix<const T>{to.data(), size, from.cols};
-    };
-    for (std::size_t g = 0; g < nb.groups(); ++g) {
-        aggregate_slice<Arch>(gather(q, qg, g), gather(k, kg, g), gather(v, vg, g), s, dense{}, nm,
-                              row_matrix<T>{og.data(), size, out.cols}, lse ? lg.data() : nullptr, threads);
-        for (std::size_t t = 0; t < size; ++t) {
-            const std::size_t i = nb.member(g, t);
-            std::copy_n(&og[t * out.cols], out.cols, out.row(i).data());
-            if (lse) lse[i] = lg[t];
-        }
-    }
-}
-
-/// The stencil kernel over a slice: for each value channel, the neighbours' values weighted by
-/// the edge weights, divided by their sum plus alpha_i (with alpha_i t_i added) for `sum` and
-/// `sum_with_data`, as they are for `none`. Planes of another value type are converted once.
-template <class Arch, class T, class S, class Nm>
-void aggregate_stencil(row_matrix<const T> v, const S& s, const grid_stencil& nb, const Nm& nm, row_matrix<T> out,
-                       int threads) {
-    s.check_stencil(nb);
-    using U = std::remove_cv_t<std::remove_pointer_t<typename std::decay_t<decltype(s.planes())>::value_type>>;
-    std::vector<std::vector<T>> converted;
-    std::vector<const T*> planes;
-    for (const U* plane : s.planes()) {
-        if constexpr (std::is_same_v<U, T>) {
-            planes.push_back(plane);
-        } else {
-            converted.emplace_back(plane, plane + v.rows);
-            planes.push_back(converted.back().data());
-        }
-    }
-    const kernel::stencil<Arch, T> engine(nb.height, nb.width, s.offsets(), std::move(planes));
-    const std::size_t n = v.rows, dv = v.cols;
-    std::vector<T> x(dv == 1 ? 0 : n), y(dv == 1 ? 0 : n), target(dv == 1 || !has_data_term<Nm> ? 0 : n);
-    for (std::size_t c = 0; c < dv; ++c) {
-        const T* xc = v.data;
-        T* yc = out.data;
-        if (dv > 1) {
-            for (std::size_t i = 0; i < n; ++i) x[i] = v(i, c);
-            xc = x.data(), yc = y.data();
-        }
-        const auto zero = [](std::size_t, auto like) { return decltype(like)(T(0)); };
-        if constexpr (Nm::kind == normalizer::none) {
-            engine.pass(xc, threads, [yc](std::size_t i, auto, auto neighbours) { kernel::lane_store(yc, i, neighbours); });
-        } else if constexpr (has_data_term<Nm>) {
-            // b_i = alpha_i t_i, t read in place for one channel, else channel c of it.
-            const auto run = [&](const auto* t) {
-                const auto alpha = [a = nm.alpha](std::size_t i, auto like) { return kernel::lane_load(a, i, like); };
-                const auto weighted_target = [a = nm.alpha, t](std::size_t i, auto like) {
-                    return kernel::lane_load(a, i, like) * kernel::lane_load(t, i, like);
-                };
-                engine.template pass<true>(xc, threads, kernel::data_term_finish(yc, alpha, weighted_target));
-            };
-            if (dv == 1) {
-                run(nm.target);
-            } else {
-                for (std::size_t i = 0; i < n; ++i) target[i] = T(nm.target[i * dv + c]);
-                run(target.data());
-            }
-        } else {
-            engine.template pass<true>(xc, threads, kernel::data_term_finish(yc, zero, zero));
-        }
-        if (dv > 1)
-            for (std::size_t i = 0; i < n; ++i) out(i, c) = y[i];
-    }
-}
-
-/// The stencil kernel for a symmetric sum over channels, when queries and keys are the same
-/// features: the weight of every edge computed once, a channel at a time across a row of
-/// pixels, then the aggregate over them. The kernel does not shift the weights by a row
-/// maximum, as the others do for exponentials: the pixels whose weights all underflow to 0
-/// (where the shift still gives a ratio) are computed again by the gather kernel. Returns
-/// false, computing nothing, when queries and keys differ.
-template <class Arch, class T, class S, class Nm>
-bool aggregate_stencil_channels(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s,
-                                const grid_stencil& nb, const Nm& nm, row_matrix<T> out, int threads) {
-    if (q.data != k.data) return false;
-    image_planes<T> planes{nb.height, nb.width, q.cols, buffer<T>(q.rows * q.cols)};
-    for (std::size_t c = 0; c < q.cols; ++c)
-        for (std::size_t i = 0; i < q.rows; ++i) planes.channel(c)[i] = q(i, c);
-    const std::vector<stencil_offset> offsets = nb.forward_offsets();
-    const std::vector<buffer<T>> weights =
-        kernel::edge_weights_by_channel<Arch, T>(planes, offsets, s, 0.0, kernel::edge_sum::one_direction);
-    const std::vector<const T*> pointers = kernel::plane_pointers(weights);
-    const edge_weights<T> edges(nb.height, nb.width, offsets, pointers);
-    aggregate_stencil<Arch>(v, edges, nb, nm, out, threads);
-    if constexpr (std::is_same_v<typename S::kernel, exp_kernel> && Nm::kind != normalizer::none) {
-        buffer<T> sums(q.rows);
-        const kernel::stencil<Arch, T> engine(nb.height, nb.width, offsets, pointers);
-        engine.edge_sums([](auto w) { return w; }, [&](std::size_t i, auto sum) { kernel::lane_store(sums.data(), i, sum); });
-        for (std::size_t i = 0; i < q.rows; ++i)
-            if (sums[i] == T(0)) kernel::gather<Arch>(q, k, v, s, nb, nm, out, static_cast<T*>(nullptr), i, i + 1);
-    }
-    return true;
-}
-
-/// One [n, d] slice: projects the features and runs the kernel `kernel::selected_kernel`
-/// names (kernel/select.hpp) over the slice's query tiles, on `threads` threads.
-template <class Arch, class T, class S, class Nb, class Nm>
-void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
-                     const Nm& nm, row_matrix<T> out, T* lse, int threads) {
-    using kernel::kernel_kind;
-    constexpr kernel_kind kind = kernel::selected_kernel<S, Nb, Nm>;
-    if constexpr (kind == kernel_kind::tiled_groups) {
-        return aggregate_groups<Arch>(q, k, v, s, nb, nm, out, lse, threads);
-    } else if constexpr (kind == kernel_kind::stencil && kernel::precomputed_edge_weights<S>) {
-        if (!lse) return aggregate_stencil<Arch>(v, s, nb, nm, out, threads);
-    } else if constexpr (kind == kernel_kind::stencil) {
-        if (!lse && aggregate_stencil_channels<Arch>(q, k, v, s, nb, nm, out, threads)) return;
-    } else if constexpr (kind == kernel_kind::patch_window) {
-        require(s.height == nb.height && s.width == nb.width, "weighted_aggregate", [&] {
-            return "patch_distance is for a " + std::to_string(s.height) + " x " + std::to_string(s.width) +
-                   " image but window2d for " + std::to_string(nb.height) + " x " + std::to_string(nb.width);
-        });
-        if (!lse && kernel::patch_window_handles(nb)) return kernel::patch_window<Arch>(q, k, v, s, nb, out, threads);
-    }
-    if constexpr (offset_biased_dot_product<S> && std::is_same_v<Nb, window2d>) s.check_window(nb);
-    const projected_features<S, T> qp(s, q, true), kp(s, k, false);
-    const auto run = [&](const auto& job) { parallel_for(job.tiles(), threads, [&](std::size_t t) { job.run(t); }); };
-    if constexpr (kind == kernel_kind::tiled_window)
-        run(kernel::tiled_window_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, out, lse));
-    else if constexpr (kind == kernel_kind::tiled)
-        run(kernel::tiled_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, out, lse));
-    else
-        run(kernel::gather_slice<Arch, T, S, Nb, Nm>(*qp, *kp, v, s, nb, nm, out, lse));
-}
 
 /// Every slice of checked, contiguous inputs. With several threads, slices run
 /// in parallel when there are enough of them, otherwise each slice's tiles do.
@@ -317,6 +168,58 @@ auto weighted_aggregate_lse(Ex policy, const xt::xexpression<Q>& q, const xt::xe
     aggregate_with_lse<T, R> result{xt::empty<T>(in.shape.out), xt::empty<T>(lse_shape)};
     in.template run<Arch>(policy, similarity, neighborhood, normalization, result.out.data(), result.lse.data());
     return result;
+}
+
+}  // namespace nonlocal
+
+namespace nonlocal {
+
+/// What `weighted_aggregate` runs for a call: the kernel (`kernel_kind`), how it forms the
+/// logits (`kernel::logit_route`) and, in words, why, fallbacks included. Made by `plan`.
+class aggregate_plan {
+public:
+    explicit aggregate_plan(kernel::choice c) noexcept : choice_(c) {}
+    /// The kernel that runs the call.
+    kernel_kind kernel() const noexcept { return choice_.kernel; }
+    /// How that kernel forms the logits.
+    kernel::logit_route logits() const noexcept { return choice_.logits; }
+    /// Why: what the policies declare, or what they lack for a faster kernel.
+    std::string_view reason() const noexcept { return choice_.reason; }
+    /// "kernel (logits): reason".
+    std::string describe() const {
+        return std::string(kernel::name(kernel())) + " (" + kernel::name(logits()) + "): " + std::string(reason());
+    }
+
+private:
+    kernel::choice choice_;
+};
+
+/// The plan of `weighted_aggregate(q, k, v, similarity, neighborhood, normalization)`, or of
+/// `weighted_aggregate_lse` when `log_normalizer` is true: the kernel it runs and why,
+/// decided as the call decides it, on the inputs' first slice (the slices of a batch or of
+/// heads differ only where their per-slice policies do). Throws what the call throws for
+/// inputs that do not fit.
+template <class Q, class K, class V, similarity S, neighborhood Nb, normalization Nm>
+aggregate_plan plan(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
+                    const S& similarity, const Nb& neighborhood, const Nm& normalization, bool log_normalizer = false) {
+    using T = detail::common_value_type<Q, K, V>;
+    const detail::inputs_of<Q, K, V> in("plan", q, k, v);
+    detail::check_policies(in.shape, similarity, neighborhood, normalization);
+    const std::size_t slices = in.shape.batch * in.shape.heads;
+    if (slices == 0)
+        return aggregate_plan(kernel::choice{kernel_for<S, Nb, Nm>, kernel::logit_route::logit_member,
+                                             "no slice: nothing runs"});
+    const auto m = in.shape.slice(0, in.q.data(), in.k.data(), in.v.data(), static_cast<T*>(nullptr));
+    std::optional<kernel::choice> made;
+    detail::with_slice_policies(in.shape, 0, similarity, neighborhood, normalization,
+                                [&](const auto& si, const auto& nbi, const auto& nmi) {
+        using Si = std::decay_t<decltype(si)>;
+        using Nbi = std::decay_t<decltype(nbi)>;
+        using Nmi = std::decay_t<decltype(nmi)>;
+        made = detail::with_choice<T, Si, Nbi, Nmi>(m.q, m.k, si, nbi, log_normalizer,
+                                                    [](kernel::choice c, auto&&...) { return c; });
+    });
+    return aggregate_plan(*made);
 }
 
 }  // namespace nonlocal

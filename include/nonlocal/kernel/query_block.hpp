@@ -122,15 +122,18 @@ public:
     /// Step 1: S^T = K Qt for `count` keys, row c at `keys[c]` (a `simd::strided_rows` or
     /// `simd::indirect_rows`; rows past `count` up to `padded_keys(count)` are read and their
     /// scores ignored); returns S^T, whose column r of key c is `scores[c * Rows + r]`.
-    template <class Keys>
-    T* scores(Keys keys, std::size_t count) {
+    /// `step(k, q, acc)` folds feature p of key c and of a vector of queries into their scores:
+    /// a multiply-add for dot products, the channel's term of a difference for channel sums.
+    template <class Keys, class Step = simd::fused_multiply_add>
+    T* scores(Keys keys, std::size_t count, Step step = {}) {
         simd::gemm<Arch, score_mr, score_nv, false>(padded_keys(count), Rows, d_, keys, 1,
-                                                    simd::strided_rows<T>{qt_.data(), Rows}, st_.data(), Rows);
+                                                    simd::strided_rows<T>{qt_.data(), Rows}, st_.data(), Rows, step);
         return st_.data();
     }
     /// The same for keys `key_stride` apart.
-    T* scores(const T* keys, std::size_t key_stride, std::size_t count) {
-        return scores(simd::strided_rows<T>{keys, key_stride}, count);
+    template <class Step = simd::fused_multiply_add>
+    T* scores(const T* keys, std::size_t key_stride, std::size_t count, Step step = {}) {
+        return scores(simd::strided_rows<T>{keys, key_stride}, count, step);
     }
     /// Keys of a tile that must be padded to a multiple of score_mr rows.
     static std::size_t padded_keys(std::size_t count) noexcept { return (count + score_mr - 1) / score_mr * score_mr; }

@@ -48,8 +48,7 @@ class tiled_slice {
 public:
     tiled_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
                 row_matrix<T> out, T* lse)
-        : q_(q), k_(k), v_(v), s_(s), nb_(nb), out_(out), lse_(lse),
-          scale_(static_cast<T>(detail::dot_product_scale(s, q.cols))) {}
+        : q_(q), k_(k), v_(v), s_(s), nb_(nb), out_(out), lse_(lse), scores_(s, q.cols) {}
 
     std::size_t tiles() const noexcept { return (q_.rows + tile_rows - 1) / tile_rows; }
 
@@ -68,7 +67,7 @@ private:
         constexpr std::size_t Br = std::decay_t<Block>::rows, Bc = std::decay_t<Block>::cols;
         const std::size_t d = q_.cols, dv = v_.cols, m = k_.rows;
         const std::size_t dvp = b.padded_dv();
-        b.start(rows, scale_, [&](std::size_t r) { return q_.row(i0 + r).data(); });
+        b.start(rows, scores_.query_scale(), [&](std::size_t r) { return q_.row(i0 + r).data(); });
         const std::size_t key_end = detail::key_end(nb_, i0 + rows - 1, extents{q_.rows, m});
 
         for (std::size_t j0 = 0; j0 < m; j0 += Bc) {
@@ -83,7 +82,7 @@ private:
                 std::copy(keys, keys + cols * d, b.keys());
                 keys = b.keys();
             }
-            T* st = b.scores(keys, d, cols);
+            T* st = scores_(b, simd::strided_rows<T>{keys, d}, cols);
 
             if constexpr (detail::pair_biased_dot_product<S>)
                 for (std::size_t c = 0; c < cols; ++c) {
@@ -117,7 +116,7 @@ private:
     const Nb& nb_;
     row_matrix<T> out_;
     T* lse_;
-    T scale_;
+    tile_scorer<Arch, T, S> scores_;
 };
 
 }  // namespace nonlocal::kernel

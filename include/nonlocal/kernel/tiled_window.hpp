@@ -80,7 +80,7 @@ public:
     tiled_window_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s,
                        const Nb& nb, row_matrix<T> out, T* lse)
         : q_(q), k_(k), v_(v), s_(s), grid_(nb.grid(extents{q.rows, k.rows})), out_(out), lse_(lse),
-          scale_(static_cast<T>(detail::dot_product_scale(s, q.cols))) {
+          scores_(s, q.cols) {
         const window_axis &R = grid_.rows, &C = grid_.cols;
         if (q.rows == 0) return;
         for (std::size_t i = 0; i < R.length; ++i) row_windows_.push_back(R.group_window(i));
@@ -139,7 +139,7 @@ private:
             inner_r0 = std::max(inner_r0, wr.first), inner_r1 = std::min(inner_r1, wr.first + wr.count);
         }
         const auto query = [&](std::size_t r) { return pixels[r]; };
-        b.start(count, scale_, [&](std::size_t r) { return q_.row(query(r)).data(); });
+        b.start(count, scores_.query_scale(), [&](std::size_t r) { return q_.row(query(r)).data(); });
 
         // Tiles of whole rows of the rectangle when a row fits, else pieces of one row.
         const std::size_t width = c1 - c0;
@@ -177,10 +177,10 @@ private:
                 }
                 T* st = nullptr;
                 if (run_of_keys) {
-                    st = b.scores(k_.data + first_key * d, key_step * d, keys);
+                    st = scores_(b, simd::strided_rows<T>{k_.data + first_key * d, key_step * d}, keys);
                 } else {
                     std::fill(key_rows + keys, key_rows + block::padded_keys(keys), key_rows[0]);
-                    st = b.scores(simd::indirect_rows<T>{key_rows}, keys);
+                    st = scores_(b, simd::indirect_rows<T>{key_rows}, keys);
                 }
                 // 2. The bias of each admitted pair, then the mask, unless every window holds the tile.
                 if constexpr (biased) add_bias(st, query, count, row_lo, row_hi, col_lo, col_hi, tr, tr1, tc, tc1);
@@ -247,7 +247,7 @@ private:
     window_grid grid_;
     row_matrix<T> out_;
     T* lse_;
-    T scale_;
+    tile_scorer<Arch, T, S> scores_;
     std::vector<window_job> jobs_;
     std::vector<key_range> row_windows_, col_windows_;   // each position's window in its group
 };

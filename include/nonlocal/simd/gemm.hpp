@@ -10,7 +10,9 @@
 /// packing them). One kernel thus reads A row-major (keys of a tile, a_k = 1) or
 /// column-major (a transposed tile, rows one element apart, a_k = its leading dimension).
 /// Each step p loads NV vectors of B, broadcasts MR values of A and issues MR x NV
-/// independent FMAs into MR x NV accumulators held in registers.
+/// independent FMAs into MR x NV accumulators held in registers. Another `Step` than the
+/// multiply-add folds each pair otherwise, C[r][c] (+)= sum_p step(A(r, p), B(p, c)): the
+/// channel sums of distances, step(a, b, acc) = acc + f(b - a).
 
 #include <cstddef>
 #include <type_traits>
@@ -56,8 +58,16 @@ inline void keep_in_register(Batch& x) noexcept {
 #endif
 }
 
-template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, class A, class B>
-inline void micro_gemm(std::size_t depth, A a, std::size_t a_k, B b, std::size_t b_col, T* c, std::size_t ldc) noexcept {
+/// The step of the product: acc + a b, one FMA.
+struct fused_multiply_add {
+    template <class V>
+    V operator()(V a, V b, V acc) const noexcept { return xsimd::fma(a, b, acc); }
+};
+
+template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, class A, class B,
+          class Step = fused_multiply_add>
+inline void micro_gemm(std::size_t depth, A a, std::size_t a_k, B b, std::size_t b_col, T* c, std::size_t ldc,
+                       Step step = {}) noexcept {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
     static_assert(MR * NV + NV + 1 <= vector_registers<Arch>, "micro-kernel does not fit the registers");
@@ -82,7 +92,7 @@ inline void micro_gemm(std::size_t depth, A a, std::size_t a_k, B b, std::size_t
         for (std::size_t r = 0; r < MR; ++r) {
             const batch av(ar[r][p * a_k]);
 #pragma GCC unroll 4
-            for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+            for (std::size_t v = 0; v < NV; ++v) acc[r][v] = step(av, bv[v], acc[r][v]);
         }
     }
 #pragma GCC unroll 16
@@ -103,16 +113,17 @@ inline void micro_gemm(std::size_t depth, const T* a, std::size_t a_row, std::si
 /// cache while every block of rows passes over it; columns past the last full panel go
 /// one vector at a time, rows past the last block of MR one at a time (one kernel more to
 /// compile, not MR - 1).
-template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, class A, class B>
-void gemm(std::size_t rows, std::size_t cols, std::size_t depth, A a, std::size_t a_k, B b, T* c,
-          std::size_t ldc) noexcept {
+template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, class A, class B,
+          class Step = fused_multiply_add>
+void gemm(std::size_t rows, std::size_t cols, std::size_t depth, A a, std::size_t a_k, B b, T* c, std::size_t ldc,
+          Step step = {}) noexcept {
     constexpr std::size_t W = xsimd::batch<T, Arch>::size;
     const std::size_t whole_rows = rows / MR * MR;
     const auto panel = [&]<std::size_t nv>(std::integral_constant<std::size_t, nv>, std::size_t col) {
         for (std::size_t r = 0; r < whole_rows; r += MR)
-            micro_gemm<Arch, MR, nv, Accumulate>(depth, a.from(r), a_k, b, col, c + r * ldc + col, ldc);
+            micro_gemm<Arch, MR, nv, Accumulate>(depth, a.from(r), a_k, b, col, c + r * ldc + col, ldc, step);
         for (std::size_t r = whole_rows; r < rows; ++r)
-            micro_gemm<Arch, 1, nv, Accumulate>(depth, a.from(r), a_k, b, col, c + r * ldc + col, ldc);
+            micro_gemm<Arch, 1, nv, Accumulate>(depth, a.from(r), a_k, b, col, c + r * ldc + col, ldc, step);
     };
     std::size_t col = 0;
     for (; col + NV * W <= cols; col += NV * W) panel(std::integral_constant<std::size_t, NV>{}, col);

@@ -37,7 +37,8 @@ T channel_sum_logit(const S& s, std::span<const T> q, std::span<const T> k) {
 /// logit = |q - k|^2, kappa = identity: a dissimilarity.
 struct squared_euclidean {
     using kernel = identity_kernel;
-    static constexpr bool is_symmetric = true;
+    using traits = similarity_traits<distance_form, symmetric>;
+    static double scale(std::size_t) noexcept { return 1.0; }
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         return simd::squared_distance(q.data(), k.data(), q.size());
@@ -50,11 +51,12 @@ struct squared_euclidean {
 /// weights on scaled (position, colour) features, the AR model's colour weights.
 struct gaussian_distance {
     using kernel = exp_kernel;
-    static constexpr bool is_symmetric = true;
+    using traits = similarity_traits<distance_form, symmetric>;
     double h = 1.0;
 
     /// Throws `std::invalid_argument` unless h is finite and positive.
     explicit gaussian_distance(double bandwidth = 1.0) : h(detail::checked_bandwidth(bandwidth, "gaussian_distance")) {}
+    double scale(std::size_t) const noexcept { return -1.0 / (h * h); }
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         return -simd::squared_distance(q.data(), k.data(), q.size()) / static_cast<T>(h * h);
@@ -69,7 +71,7 @@ struct gaussian_distance {
 /// faster for small ones, so textures stay connected and real edges still cut.
 struct laplacian_distance {
     using kernel = exp_kernel;
-    static constexpr bool is_symmetric = true;
+    using traits = similarity_traits<channel_sum_form, symmetric>;
     double h = 1.0;
 
     /// Throws `std::invalid_argument` unless h is finite and positive.
@@ -84,7 +86,8 @@ struct laplacian_distance {
 /// logit = <q, k> / (|q| |k|), kappa = identity; 0 when either vector is zero.
 struct cosine {
     using kernel = identity_kernel;
-    static constexpr bool is_symmetric = true;
+    using traits = similarity_traits<cosine_form, symmetric>;
+    static double scale(std::size_t) noexcept { return 1.0; }
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         const T qq = simd::dot(q.data(), q.data(), q.size());

@@ -17,7 +17,7 @@ namespace detail {
 template <class Kernel>
 struct scaled_dot {
     using kernel = Kernel;
-    static constexpr bool is_dot_product = true;
+    using traits = similarity_traits<dot_product_form>;
 
     /// Multiplier of <q, k> for features of dimension d.
     std::optional<double> factor;

@@ -33,8 +33,7 @@ namespace nonlocal {
 
 struct patch_distance {
     using kernel = exp_kernel;
-    static constexpr bool is_patch_distance = true;
-    static constexpr bool is_symmetric = true;
+    using traits = similarity_traits<opaque_form, symmetric>;
 
     std::size_t height = 0;
     std::size_t width = 0;
