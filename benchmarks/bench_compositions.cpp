@@ -3,7 +3,8 @@
 // `nonlocal::plan` names for it; at the end a table gives each row's rate as a share of
 //   - dense attention's (scaled_dot_product, dense, softmax), and
 //   - the same neighborhood's dot-product attention (scaled_dot_product with the row's
-//     normalization; softmax for a row whose exponentials are normalised by `sum`),
+//     normalization; softmax for a row whose exponentials are normalised by `sum`; window2d's
+//     for the neighborhood that gives window2d's pairs as ranges),
 // both measured in the same run (medians when --benchmark_repetitions is given).
 //
 //   build/release/benchmarks/bench_compositions [--benchmark_repetitions=3]
@@ -102,7 +103,7 @@ double admissible_pairs(const Nb& nb) {
 }
 
 struct row_info {
-    std::string name, baseline, kernel;
+    std::string name, baseline;
 };
 std::vector<row_info>& rows() {
     static std::vector<row_info> all;
@@ -129,7 +130,7 @@ void run_row(benchmark::State& state, S s, Nb nb, Nm nm) {
 /// and normalization family, its dot-product baseline.
 template <class S, class Nb, class Nm>
 void add(const std::string& similarity, const std::string& neighborhood, const std::string& normalization, S s,
-         Nb nb, Nm nm) {
+         Nb nb, Nm nm, const std::string& compared_with = "") {
     constexpr bool exp_sum = std::is_same_v<typename S::kernel, nonlocal::exp_kernel> &&
                              Nm::kind == nonlocal::normalizer::sum;
     const std::string family = exp_sum ? "softmax" : normalization;
@@ -144,13 +145,17 @@ void add(const std::string& similarity, const std::string& neighborhood, const s
             benchmark::RegisterBenchmark(baseline.c_str(), [=](benchmark::State& st) {
                 run_row(st, nonlocal::scaled_dot_product{}, nb, nm);
             })->Unit(benchmark::kMillisecond);
-        rows().push_back({baseline, baseline, ""});
+        rows().push_back({baseline, baseline});
     }
     const std::string name = similarity + "/" + neighborhood + "/" + normalization;
+    if (!compared_with.empty()) {   // the baseline is another neighborhood's row, registered before
+        rows().back().baseline = compared_with;
+        return;
+    }
     if (name == baseline) return;
     benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { run_row(st, s, nb, nm); })
         ->Unit(benchmark::kMillisecond);
-    rows().push_back({name, baseline, ""});
+    rows().push_back({name, baseline});
 }
 
 template <class Nb>
@@ -173,9 +178,11 @@ void register_rows() {
     add_neighborhood("causal", nonlocal::causal{});
     add_neighborhood("window2d_7x7", nonlocal::window2d{side, side, 7});
     add_neighborhood("window1d_r64", nonlocal::window1d{64});
+    // A user's neighborhoods of key ranges, against window2d's rate and dense attention's.
     add("scaled_dot_product", "window_ranges_7x7", "softmax", nonlocal::scaled_dot_product{}, window_ranges{},
-        nonlocal::softmax{});
-    add("scaled_dot_product", "log_sparse", "softmax", nonlocal::scaled_dot_product{}, log_sparse{}, nonlocal::softmax{});
+        nonlocal::softmax{}, "scaled_dot_product/window2d_7x7/softmax");
+    add("scaled_dot_product", "log_sparse", "softmax", nonlocal::scaled_dot_product{}, log_sparse{}, nonlocal::softmax{},
+        "scaled_dot_product/dense/softmax");
 }
 
 /// The console's rows, and the GFLOPS and kernel of each (its median with repetitions).

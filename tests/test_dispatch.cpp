@@ -68,6 +68,30 @@ struct every_other_key {
     void for_each_range(std::size_t, extents e, F&& f) const { f(key_range{0, (e.keys + 1) / 2, 2}); }
 };
 
+/// Keys of a 2-D window given as ranges alone (as a user would write window2d): rows of
+/// `side`, windows of `size` x `size` shifted inward at the borders.
+struct window_as_ranges {
+    std::size_t side = 1, size = 1;
+    template <class F>
+    void for_each_range(std::size_t i, extents e, F&& f) const {
+        const std::size_t rows = e.keys / side, r = i / side, c = i % side, half = size / 2;
+        const std::size_t r0 = std::min(r > half ? r - half : 0, rows > size ? rows - size : 0);
+        const std::size_t c0 = std::min(c > half ? c - half : 0, side > size ? side - size : 0);
+        for (std::size_t y = r0; y < std::min(rows, r0 + size); ++y)
+            f(key_range{y * side + c0, std::min(side, size), 1});
+    }
+};
+
+/// Two keys per query, far apart: too sparse for blocks, row by row.
+struct two_scattered_keys {
+    template <class F>
+    void for_each_range(std::size_t i, extents e, F&& f) const {
+        const std::size_t a = (i * 7919) % e.keys, b = (i * 104729 + 1) % e.keys;
+        if (a == b) return f(key_range{a, 1, 1});
+        f(key_range{std::min(a, b), 2, std::max(a, b) - std::min(a, b)});
+    }
+};
+
 /// weighted_aggregate<Arch> against the reference, with tolerance atol + rtol |expected|.
 template <class Arch, class T, class S, class Nb, class Nm>
 void against_reference(const xt::xtensor<T, 2>& q, const xt::xtensor<T, 2>& k, const xt::xtensor<T, 2>& v,
@@ -130,6 +154,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(windows_and_groups_against_the_reference, T, test:
         each_similarity<Arch, T>(patch_group{8, 6, 2, 3}, 48, 48, 5, 9, seed++, "patch_group");
         const xt::xtensor<bool, 2> layout = {{true, false}, {true, true}};
         each_similarity<Arch, T>(block_mask(40, layout), 70, 70, 6, 6, seed++, "block_mask");
+        // Key ranges alone: blocks of 16 queries over their keys' union, or row by row.
+        for (const auto& [side, size, rows] : {std::tuple{1, 1, 1}, {7, 3, 5}, {17, 5, 9}, {33, 7, 8}})
+            each_similarity<Arch, T>(window_as_ranges{std::size_t(side), std::size_t(size)}, side * rows, side * rows,
+                                     9, 17, seed++, "window as ranges");
+        each_similarity<Arch, T>(every_other_key{}, 37, 100, 16, 5, seed++, "every other key");
+        each_similarity<Arch, T>(two_scattered_keys{}, 90, 300, 7, 8, seed++, "two scattered keys");
     });
 }
 
@@ -223,8 +253,34 @@ BOOST_AUTO_TEST_CASE(cancellation_of_lowered_distances) {
     BOOST_TEST((p.kernel() == kernel_kind::tiled));
     BOOST_TEST((p.logits() == kernel::logit_route::differences));
     against_reference<default_arch>(wide, near, v, tight, dense{}, sum{}, "spread 1e3, bandwidth 0.5");
-    const kernel::lowered_features<float> lowered(as_rows(wide), as_rows(near), tight.scale(d), true);
+    const kernel::lowered_features<default_arch, float> lowered(as_rows(wide), as_rows(near), tight.scale(d), true);
     BOOST_TEST(lowered.cancellation_bound() > kernel::cancellation_tolerance);
+}
+
+BOOST_AUTO_TEST_CASE(ranges_layout_from_the_data) {
+    // Windows given as ranges: rows of 64 queries, blocks of 16 taller than one row.
+    const extents e{64 * 64, 64 * 64};
+    const kernel::block_layout grid = kernel::choose_layout(window_as_ranges{64, 7}, e);
+    BOOST_TEST(grid.pitch == 64u);
+    BOOST_TEST(grid.height * grid.width == 16u);
+    BOOST_TEST(grid.height > 1u);
+    // One range per query: 16 consecutive queries.
+    const kernel::block_layout line = kernel::choose_layout(two_scattered_keys{}, e);
+    BOOST_TEST(line.pitch == e.queries);
+    BOOST_TEST(line.height == 1u);
+    // Every layout deals each query to exactly one block, whatever divides what.
+    for (const kernel::block_layout layout : {grid, line, kernel::block_layout{100, 7, 4, 4}, kernel::block_layout{5, 5, 16, 1},
+                                              kernel::block_layout{0, 1, 1, 16}}) {
+        std::vector<int> seen(layout.n, 0);
+        std::size_t ids[kernel::ranges_block_rows];
+        for (std::size_t b = 0; b < layout.blocks(); ++b) {
+            const std::size_t count = layout.queries(b, ids);
+            BOOST_TEST(count <= kernel::ranges_block_rows);
+            for (std::size_t r = 0; r < count; ++r) ++seen[ids[r]];
+        }
+        BOOST_TEST(std::count(seen.begin(), seen.end(), 1) == std::ptrdiff_t(layout.n), "pitch " << layout.pitch);
+        BOOST_TEST(layout.tasks() * kernel::ranges_blocks_per_task >= layout.blocks());
+    }
 }
 
 BOOST_AUTO_TEST_CASE(plan_names_the_kernel_and_why) {
@@ -237,9 +293,12 @@ BOOST_AUTO_TEST_CASE(plan_names_the_kernel_and_why) {
     const aggregate_plan undeclared = plan(x, x, x, undeclared_dot{}, dense{}, softmax{});
     BOOST_TEST((undeclared.kernel() == kernel_kind::gather));
     BOOST_TEST(std::string(undeclared.reason()).find("similarity_traits") != std::string::npos, undeclared.describe());
-    const aggregate_plan ranges = plan(x, x, x, scaled_dot_product{}, every_other_key{}, softmax{});
-    BOOST_TEST((ranges.kernel() == kernel_kind::gather));
-    BOOST_TEST(std::string(ranges.reason()).find("key ranges") != std::string::npos, ranges.describe());
+    BOOST_TEST((plan(x, x, x, scaled_dot_product{}, every_other_key{}, softmax{}).kernel() == kernel_kind::tiled_ranges));
+    const aggregate_plan sparse = plan(x, x, x, scaled_dot_product{}, two_scattered_keys{}, softmax{});
+    BOOST_TEST((sparse.kernel() == kernel_kind::gather));
+    BOOST_TEST(std::string(sparse.reason()).find("sparser than ranges_min_density") != std::string::npos, sparse.describe());
+    const aggregate_plan ranges = plan(x, x, x, undeclared_dot{}, every_other_key{}, softmax{});
+    BOOST_TEST(std::string(ranges.reason()).find("similarity_traits") != std::string::npos, ranges.describe());
     const aggregate_plan absolute = plan(x, x, x, gaussian_distance{}, dense{}, count{});
     BOOST_TEST(std::string(absolute.reason()).find("absolute") != std::string::npos, absolute.describe());
 

@@ -51,8 +51,10 @@ BOOST_AUTO_TEST_CASE(each_row_selects_its_kernel) {
         {"edge_weights, grid_stencil, softmax (exp of the weights)", selected<edge_weights<float>, grid_stencil, softmax>, kernel_kind::gather},
         {"edge_weights, window2d, sum", selected<edge_weights<float>, window2d, sum>, kernel_kind::gather},
         {"patch_distance, window2d, softmax", selected<patch_distance, window2d, softmax>, kernel_kind::gather},
-        {"scaled_dot_product, grid_stencil, softmax", selected<scaled_dot_product, grid_stencil, softmax>, kernel_kind::gather},
-        {"scaled_dot_product, csr_graph, softmax", selected<scaled_dot_product, csr_graph, softmax>, kernel_kind::gather},
+        // Row 6: tiled similarities over key ranges.
+        {"scaled_dot_product, grid_stencil, softmax", selected<scaled_dot_product, grid_stencil, softmax>, kernel_kind::tiled_ranges},
+        {"scaled_dot_product, csr_graph, softmax", selected<scaled_dot_product, csr_graph, softmax>, kernel_kind::tiled_ranges},
+        {"cosine, csr_graph, count", selected<cosine, csr_graph, count>, kernel_kind::tiled_ranges},
         {"gaussian, dense, count (absolute exp weights)", selected<gaussian, dense, count>, kernel_kind::gather},
         {"gaussian, window2d, count (absolute exp weights)", selected<gaussian, window2d, count>, kernel_kind::gather},
         {"gaussian_distance, dense, count (absolute exp weights)", selected<gaussian_distance, dense, count>, kernel_kind::gather},

@@ -199,7 +199,7 @@ private:
 /// decided as the call decides it, on the inputs' first slice (the slices of a batch or of
 /// heads differ only where their per-slice policies do). Throws what the call throws for
 /// inputs that do not fit.
-template <class Q, class K, class V, similarity S, neighborhood Nb, normalization Nm>
+template <class Arch = default_arch, class Q, class K, class V, similarity S, neighborhood Nb, normalization Nm>
 aggregate_plan plan(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
                     const S& similarity, const Nb& neighborhood, const Nm& normalization, bool log_normalizer = false) {
     using T = detail::common_value_type<Q, K, V>;
@@ -216,8 +216,18 @@ aggregate_plan plan(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, co
         using Si = std::decay_t<decltype(si)>;
         using Nbi = std::decay_t<decltype(nbi)>;
         using Nmi = std::decay_t<decltype(nmi)>;
-        made = detail::with_choice<T, Si, Nbi, Nmi>(m.q, m.k, si, nbi, log_normalizer,
+        made = detail::with_choice<Arch, T, Si, Nbi, Nmi>(m.q, m.k, si, nbi, log_normalizer,
                                                     [](kernel::choice c, auto&&...) { return c; });
+        if (made->kernel == kernel_kind::tiled_ranges) {
+            const extents e{in.shape.n, in.shape.m};
+            const auto [tiled, blocks, keys] = kernel::sample_blocks(nbi, e, kernel::choose_layout(nbi, e));
+            if (2 * tiled < blocks)
+                made = kernel::choice{kernel_kind::gather, kernel::logit_route::logit_member,
+                                      "most blocks of queries are sparser than ranges_min_density: row by row"};
+            else if (tiled < blocks)
+                made->reason = "a neighborhood of key ranges: blocks of queries meet their keys' union, the blocks "
+                               "sparser than ranges_min_density go row by row on gather";
+        }
     });
     return aggregate_plan(*made);
 }

@@ -31,6 +31,7 @@
 #include "nonlocal/kernel/stencil.hpp"
 #include "nonlocal/kernel/stencil_weights.hpp"
 #include "nonlocal/kernel/tiled.hpp"
+#include "nonlocal/kernel/tiled_ranges.hpp"
 #include "nonlocal/kernel/tiled_window.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
 #include "nonlocal/similarity/edge_weights.hpp"
@@ -69,6 +70,14 @@ struct choice {
     const char* reason;
 };
 
+/// Whether a kernel computes distances as lowered dot products: the tiled kernel, whose blocks of
+/// queries each meet every key they admit, so that the lowering's pass over the features is
+/// repaid by one FMA per feature and pair instead of a subtraction and an FMA. The window and
+/// ranges kernels meet each key from a few blocks only, and score the differences.
+constexpr bool lowers_distances(kernel_kind kind) noexcept {
+    return kind == kernel_kind::tiled || kind == kernel_kind::tiled_groups;
+}
+
 /// Why the table (kernel/select.hpp) gives a composition the gather kernel: the first of its
 /// policies that no other row takes.
 template <class S, class Nb, class Nm>
@@ -98,6 +107,10 @@ choice choose(row_matrix<const T> q, row_matrix<const T> k, const Nb& nb, bool l
     const auto tiled_logits = [&]() -> choice {
         if constexpr (detail::has_logit_form<S, cosine_form>) {
             return {kind, logit_route::lowered_cosine, "a cosine: the dot product of normalised features"};
+        } else if constexpr (detail::has_logit_form<S, distance_form> && !lowers_distances(kind)) {
+            return {kind, logit_route::differences,
+                    "a distance where each key meets few queries: the differences of the features (lowering would "
+                    "cost more than it saves)"};
         } else if constexpr (detail::has_logit_form<S, distance_form>) {
             if (!detail::shifts_by_row_max<S, Nm> || cancellation <= cancellation_tolerance)
                 return {kind, logit_route::lowered_distance, "a distance: the dot product of lowered features"};
@@ -111,7 +124,8 @@ choice choose(row_matrix<const T> q, row_matrix<const T> k, const Nb& nb, bool l
         }
     };
     (void)q, (void)k, (void)nb, (void)cancellation;
-    if constexpr (kind == kernel_kind::tiled || kind == kernel_kind::tiled_window || kind == kernel_kind::tiled_groups) {
+    if constexpr (kind == kernel_kind::tiled || kind == kernel_kind::tiled_window || kind == kernel_kind::tiled_groups ||
+                  kind == kernel_kind::tiled_ranges) {
         return tiled_logits();
     } else if constexpr (kind == kernel_kind::stencil) {
         if (lse) return {kernel_kind::gather, logit_route::logit_member, "the stencil kernel does not compute log C_i"};
@@ -246,14 +260,14 @@ void aggregate_stencil_channels(row_matrix<const T> q, row_matrix<const T> k, ro
 
 
 /// The lowered features of a distance or cosine similarity's slice, when it has that form.
-template <class T, class S>
+template <class Arch, class T, class S>
 struct lowering_of {
     explicit lowering_of(const S&, row_matrix<const T>, row_matrix<const T>) {}
     double cancellation() const noexcept { return 0; }
 };
-template <class T, kernel::lowered_similarity S>
-struct lowering_of<T, S> {
-    kernel::lowered_features<T> features;
+template <class Arch, class T, kernel::lowered_similarity S>
+struct lowering_of<Arch, T, S> {
+    kernel::lowered_features<Arch, T> features;
     lowering_of(const S& s, row_matrix<const T> q, row_matrix<const T> k)
         : features(q, k, s.scale(q.cols), has_logit_form<S, distance_form>) {}
     double cancellation() const noexcept { return features.cancellation_bound(); }
@@ -261,22 +275,24 @@ struct lowering_of<T, S> {
 
 /// The choice for one slice (kernel/dispatch.hpp's `choose`), with the features it is made on:
 /// `f(choice, projected queries, projected keys, lowering)`.
-template <class T, class S, class Nb, class Nm, class F>
+template <class Arch, class T, class S, class Nb, class Nm, class F>
 decltype(auto) with_choice(row_matrix<const T> q, row_matrix<const T> k, const S& s, const Nb& nb, bool lse, F&& f) {
     constexpr kernel::kernel_kind kind = kernel::kernel_for<S, Nb, Nm>;
-    constexpr bool tiled = kind == kernel::kernel_kind::tiled || kind == kernel::kernel_kind::tiled_window;
+    constexpr bool tiled = kind == kernel::kernel_kind::tiled || kind == kernel::kernel_kind::tiled_window ||
+                           kind == kernel::kernel_kind::tiled_ranges;
     if constexpr (kind == kernel::kernel_kind::tiled_groups || kind == kernel::kernel_kind::stencil ||
                   kind == kernel::kernel_kind::patch_window) {
         // These kernels take the features as they are; the choice needs nothing computed.
-        const lowering_of<T, void*> none(nullptr, q, k);
+        const lowering_of<Arch, T, void*> none(nullptr, q, k);
         return f(kernel::choose<T, S, Nb, Nm>(q, k, nb, lse, 0.0), q, k, none);
     } else {
         const projected_features<S, T> qp(s, q, true), kp(s, k, false);
-        if constexpr (tiled && kernel::lowered_similarity<S>) {
-            const lowering_of<T, S> lowered(s, *qp, *kp);
+        if constexpr (tiled && (detail::has_logit_form<S, cosine_form> ||
+                                (detail::has_logit_form<S, distance_form> && kernel::lowers_distances(kind)))) {
+            const lowering_of<Arch, T, S> lowered(s, *qp, *kp);
             return f(kernel::choose<T, S, Nb, Nm>(*qp, *kp, nb, lse, lowered.cancellation()), *qp, *kp, lowered);
         } else {
-            const lowering_of<T, void*> none(nullptr, *qp, *kp);
+            const lowering_of<Arch, T, void*> none(nullptr, *qp, *kp);
             return f(kernel::choose<T, S, Nb, Nm>(*qp, *kp, nb, lse, 0.0), *qp, *kp, none);
         }
     }
@@ -302,8 +318,10 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
             run(kernel::tiled_window_slice<Arch, T, Sf, Nb, Nm>(qf, kf, v, sf, nb, out, lse));
         else if constexpr (kernel::tiled_applies<Sf, Nb, Nm>)
             run(kernel::tiled_slice<Arch, T, Sf, Nb, Nm>(qf, kf, v, sf, nb, out, lse));
+        else if constexpr (kernel::tiled_ranges_applies<Sf, Nb, Nm>)
+            run(kernel::tiled_ranges_slice<Arch, T, Sf, Nb, Nm>(qf, kf, v, sf, nb, nm, out, lse));
     };
-    with_choice<T, S, Nb, Nm>(q, k, s, nb, lse != nullptr, [&](kernel::choice c, row_matrix<const T> qp,
+    with_choice<Arch, T, S, Nb, Nm>(q, k, s, nb, lse != nullptr, [&](kernel::choice c, row_matrix<const T> qp,
                                                                   row_matrix<const T> kp, const auto& lowered) {
         if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_groups) {
             aggregate_groups<Arch>(q, k, v, s, nb, nm, out, lse, threads);
@@ -316,8 +334,9 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
         } else if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::patch_window) {
             if (c.kernel == kernel_kind::patch_window) return kernel::patch_window<Arch>(q, k, v, s, nb, out, threads);
         } else if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled ||
-                             kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_window) {
-            if constexpr (kernel::lowered_similarity<S>)
+                             kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_window ||
+                             kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_ranges) {
+            if constexpr (requires { lowered.features; })
                 if (c.logits == logit_route::lowered_distance || c.logits == logit_route::lowered_cosine)
                     return tiled(lowered.features.queries(), lowered.features.keys(), unit_dot<typename S::kernel>{});
             if constexpr (!has_logit_form<S, cosine_form>) return tiled(qp, kp, s);

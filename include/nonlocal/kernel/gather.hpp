@@ -1,10 +1,11 @@
 #pragma once
 /// @file kernel/gather.hpp
 /// The general kernel: any similarity over any neighborhood, one query row at
-/// a time. It walks the neighborhood's key ranges in chunks, computes a chunk
-/// of logits, and folds it into the row's accumulator with an online
-/// (running-maximum) softmax when the weights are exponentials, so that no row
-/// of n x m weights is ever stored: working memory is one chunk per call.
+/// a time. It collects the neighborhood's keys in chunks of up to `gather_chunk`
+/// (across ranges), computes a chunk of logits, and folds it into the row's
+/// accumulator with an online (running-maximum) softmax when the weights are
+/// exponentials, so that no row of n x m weights is ever stored: working memory
+/// is one chunk per call.
 
 #include <algorithm>
 #include <cmath>
@@ -17,8 +18,8 @@
 
 namespace nonlocal::kernel {
 
-/// Logits per chunk: 256 x 4 bytes = 1 KiB of a 32 KiB L1, leaving room for the
-/// value rows the chunk touches.
+/// Keys per chunk: 256 logits and their indices, 3 KiB of a 32 KiB L1, leaving room for
+/// the value rows the chunk touches.
 inline constexpr std::size_t gather_chunk = 256;
 
 /// Rows [first, last) of the weighted aggregate of one [n, dq] x [m, dq] x [m, dv]
@@ -34,41 +35,45 @@ void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
     const extents e{q.rows, k.rows};
     const std::size_t dv = v.cols;
     T weights[gather_chunk];
+    std::size_t neighbours[gather_chunk];
 
     for (std::size_t i = first; i < last; ++i) {
         T* acc = out.row(i).data();
         std::fill(acc, acc + dv, T(0));
         T row_max = minus_inf, total = T(0);
-        std::size_t keys = 0;
-        nb.for_each_range(i, e, [&](key_range r) {
-            for (std::size_t t0 = 0; t0 < r.count; t0 += gather_chunk) {
-                const std::size_t len = std::min(gather_chunk, r.count - t0);
-                const std::size_t j0 = r.first + t0 * r.stride;
+        std::size_t keys = 0, len = 0;
+        // Folds the chunk's `len` keys into the row: their logits, weights and values.
+        const auto fold = [&] {
+            for (std::size_t t = 0; t < len; ++t) weights[t] = logit(q.row(i).data(), k.row(neighbours[t]).data(), i, neighbours[t]);
+            keys += len;
+            if constexpr (shift) {
+                const T chunk_max = simd::max_element<Arch>(weights, len);
+                if (chunk_max == minus_inf) return void(len = 0);   // every weight is exp(-inf) = 0
+                if (chunk_max > row_max) {
+                    const T rescale = std::exp(row_max - chunk_max);   // 0 for the first chunk
+                    simd::scale<Arch>(rescale, acc, dv);
+                    total *= rescale;
+                    row_max = chunk_max;
+                }
+                total += simd::exp_shifted_sum<Arch>(weights, row_max, len);
+            } else {
                 for (std::size_t t = 0; t < len; ++t) {
-                    const std::size_t j = j0 + t * r.stride;
-                    weights[t] = logit(q.row(i).data(), k.row(j).data(), i, j);
+                    weights[t] = kappa::apply(weights[t]);
+                    total += weights[t];
                 }
-                keys += len;
-                if constexpr (shift) {
-                    const T chunk_max = simd::max_element<Arch>(weights, len);
-                    if (chunk_max == minus_inf) continue;   // every weight is exp(-inf) = 0
-                    if (chunk_max > row_max) {
-                        const T rescale = std::exp(row_max - chunk_max);   // 0 for the first chunk
-                        simd::scale<Arch>(rescale, acc, dv);
-                        total *= rescale;
-                        row_max = chunk_max;
-                    }
-                    total += simd::exp_shifted_sum<Arch>(weights, row_max, len);
-                } else {
-                    for (std::size_t t = 0; t < len; ++t) {
-                        weights[t] = kappa::apply(weights[t]);
-                        total += weights[t];
-                    }
-                }
-                for (std::size_t t = 0; t < len; ++t)
-                    simd::axpy<Arch>(weights[t], v.row(j0 + t * r.stride).data(), acc, dv);
+            }
+            for (std::size_t t = 0; t < len; ++t) simd::axpy<Arch>(weights[t], v.row(neighbours[t]).data(), acc, dv);
+            len = 0;
+        };
+        // Chunks span ranges, so that a neighborhood of many short ranges (a sparse pattern, a
+        // graph) pays the chunk's maximum and rescaling once per chunk, not once per range.
+        nb.for_each_range(i, e, [&](key_range r) {
+            for (std::size_t t = 0, j = r.first; t < r.count; ++t, j += r.stride) {
+                neighbours[len++] = j;
+                if (len == gather_chunk) fold();
             }
         });
+        fold();
 
         // C_i, and the data term alpha_i t_i: with shifted weights both sums are
         // relative to exp(row_max), so alpha is too.

@@ -55,8 +55,9 @@ inline constexpr double cancellation_tolerance = 1.0 / 4096;
 template <class S>
 concept lowered_similarity = detail::has_logit_form<S, distance_form> || detail::has_logit_form<S, cosine_form>;
 
-/// Queries and keys whose dot product is a distance or cosine similarity's logit.
-template <class T>
+/// Queries and keys whose dot product is a distance or cosine similarity's logit, computed
+/// with the instructions of `Arch`.
+template <class Arch, class T>
 class lowered_features {
 public:
     /// Lowers the [n, d] queries `q` and [m, d] keys `k` of a similarity of the distance form
@@ -74,57 +75,62 @@ public:
     double cancellation_bound() const noexcept { return bound_; }
 
 private:
-    /// The mean of the rows of q and k together, in double.
-    static std::vector<double> mean(row_matrix<const T> q, row_matrix<const T> k) {
-        std::vector<double> mu(q.cols, 0.0);
+    /// The mean of the rows of q and k together, accumulated in double (the mean of features of
+    /// magnitude 1e3 must be exact to their differences), rounded to T.
+    static std::vector<T> mean(row_matrix<const T> q, row_matrix<const T> k) {
+        std::vector<double> sum(q.cols, 0.0);
+        std::vector<T> block(q.cols);
         for (const auto& x : {q, k})
-            for (std::size_t i = 0; i < x.rows; ++i)
-                for (std::size_t c = 0; c < x.cols; ++c) mu[c] += double(x(i, c));
-        const double rows = double(q.rows + k.rows);
-        if (rows > 0)
-            for (double& m : mu) m /= rows;
+            for (std::size_t i0 = 0; i0 < x.rows; i0 += 16) {   // 16 rows summed in T, then in double
+                std::fill(block.begin(), block.end(), T(0));
+                for (std::size_t i = i0; i < std::min(x.rows, i0 + 16); ++i)
+                    simd::axpy<Arch>(T(1), x.row(i).data(), block.data(), x.cols);
+                for (std::size_t c = 0; c < x.cols; ++c) sum[c] += double(block[c]);
+            }
+        const double rows = double(std::max<std::size_t>(q.rows + k.rows, 1));
+        std::vector<T> mu(q.cols);
+        for (std::size_t c = 0; c < q.cols; ++c) mu[c] = T(sum[c] / rows);
         return mu;
     }
 
-    /// Writes x - mu into `to` (rows of dim_ values) and returns each row's |x - mu|^2.
-    std::vector<double> centre(row_matrix<const T> x, const std::vector<double>& mu, T* to, double factor) const {
-        std::vector<double> squares(x.rows);
+    /// Writes factor (x - mu) into `to` (rows of dim_ values) and returns each row's |x - mu|^2.
+    /// For features close to mu, x - mu is exact (Sterbenz), whatever their magnitude.
+    std::vector<T> centre(row_matrix<const T> x, const std::vector<T>& mu, T* to, T factor) const {
+        std::vector<T> squares(x.rows);
         for (std::size_t i = 0; i < x.rows; ++i) {
-            double square = 0;
-            for (std::size_t c = 0; c < x.cols; ++c) {
-                const double centred = double(x(i, c)) - mu[c];
-                square += centred * centred;
-                to[i * dim_ + c] = T(factor * centred);
-            }
-            squares[i] = square;
+            T* row = to + i * dim_;
+            simd::copy<Arch>(x.row(i).data(), x.cols, row);
+            simd::axpy<Arch>(T(-1), mu.data(), row, x.cols);
+            squares[i] = simd::dot<Arch>(row, row, x.cols);
+            if (factor != T(1)) simd::scale<Arch>(factor, row, x.cols);
         }
         return squares;
     }
 
     void lower_distance(row_matrix<const T> q, row_matrix<const T> k, double scale) {
         const std::size_t d = q.cols;
-        const std::vector<double> mu = mean(q, k);
-        const std::vector<double> qq = centre(q, mu, q_.data(), -2 * scale), kk = centre(k, mu, k_.data(), 1.0);
-        for (std::size_t i = 0; i < q.rows; ++i) q_[i * dim_ + d] = T(scale * qq[i]), q_[i * dim_ + d + 1] = T(1);
-        for (std::size_t j = 0; j < k.rows; ++j) k_[j * dim_ + d] = T(1), k_[j * dim_ + d + 1] = T(scale * kk[j]);
-        const auto largest = [](const std::vector<double>& s) {
-            return std::sqrt(s.empty() ? 0.0 : *std::max_element(s.begin(), s.end()));
+        const T s = T(scale);
+        const std::vector<T> mu = mean(q, k);
+        const std::vector<T> qq = centre(q, mu, q_.data(), T(-2) * s), kk = centre(k, mu, k_.data(), T(1));
+        for (std::size_t i = 0; i < q.rows; ++i) q_[i * dim_ + d] = s * qq[i], q_[i * dim_ + d + 1] = T(1);
+        for (std::size_t j = 0; j < k.rows; ++j) k_[j * dim_ + d] = T(1), k_[j * dim_ + d + 1] = s * kk[j];
+        const auto largest = [](const std::vector<T>& squares) {
+            return std::sqrt(squares.empty() ? 0.0 : double(*std::max_element(squares.begin(), squares.end())));
         };
         const double reach = largest(qq) + largest(kk);
         bound_ = 2 * std::sqrt(double(d + 2)) * double(std::numeric_limits<T>::epsilon()) * std::abs(scale) * reach * reach;
     }
 
     void lower_cosine(row_matrix<const T> q, row_matrix<const T> k, double scale) {
-        const auto normalise = [&](row_matrix<const T> x, T* to, double factor) {
+        const auto normalise = [&](row_matrix<const T> x, T* to, T factor) {
             for (std::size_t i = 0; i < x.rows; ++i) {
-                double square = 0;
-                for (std::size_t c = 0; c < x.cols; ++c) square += double(x(i, c)) * double(x(i, c));
-                const double inverse = square > 0 ? factor / std::sqrt(square) : 0.0;
-                for (std::size_t c = 0; c < x.cols; ++c) to[i * dim_ + c] = T(inverse * double(x(i, c)));
+                const T square = simd::dot<Arch>(x.row(i).data(), x.row(i).data(), x.cols);
+                const T inverse = square == T(0) ? T(0) : factor / std::sqrt(square);   // NaN stays NaN
+                simd::scale<Arch>(inverse, x.row(i).data(), to + i * dim_, x.cols);
             }
         };
-        normalise(q, q_.data(), scale);
-        normalise(k, k_.data(), 1.0);
+        normalise(q, q_.data(), T(scale));
+        normalise(k, k_.data(), T(1));
     }
 
     std::size_t dim_, rows_, keys_;

@@ -9,6 +9,7 @@
 /// | `tiled_groups` (`tiled` on each group) | a tiled similarity | a partition into dense groups (`patch_group`) | as `tiled` |
 /// | `tiled` | a tiled similarity, or a dot product with a bias per pair (`with_pair_bias`) | tiles classified (`tiled_neighborhood`: `dense`, `causal`, `block_mask`, `key_mask`, `element_mask`, an `intersection` of them) | as `tiled_window` |
 /// | `stencil` | `edge_weights`, or a symmetric sum over channels (`channel_logit`: the distances) with q and k the same features (else `gather`) | `grid_stencil` (without log C_i; else `gather`) | `sum`, `sum_with_data`, `none` |
+/// | `tiled_ranges` | a tiled similarity | any: key ranges (blocks of queries sparser than `ranges_min_density` go row by row on `gather`) | as `tiled` |
 /// | `gather` | any | any | any, with a data term (`sum_with_data`) |
 ///
 /// A tiled similarity declares its form (`similarity_traits`): `dot_product_form`,
@@ -58,7 +59,7 @@ template <class S>
 concept tiled_similarity = detail::is_dot_product_similarity<S> || lowered_similarity<S> || detail::difference_scored<S>;
 
 /// The kernels of the table above.
-enum class kernel_kind { patch_window, tiled_window, tiled_groups, tiled, stencil, gather };
+enum class kernel_kind { patch_window, tiled_window, tiled_groups, tiled, stencil, tiled_ranges, gather };
 
 /// Whether the running-sum kernel computes a composition (rows 1 of the table).
 template <class S, class Nb, class Nm>
@@ -104,6 +105,11 @@ inline constexpr bool stencil_applies =
         nm.target[0];
     });
 
+/// Whether the ranges kernel computes a composition (row 6): a tiled similarity over any
+/// neighborhood.
+template <class S, class Nb, class Nm>
+inline constexpr bool tiled_ranges_applies = tiled_similarity<S> && detail::tiled_weights<S, Nm>;
+
 /// The kernel of the first row of the table that matches.
 template <class S, class Nb, class Nm>
 inline constexpr kernel_kind kernel_for = patch_window_applies<S, Nb, Nm>   ? kernel_kind::patch_window
@@ -111,6 +117,7 @@ inline constexpr kernel_kind kernel_for = patch_window_applies<S, Nb, Nm>   ? ke
                                                : tiled_groups_applies<S, Nb, Nm> ? kernel_kind::tiled_groups
                                                : tiled_applies<S, Nb, Nm>        ? kernel_kind::tiled
                                                : stencil_applies<S, Nb, Nm>      ? kernel_kind::stencil
+                                               : tiled_ranges_applies<S, Nb, Nm> ? kernel_kind::tiled_ranges
                                                                                  : kernel_kind::gather;
 
 /// The former name of `kernel_for`.
@@ -125,6 +132,7 @@ constexpr const char* name(kernel_kind k) noexcept {
         case kernel_kind::tiled_groups: return "tiled_groups";
         case kernel_kind::tiled: return "tiled";
         case kernel_kind::stencil: return "stencil";
+        case kernel_kind::tiled_ranges: return "tiled_ranges";
         case kernel_kind::gather: return "gather";
     }
     return "?";
