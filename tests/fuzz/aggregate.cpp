@@ -5,7 +5,9 @@
 // B <= 2, at most 3 heads (keys and values may have fewer: grouped-query), n, m <= 40 and
 // d <= 17 (around the SIMD widths); values are multiples of 1/32 in [-4, 4). Neighborhoods:
 // dense, causal, windows, padding and masks per pair (one, per item or per slice, and
-// intersections); similarities: dot products, with a bias per pair, and distances.
+// intersections), key ranges drawn query by query (the ranges kernel, blocks and rows);
+// similarities: dot products, with a bias per pair, distances (lowered and from differences),
+// cosines and a user's sum over channels.
 #include <nonlocal/nonlocal.hpp>
 
 #include "fuzz_support.hpp"
@@ -93,6 +95,40 @@ xt::xarray<T> drawn_entries(FuzzedDataProvider& in, std::vector<std::size_t> sha
     return t;
 }
 
+/// A user's sum over channels, not symmetric in the sign of the difference.
+struct skewed_channels {
+    using kernel = nonlocal::exp_kernel;
+    using traits = nonlocal::similarity_traits<nonlocal::channel_sum_form>;
+    template <class V>
+    V channel_logit(V d) const { return d * V(0.25) - d * d * V(0.125); }
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k) const { return nonlocal::channel_sum_logit(*this, q, k); }
+};
+
+/// Key ranges drawn for each query: runs of keys (stride 1) or strided keys, increasing and
+/// without repeats, or none.
+struct drawn_ranges {
+    std::vector<std::vector<nonlocal::key_range>> ranges;
+
+    drawn_ranges(FuzzedDataProvider& in, std::size_t n, std::size_t m) : ranges(n) {
+        for (auto& row : ranges)
+            for (std::size_t j = in.ConsumeIntegralInRange<std::size_t>(0, 3); j < m;) {
+                const std::size_t count = in.ConsumeIntegralInRange<std::size_t>(1, 9);
+                const std::size_t stride = in.ConsumeIntegralInRange<std::size_t>(1, 3);
+                const std::size_t fit = std::min(count, (m - 1 - j) / stride + 1);
+                row.push_back({j, fit, stride});
+                j += (fit - 1) * stride + 1 + in.ConsumeIntegralInRange<std::size_t>(0, 12);
+            }
+    }
+    void check(nonlocal::extents e) const {
+        nonlocal::detail::require(e.queries == ranges.size(), "drawn_ranges", [] { return std::string("queries"); });
+    }
+    template <class F>
+    void for_each_range(std::size_t i, nonlocal::extents, F&& f) const {
+        for (const nonlocal::key_range& r : ranges[i]) f(r);
+    }
+};
+
 template <class Nb>
 void with_similarity(FuzzedDataProvider& in, const tensor4& q, const tensor4& k, const tensor4& v, const Nb& nb,
                      int threads) {
@@ -104,8 +140,11 @@ void with_similarity(FuzzedDataProvider& in, const tensor4& q, const tensor4& k,
         return compare(q, k, v, nonlocal::with_pair_bias(nonlocal::scaled_dot_product{}, bias), nb, nonlocal::softmax{},
                        threads);
     }
-    switch (in.ConsumeIntegralInRange(0, 4)) {
+    switch (in.ConsumeIntegralInRange(0, 6)) {
         case 0: return with_normalization(in, q, k, v, nonlocal::scaled_dot_product{}, nb, threads);
+        case 5: return with_normalization(in, q, k, v, nonlocal::squared_euclidean{}, nb, threads);
+        // The skewed channels' logit is below d (0.25 x - 0.125 x^2 <= 0.125 per channel).
+        case 6: return with_normalization(in, q, k, v, skewed_channels{}, nb, threads);
         // exp(<q, k>) overflows float beyond 88: logits kept within +-34 (|q| / 8).
         case 1: return with_normalization(in, tensor4(q / 8.0f), k, v, nonlocal::gaussian{}, nb, threads);
         case 2: return with_normalization(in, q, k, v, nonlocal::gaussian_distance{h}, nb, threads);
@@ -127,7 +166,7 @@ void aggregate(FuzzedDataProvider& in) {
     const std::size_t dilation = in.ConsumeIntegralInRange(0, 3);
     const bool causal = in.ConsumeBool();
     const auto edges = in.ConsumeBool() ? nonlocal::border::shift : nonlocal::border::clip;
-    const int kind = in.ConsumeIntegralInRange(0, 5);
+    const int kind = in.ConsumeIntegralInRange(0, 6);
     const tensor4 q = drawn_tensor(in, b, h, n, d), k = drawn_tensor(in, b, h_kv, m, d), v = drawn_tensor(in, b, h_kv, m, dv);
     switch (kind) {
         case 0: return with_similarity(in, q, k, v, nonlocal::dense{}, threads);
@@ -147,6 +186,7 @@ void aggregate(FuzzedDataProvider& in) {
             }
             return with_similarity(in, q, k, v, pairs, threads);
         }
+        case 6: return with_similarity(in, q, k, v, drawn_ranges(in, n, m), threads);
         default:
             return with_similarity(in, q, k, v, nonlocal::window2d{rows, cols, kernel, dilation, causal, edges},
                                    threads);
