@@ -124,8 +124,16 @@ void each_similarity(const Nb& nb, std::size_t n, std::size_t m, std::size_t d, 
 
 }  // namespace
 
+/// Runs `f(arch)` on every architecture for float, on the default one for double (the kernels'
+/// code is the same for both types; the instruction sets differ in float's lanes).
+template <class T, class F>
+void for_each_arch_of(F&& f) {
+    if constexpr (std::is_same_v<T, float>) test::for_each_arch(f);
+    else f(default_arch{});
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(dense_and_causal_against_the_reference, T, test::value_types) {
-    test::for_each_arch([&](auto arch) {
+    for_each_arch_of<T>([&](auto arch) {
         using Arch = decltype(arch);
         unsigned seed = 10;
         // Around the SIMD widths, the register blocks of 8 keys, the blocks of 16 and 64 queries.
@@ -139,7 +147,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(dense_and_causal_against_the_reference, T, test::v
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(windows_and_groups_against_the_reference, T, test::value_types) {
-    test::for_each_arch([&](auto arch) {
+    for_each_arch_of<T>([&](auto arch) {
         using Arch = decltype(arch);
         unsigned seed = 100;
         for (const auto& [h, w] : {std::pair{1, 1}, {1, 37}, {37, 1}, {5, 7}, {9, 18}}) {

@@ -1,0 +1,16 @@
+// expect: declared_form_fits
+// A distance form without the scale(d) it needs fails the similarity concept.
+#include <nonlocal/nonlocal.hpp>
+
+struct distance_without_scale {
+    using kernel = nonlocal::exp_kernel;
+    using traits = nonlocal::similarity_traits<nonlocal::distance_form>;
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k) const { return -(q[0] - k[0]) * (q[0] - k[0]); }
+};
+
+int main() {
+    xt::xtensor<float, 2> x = xt::zeros<float>({4, 2});
+    auto y = nonlocal::weighted_aggregate(x, x, x, distance_without_scale{}, nonlocal::dense{}, nonlocal::sum{});
+    (void)y;
+}

@@ -1,0 +1,17 @@
+// expect: dot_produkt_form
+// A misspelt logit form does not compile: no similarity silently loses its fast kernel.
+#include <nonlocal/nonlocal.hpp>
+
+struct misspelt {
+    using kernel = nonlocal::identity_kernel;
+    using traits = nonlocal::similarity_traits<nonlocal::dot_produkt_form>;
+    double scale(std::size_t) const { return 1.0; }
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k) const { return q[0] * k[0]; }
+};
+
+int main() {
+    xt::xtensor<float, 2> x = xt::zeros<float>({4, 2});
+    auto y = nonlocal::weighted_aggregate(x, x, x, misspelt{}, nonlocal::dense{}, nonlocal::softmax{});
+    (void)y;
+}
