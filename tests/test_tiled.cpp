@@ -19,7 +19,7 @@ static_assert(kernel::tiled_applies<gaussian, block_mask, sum>);
 static_assert(kernel::tiled_applies<embedded_gaussian, dense, sum>);
 static_assert(kernel::tiled_applies<dot_product, dense, count>);
 static_assert(!kernel::tiled_applies<scaled_dot_product, window2d, softmax>);
-static_assert(!kernel::tiled_applies<squared_euclidean, dense, none>);
+static_assert(kernel::tiled_applies<squared_euclidean, dense, none>);   // lowered to a dot product
 static_assert(!kernel::tiled_applies<gaussian, dense, count>);   // absolute exp weights: gather kernel
 
 namespace {

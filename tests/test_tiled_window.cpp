@@ -19,7 +19,7 @@ static_assert(kernel::tiled_window_applies<scaled_dot_product, window1d, softmax
 static_assert(kernel::tiled_window_applies<with_position_bias<scaled_dot_product>, window2d, softmax>);
 static_assert(kernel::tiled_window_applies<dot_product, window2d, count>);
 static_assert(kernel::tiled_window_applies<gaussian, window1d, sum>);
-static_assert(!kernel::tiled_window_applies<gaussian_distance, window2d, sum>);   // a distance: gather or patch_window
+static_assert(kernel::tiled_window_applies<gaussian_distance, window2d, sum>);   // a distance: from differences
 static_assert(!kernel::tiled_window_applies<scaled_dot_product, dense, softmax>);
 static_assert(!kernel::tiled_window_applies<gaussian, window2d, count>);          // absolute exp weights
 

@@ -338,7 +338,7 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
                              kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_ranges) {
             if constexpr (requires { lowered.features; })
                 if (c.logits == logit_route::lowered_distance || c.logits == logit_route::lowered_cosine)
-                    return tiled(lowered.features.queries(), lowered.features.keys(), unit_dot<typename S::kernel>{});
+                    return tiled(lowered.features.queries(), lowered.features.keys(), scaled_dot<typename S::kernel>{});
             if constexpr (!has_logit_form<S, cosine_form>) return tiled(qp, kp, s);
         }
         if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::stencil ||

@@ -100,6 +100,24 @@ void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
     }
 }
 
+/// What a slice's kernel reads and writes: the projected queries and keys, the values, the
+/// policies, the output and log C_i (when wanted).
+template <class T, class S, class Nb, class Nm>
+struct slice_operands {
+    row_matrix<const T> q, k, v;
+    const S& s;
+    const Nb& nb;
+    const Nm& nm;
+    row_matrix<T> out;
+    T* lse;
+
+    /// Rows [first, last) on the gather kernel.
+    template <class Arch>
+    void gather_rows(std::size_t first, std::size_t last) const {
+        gather<Arch>(q, k, v, s, nb, nm, out, lse, first, last);
+    }
+};
+
 /// One slice for the gather kernel, in tiles of `gather_rows` queries.
 inline constexpr std::size_t gather_rows = 64;
 
@@ -108,20 +126,14 @@ class gather_slice {
 public:
     gather_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
                  const Nm& nm, row_matrix<T> out, T* lse)
-        : q_(q), k_(k), v_(v), s_(s), nb_(nb), nm_(nm), out_(out), lse_(lse) {}
-    std::size_t tiles() const noexcept { return (q_.rows + gather_rows - 1) / gather_rows; }
+        : a_{q, k, v, s, nb, nm, out, lse} {}
+    std::size_t tiles() const noexcept { return (a_.q.rows + gather_rows - 1) / gather_rows; }
     void run(std::size_t tile) const {
-        gather<Arch>(q_, k_, v_, s_, nb_, nm_, out_, lse_, tile * gather_rows,
-                     std::min(q_.rows, (tile + 1) * gather_rows));
+        a_.template gather_rows<Arch>(tile * gather_rows, std::min(a_.q.rows, (tile + 1) * gather_rows));
     }
 
 private:
-    row_matrix<const T> q_, k_, v_;
-    const S& s_;
-    const Nb& nb_;
-    const Nm& nm_;
-    row_matrix<T> out_;
-    T* lse_;
+    slice_operands<T, S, Nb, Nm> a_;
 };
 
 }  // namespace nonlocal::kernel

@@ -29,21 +29,9 @@
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/row_matrix.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
+#include "nonlocal/similarity/dot_product.hpp"
 
 namespace nonlocal {
-namespace detail {
-/// logit = <q, k>, kappa = `Kernel`: the similarity the lowered operands are aggregated with.
-template <class Kernel>
-struct unit_dot {
-    using kernel = Kernel;
-    using traits = similarity_traits<dot_product_form>;
-    static double scale(std::size_t) noexcept { return 1.0; }
-    template <class T>
-    T logit(std::span<const T> q, std::span<const T> k) const {
-        return simd::dot(q.data(), k.data(), q.size());
-    }
-};
-}  // namespace detail
 
 namespace kernel {
 

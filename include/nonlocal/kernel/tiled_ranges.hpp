@@ -186,7 +186,7 @@ class tiled_ranges_slice {
 public:
     tiled_ranges_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
                        const Nm& nm, row_matrix<T> out, T* lse)
-        : q_(q), k_(k), v_(v), s_(s), nb_(nb), nm_(nm), out_(out), lse_(lse), scores_(s, q.cols),
+        : a_{q, k, v, s, nb, nm, out, lse}, scores_(s, q.cols),
           layout_(choose_layout(nb, extents{q.rows, k.rows})) {
         const auto [tiled, looked, keys] = sample_blocks(nb, extents{q.rows, k.rows}, layout_);
         rows_only_ = 2 * tiled < looked;
@@ -198,20 +198,19 @@ public:
         const std::size_t band = task / layout_.tasks_per_band();
         const std::size_t first = band * layout_.blocks_per_band() + task % layout_.tasks_per_band() * ranges_blocks_per_task;
         const std::size_t last = std::min((band + 1) * layout_.blocks_per_band(), first + ranges_blocks_per_task);
-        block b(q_.cols, v_.cols);
+        block b(a_.q.cols, a_.v.cols);
         block_keys keys;
         std::array<std::size_t, Br> queries;
         for (std::size_t index = first; index < last; ++index) {
             const std::size_t count = layout_.queries(index, queries.data());
             if (!rows_only_) {
-                keys.template collect<Br>(nb_, extents{q_.rows, k_.rows}, queries.data(), count);
+                keys.template collect<Br>(a_.nb, extents{a_.q.rows, a_.k.rows}, queries.data(), count);
                 if (runs_tiled(keys.pairs(), count, keys.keys().size())) {
                     run_block(b, keys, queries, count);
                     continue;
                 }
             }
-            for (std::size_t r = 0; r < count; ++r)
-                gather<Arch>(q_, k_, v_, s_, nb_, nm_, out_, lse_, queries[r], queries[r] + 1);
+            for (std::size_t r = 0; r < count; ++r) a_.template gather_rows<Arch>(queries[r], queries[r] + 1);
         }
     }
 
@@ -221,8 +220,8 @@ public:
 private:
     void run_block(block& b, const block_keys& keys, const std::array<std::size_t, Br>& queries,
                    std::size_t count) const {
-        const std::size_t dv = v_.cols, dvp = b.padded_dv();
-        b.start(count, scores_.query_scale(), [&](std::size_t r) { return q_.row(queries[r]).data(); });
+        const std::size_t dv = a_.v.cols, dvp = b.padded_dv();
+        b.start(count, scores_.query_scale(), [&](std::size_t r) { return a_.q.row(queries[r]).data(); });
         const std::vector<std::size_t>& all = keys.keys();
         const T** key_rows = b.key_rows();
         const T** value_rows = b.value_rows();
@@ -231,12 +230,12 @@ private:
             T* padded = dv == dvp ? nullptr : b.values();
             for (std::size_t c = 0; c < tile; ++c) {
                 const std::size_t j = all[p0 + c];
-                key_rows[c] = k_.row(j).data();
+                key_rows[c] = a_.k.row(j).data();
                 if (padded) {
-                    simd::copy<Arch>(v_.row(j).data(), dv, padded + c * dvp);
+                    simd::copy<Arch>(a_.v.row(j).data(), dv, padded + c * dvp);
                     value_rows[c] = padded + c * dvp;
                 } else {
-                    value_rows[c] = v_.row(j).data();
+                    value_rows[c] = a_.v.row(j).data();
                 }
             }
             std::fill(key_rows + tile, key_rows + block::padded_keys(tile), key_rows[0]);
@@ -245,16 +244,11 @@ private:
             b.mask(tile);
             b.accumulate(simd::indirect_rows<T>{value_rows}, tile);
         }
-        b.finish([&](std::size_t r) { return out_.row(queries[r]).data(); },
-                 [&](std::size_t r) { return lse_ ? lse_ + queries[r] : nullptr; });
+        b.finish([&](std::size_t r) { return a_.out.row(queries[r]).data(); },
+                 [&](std::size_t r) { return a_.lse ? a_.lse + queries[r] : nullptr; });
     }
 
-    row_matrix<const T> q_, k_, v_;
-    const S& s_;
-    const Nb& nb_;
-    const Nm& nm_;
-    row_matrix<T> out_;
-    T* lse_;
+    slice_operands<T, S, Nb, Nm> a_;
     tile_scorer<Arch, T, S> scores_;
     block_layout layout_;
     bool rows_only_ = false;

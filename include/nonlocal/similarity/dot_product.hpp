@@ -13,7 +13,8 @@
 namespace nonlocal {
 
 namespace detail {
-/// The common part of every dot-product similarity: logit = scale(d) * <q, k>.
+/// The common part of every dot-product similarity: logit = scale(d) * <q, k> (scale 1 unless
+/// `factor` is set; kernel/lowering.hpp aggregates lowered features with it).
 template <class Kernel>
 struct scaled_dot {
     using kernel = Kernel;
