@@ -101,8 +101,10 @@ void against_reference(const xt::xtensor<T, 2>& q, const xt::xtensor<T, 2>& k, c
     test::check_close(weighted_aggregate<Arch>(q, k, v, s, nb, nm), expected, tol, tol, what);
 }
 
-/// Every similarity of the new routes over `nb` with n queries, m keys, d features, dv values.
-template <class Arch, class T, class Nb>
+/// Every similarity of the new routes over `nb` with n queries, m keys, d features, dv values;
+/// with `Short`, one of each route (lowered distance or differences, lowered cosine, channel
+/// sum, separable sum), for the neighborhoods whose kernel the full list already covers.
+template <class Arch, class T, bool Short = false, class Nb>
 void each_similarity(const Nb& nb, std::size_t n, std::size_t m, std::size_t d, std::size_t dv, unsigned seed,
                      const std::string& where) {
     const auto q = test::random_tensor<T, 2>({n, d}, seed), k = test::random_tensor<T, 2>({m, d}, seed + 1);
@@ -110,14 +112,18 @@ void each_similarity(const Nb& nb, std::size_t n, std::size_t m, std::size_t d, 
     const std::string at = where + " n " + std::to_string(n) + " m " + std::to_string(m) + " d " + std::to_string(d) +
                            " dv " + std::to_string(dv) + " arch " + Arch::name();
     against_reference<Arch>(q, k, v, gaussian_distance(0.8), nb, sum{}, "gaussian_distance, sum, " + at);
+    against_reference<Arch>(q, k, v, cosine{}, nb, softmax{}, "cosine, softmax, " + at);
+    against_reference<Arch>(q, k, v, l1_channels{}, nb, softmax{}, "l1_channels, softmax, " + at);
+    const concatenation concat(test::random_tensor<double, 2>({3, d}, seed + 3), test::random_tensor<double, 2>({3, d}, seed + 4),
+                               test::random_tensor<double, 1>({6}, seed + 5));
+    against_reference<Arch>(q, k, v, concat, nb, count{}, "concatenation, count, " + at);
+    if constexpr (Short) return;
     against_reference<Arch>(q, k, v, gaussian_distance(1.3), nb, softmax{}, "gaussian_distance, softmax, " + at);
     against_reference<Arch>(q, k, v, squared_euclidean{}, nb, none{}, "squared_euclidean, none, " + at);
     against_reference<Arch>(q, k, v, squared_euclidean{}, nb, count{}, "squared_euclidean, count, " + at);
     against_reference<Arch>(q, k, v, mean_distance{}, nb, sum{}, "mean_distance, sum, " + at);
-    against_reference<Arch>(q, k, v, cosine{}, nb, softmax{}, "cosine, softmax, " + at);
     against_reference<Arch>(q, k, v, cosine{}, nb, count{}, "cosine, count, " + at);
     against_reference<Arch>(q, k, v, laplacian_distance(0.7), nb, sum{}, "laplacian_distance, sum, " + at);
-    against_reference<Arch>(q, k, v, l1_channels{}, nb, softmax{}, "l1_channels, softmax, " + at);
     against_reference<Arch>(q, k, v, lopsided_channels{}, nb, none{}, "lopsided_channels, none, " + at);
     against_reference<Arch>(q, k, v, declared_dot{}, nb, count{}, "declared_dot, count, " + at);
 }
@@ -141,7 +147,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(dense_and_causal_against_the_reference, T, test::v
                                    {130, 40}})
             for (const auto& [d, dv] : {std::pair{1, 1}, {3, 5}, {16, 16}, {17, 33}, {33, 48}}) {
                 each_similarity<Arch, T>(dense{}, n, m, d, dv, seed++, "dense");
-                if (n == m) each_similarity<Arch, T>(causal{}, n, m, d, dv, seed++, "causal");
+                if (n == m) each_similarity<Arch, T, true>(causal{}, n, m, d, dv, seed++, "causal");
             }
     });
 }
@@ -155,19 +161,19 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(windows_and_groups_against_the_reference, T, test:
             for (std::size_t d : {1, 5, 17}) {
                 each_similarity<Arch, T>(window2d{std::size_t(h), std::size_t(w), std::min<std::size_t>(5, std::min(h, w) | 1)},
                                          n, n, d, 7, seed++, "window2d");
-                each_similarity<Arch, T>(window1d{3, 2}, n, n, d, 16, seed++, "window1d dilation 2");
-                each_similarity<Arch, T>(window1d{4, 1, true}, n, n, d, 3, seed++, "window1d causal");
+                each_similarity<Arch, T, true>(window1d{3, 2}, n, n, d, 16, seed++, "window1d dilation 2");
+                each_similarity<Arch, T, true>(window1d{4, 1, true}, n, n, d, 3, seed++, "window1d causal");
             }
         }
-        each_similarity<Arch, T>(patch_group{8, 6, 2, 3}, 48, 48, 5, 9, seed++, "patch_group");
+        each_similarity<Arch, T, true>(patch_group{8, 6, 2, 3}, 48, 48, 5, 9, seed++, "patch_group");
         const xt::xtensor<bool, 2> layout = {{true, false}, {true, true}};
-        each_similarity<Arch, T>(block_mask(40, layout), 70, 70, 6, 6, seed++, "block_mask");
+        each_similarity<Arch, T, true>(block_mask(40, layout), 70, 70, 6, 6, seed++, "block_mask");
         // Key ranges alone: blocks of 16 queries over their keys' union, or row by row.
         for (const auto& [side, size, rows] : {std::tuple{1, 1, 1}, {7, 3, 5}, {17, 5, 9}, {33, 7, 8}})
             each_similarity<Arch, T>(window_as_ranges{std::size_t(side), std::size_t(size)}, side * rows, side * rows,
                                      9, 17, seed++, "window as ranges");
-        each_similarity<Arch, T>(every_other_key{}, 37, 100, 16, 5, seed++, "every other key");
-        each_similarity<Arch, T>(two_scattered_keys{}, 90, 300, 7, 8, seed++, "two scattered keys");
+        each_similarity<Arch, T, true>(every_other_key{}, 37, 100, 16, 5, seed++, "every other key");
+        each_similarity<Arch, T, true>(two_scattered_keys{}, 90, 300, 7, 8, seed++, "two scattered keys");
     });
 }
 
@@ -221,6 +227,15 @@ BOOST_AUTO_TEST_CASE(batches_heads_and_log_normalizers) {
 }
 
 BOOST_AUTO_TEST_CASE(hand_computed_distances) {
+    // Concatenation: ReLU(a_i + b_j) with a = w[:1] theta q, b = w[1:] phi k; theta = phi = (1, 0),
+    // w = (1, -1): a = q_0 = 2, b = -k_0 = -1 and -3: weights 1 and 0, y = 10 under none.
+    {
+        const xt::xtensor<float, 2> q = {{2, 7}}, k = {{1, 5}, {3, -4}}, v = {{10}, {20}};
+        const xt::xtensor<double, 2> row = {{1, 0}};
+        const concatenation concat(row, row, xt::xtensor<double, 1>{1, -1});
+        BOOST_TEST(std::abs(weighted_aggregate(q, k, v, concat, dense{}, none{})(0, 0) - 10.0) < 1e-5);
+        BOOST_TEST(std::abs(weighted_aggregate(q, k, v, concat, dense{}, count{})(0, 0) - 5.0) < 1e-5);
+    }
     // q = (0, 0), keys (1, 0) and (0, 2), values 10 and 20, h = 1:
     // weights e^-1 and e^-4, y = (10 e^-1 + 20 e^-4) / (e^-1 + e^-4) = 10.4742587317756...
     const xt::xtensor<float, 2> q = {{0, 0}}, k = {{1, 0}, {0, 2}}, v = {{10}, {20}};
@@ -261,7 +276,7 @@ BOOST_AUTO_TEST_CASE(cancellation_of_lowered_distances) {
     BOOST_TEST((p.kernel() == kernel_kind::tiled));
     BOOST_TEST((p.logits() == kernel::logit_route::differences));
     against_reference<default_arch>(wide, near, v, tight, dense{}, sum{}, "spread 1e3, bandwidth 0.5");
-    const kernel::lowered_features<default_arch, float> lowered(as_rows(wide), as_rows(near), tight.scale(d), true);
+    const kernel::lowered_features<default_arch, float> lowered(as_rows(wide), as_rows(near), tight.scale(d), distance_form{});
     BOOST_TEST(lowered.cancellation_bound() > kernel::cancellation_tolerance);
 }
 
@@ -297,6 +312,9 @@ BOOST_AUTO_TEST_CASE(plan_names_the_kernel_and_why) {
     BOOST_TEST((plan(x, x, x, declared_dot{}, window1d{3}, sum{}).kernel() == kernel_kind::tiled_window));
     BOOST_TEST((plan(x, x, x, cosine{}, window2d{8, 8, 3}, softmax{}).logits() == kernel::logit_route::lowered_cosine));
     BOOST_TEST((plan(x, x, x, laplacian_distance{}, causal{}, sum{}).logits() == kernel::logit_route::differences));
+    const concatenation concat(test::random_tensor<double, 2>({4, 8}, 1), test::random_tensor<double, 2>({4, 8}, 2),
+                               test::random_tensor<double, 1>({8}, 3));
+    BOOST_TEST((plan(x, x, x, concat, dense{}, count{}).logits() == kernel::logit_route::lowered_sum));
 
     const aggregate_plan undeclared = plan(x, x, x, undeclared_dot{}, dense{}, softmax{});
     BOOST_TEST((undeclared.kernel() == kernel_kind::gather));
@@ -335,5 +353,7 @@ static_assert(kernel_for<undeclared_dot, dense, count> == kernel_kind::gather);
 static_assert(kernel_for<gaussian_distance, dense, count> == kernel_kind::gather);   // absolute exp weights
 static_assert(kernel_for<gaussian_distance, grid_stencil, sum> == kernel_kind::stencil);
 static_assert(kernel_for<projected<gaussian_distance>, dense, sum> == kernel_kind::tiled);
+static_assert(kernel_for<concatenation, dense, count> == kernel_kind::tiled);
+static_assert(kernel_for<concatenation, window2d, count> == kernel_kind::tiled_window);
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -56,6 +56,7 @@ struct dot_product_form {};  ///< logit = scale(d) <q, k>
 struct distance_form {};     ///< logit = scale(d) |q - k|^2
 struct cosine_form {};       ///< logit = scale(d) <q, k> / (|q| |k|), 0 when q or k is 0
 struct channel_sum_form {};  ///< logit = sum_c channel_logit(q_c - k_c)
+struct separable_form {};    ///< logit = activation(q + k) for projected features of one value each
 
 /// A property a similarity may declare after its form: logit(x_i, x_j) = logit(x_j, x_i) when
 /// queries and keys are the same features, which lets symmetrised weights (`ar_system`)
@@ -65,7 +66,7 @@ struct symmetric {};
 template <class F>
 inline constexpr bool is_logit_form_v =
     std::is_same_v<F, opaque_form> || std::is_same_v<F, dot_product_form> || std::is_same_v<F, distance_form> ||
-    std::is_same_v<F, cosine_form> || std::is_same_v<F, channel_sum_form>;
+    std::is_same_v<F, cosine_form> || std::is_same_v<F, channel_sum_form> || std::is_same_v<F, separable_form>;
 
 /// A similarity's declared form and properties: `similarity_traits<dot_product_form>`,
 /// `similarity_traits<distance_form, symmetric>`, ...
@@ -73,7 +74,7 @@ template <class Form, class... Properties>
 struct similarity_traits {
     static_assert(is_logit_form_v<Form>,
                   "nonlocal::similarity_traits: the first argument must be a logit form: opaque_form, "
-                  "dot_product_form, distance_form, cosine_form or channel_sum_form");
+                  "dot_product_form, distance_form, cosine_form, channel_sum_form or separable_form");
     static_assert((std::is_same_v<Properties, symmetric> && ...),
                   "nonlocal::similarity_traits: the properties after the form are: symmetric");
     using form = Form;
@@ -107,7 +108,7 @@ using logit_form_t = typename traits_of_t<S>::form;
 namespace detail {
 /// What each form requires of the similarity beside `logit`: `double scale(std::size_t d)`
 /// for the dot product, distance and cosine forms, `channel_logit` of a float, a double
-/// (and of an xsimd batch of them) for channel sums.
+/// (and of an xsimd batch of them) for channel sums, `activation` of the same for separable ones.
 template <class S>
 concept declared_form_fits =
     is_similarity_traits_v<traits_of_t<S>> &&
@@ -120,6 +121,10 @@ concept declared_form_fits =
      (std::is_same_v<logit_form_t<S>, channel_sum_form> && requires(const S& s, float f, double x) {
          { s.channel_logit(f) } -> std::convertible_to<float>;
          { s.channel_logit(x) } -> std::convertible_to<double>;
+     }) ||
+     (std::is_same_v<logit_form_t<S>, separable_form> && requires(const S& s, float f, double x) {
+         { s.activation(f) } -> std::convertible_to<float>;
+         { s.activation(x) } -> std::convertible_to<double>;
      }));
 
 /// A similarity written for the member names that declared its traits before `similarity_traits`

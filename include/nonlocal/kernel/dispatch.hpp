@@ -44,6 +44,7 @@ enum class logit_route {
     dot_product,        ///< the micro-kernels' dot products (a bias added per tile, if any)
     lowered_distance,   ///< a distance as the dot product of lowered features (kernel/lowering.hpp)
     lowered_cosine,     ///< a cosine as the dot product of normalised features
+    lowered_sum,        ///< a separable logit a_i + b_j as a dot product, its activation per tile
     differences,        ///< a sum over channels of the features' differences, a channel at a time
     running_sums,       ///< patch distances by running sums (`patch_window`)
     edge_weights,       ///< edge weights on a grid stencil, precomputed or computed once per edge
@@ -55,6 +56,7 @@ constexpr const char* name(logit_route r) noexcept {
         case logit_route::dot_product: return "dot_product";
         case logit_route::lowered_distance: return "lowered_distance";
         case logit_route::lowered_cosine: return "lowered_cosine";
+        case logit_route::lowered_sum: return "lowered_sum";
         case logit_route::differences: return "differences";
         case logit_route::running_sums: return "running_sums";
         case logit_route::edge_weights: return "edge_weights";
@@ -107,6 +109,9 @@ choice choose(row_matrix<const T> q, row_matrix<const T> k, const Nb& nb, bool l
     const auto tiled_logits = [&]() -> choice {
         if constexpr (detail::has_logit_form<S, cosine_form>) {
             return {kind, logit_route::lowered_cosine, "a cosine: the dot product of normalised features"};
+        } else if constexpr (detail::has_logit_form<S, separable_form>) {
+            return {kind, logit_route::lowered_sum,
+                    "a separable logit: a_i + b_j as the dot product of [a_i, 1] and [1, b_j], then its activation"};
         } else if constexpr (detail::has_logit_form<S, distance_form> && !lowers_distances(kind)) {
             return {kind, logit_route::differences,
                     "a distance where each key meets few queries: the differences of the features (lowering would "
@@ -269,7 +274,11 @@ template <class Arch, class T, kernel::lowered_similarity S>
 struct lowering_of<Arch, T, S> {
     kernel::lowered_features<Arch, T> features;
     lowering_of(const S& s, row_matrix<const T> q, row_matrix<const T> k)
-        : features(q, k, s.scale(q.cols), has_logit_form<S, distance_form>) {}
+        : features(q, k, scale_of(s, q.cols), logit_form_t<S>{}) {}
+    static double scale_of(const S& s, std::size_t d) {
+        if constexpr (has_logit_form<S, separable_form>) return (void)s, (void)d, 1.0;
+        else return s.scale(d);
+    }
     double cancellation() const noexcept { return features.cancellation_bound(); }
 };
 
@@ -287,7 +296,7 @@ decltype(auto) with_choice(row_matrix<const T> q, row_matrix<const T> k, const S
         return f(kernel::choose<T, S, Nb, Nm>(q, k, nb, lse, 0.0), q, k, none);
     } else {
         const projected_features<S, T> qp(s, q, true), kp(s, k, false);
-        if constexpr (tiled && (detail::has_logit_form<S, cosine_form> ||
+        if constexpr (tiled && (detail::has_logit_form<S, cosine_form> || detail::has_logit_form<S, separable_form> ||
                                 (detail::has_logit_form<S, distance_form> && kernel::lowers_distances(kind)))) {
             const lowering_of<Arch, T, S> lowered(s, *qp, *kp);
             return f(kernel::choose<T, S, Nb, Nm>(*qp, *kp, nb, lse, lowered.cancellation()), *qp, *kp, lowered);
@@ -337,9 +346,10 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
                              kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_window ||
                              kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_ranges) {
             if constexpr (requires { lowered.features; })
-                if (c.logits == logit_route::lowered_distance || c.logits == logit_route::lowered_cosine)
-                    return tiled(lowered.features.queries(), lowered.features.keys(), scaled_dot<typename S::kernel>{});
-            if constexpr (!has_logit_form<S, cosine_form>) return tiled(qp, kp, s);
+                if (c.logits == logit_route::lowered_distance || c.logits == logit_route::lowered_cosine ||
+                    c.logits == logit_route::lowered_sum)
+                    return tiled(lowered.features.queries(), lowered.features.keys(), kernel::lowered_dot<S>{{}, s});
+            if constexpr (!has_logit_form<S, cosine_form> && !has_logit_form<S, separable_form>) return tiled(qp, kp, s);
         }
         if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::stencil ||
                       kernel::kernel_for<S, Nb, Nm> == kernel_kind::patch_window) {

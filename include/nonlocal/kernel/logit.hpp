@@ -92,7 +92,13 @@ public:
     /// S^T of `count` keys of `keys` (an accessor of rows) for the block `b`.
     template <class Block, class Keys>
     T* operator()(Block& b, Keys keys, std::size_t count) const {
-        if constexpr (!detail::difference_scored<S>) {
+        if constexpr (requires(const S& s, T x) { s.activation(x); }) {
+            T* st = b.scores(keys, count);   // a separable logit's sum, lowered
+            using batch = xsimd::batch<T, Arch>;
+            for (std::size_t t = 0; t < Block::padded_keys(count) * Block::rows; t += batch::size)
+                s_.activation(batch::load_unaligned(st + t)).store_unaligned(st + t);
+            return st;
+        } else if constexpr (!detail::difference_scored<S>) {
             return b.scores(keys, count);
         } else if constexpr (detail::has_logit_form<S, channel_sum_form>) {
             return b.scores(keys, count, channel_step<S>{&s_});
@@ -119,7 +125,9 @@ public:
     T operator()(const T* q, const T* k, std::size_t i, std::size_t j) const {
         if constexpr (detail::is_dot_product_similarity<S>) {
             (void)i, (void)j;
-            return scale_ * simd::dot<Arch>(q, k, dim_);
+            const T dot = scale_ * simd::dot<Arch>(q, k, dim_);
+            if constexpr (requires { s_.activation(dot); }) return s_.activation(dot);   // a lowered separable logit
+            else return dot;
         } else if constexpr (detail::pair_biased_dot_product<S>) {
             return scale_ * simd::dot<Arch>(q, k, dim_) + static_cast<T>(s_.bias(i, j));
         } else {

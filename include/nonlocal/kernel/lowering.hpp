@@ -7,6 +7,7 @@
 ///
 ///     scale |q - k|^2 = < [-2 scale q', scale |q'|^2, 1], [k', 1, |k'|^2] >     (d + 2 features)
 ///     scale <q, k> / (|q| |k|) = < scale q / |q|, k / |k| >                       (0 for a zero vector)
+///     activation(a + b) = activation(< [a, 1], [1, b] >)                            (separable, one feature)
 ///
 /// The distance form cancels: its terms are of the size of |q'|^2 + |k'|^2 while the
 /// distance may be far smaller. The rounding error of the logit, in the dot product of
@@ -41,19 +42,37 @@ inline constexpr double cancellation_tolerance = 1.0 / 4096;
 
 /// A similarity that the tiled kernels compute as the dot product of lowered features.
 template <class S>
-concept lowered_similarity = detail::has_logit_form<S, distance_form> || detail::has_logit_form<S, cosine_form>;
+concept lowered_similarity = detail::has_logit_form<S, distance_form> || detail::has_logit_form<S, cosine_form> ||
+                             detail::has_logit_form<S, separable_form>;
+
+/// What lowering makes of a similarity: a dot product with S's kappa, and S's activation applied
+/// to each score for a separable one (the tiled kernels' `tile_scorer` applies it per tile).
+template <class S>
+struct lowered_dot : detail::scaled_dot<typename S::kernel> {
+    S original;
+};
+template <class S>
+    requires detail::has_logit_form<S, separable_form>
+struct lowered_dot<S> : detail::scaled_dot<typename S::kernel> {
+    S original;
+    template <class V>
+    V activation(V score) const { return original.activation(score); }
+};
 
 /// Queries and keys whose dot product is a distance or cosine similarity's logit, computed
 /// with the instructions of `Arch`.
 template <class Arch, class T>
 class lowered_features {
 public:
-    /// Lowers the [n, d] queries `q` and [m, d] keys `k` of a similarity of the distance form
-    /// (`distance` true) or of the cosine form, whose scale is `scale`.
-    lowered_features(row_matrix<const T> q, row_matrix<const T> k, double scale, bool distance)
-        : dim_(distance ? q.cols + 2 : q.cols), rows_(q.rows), keys_(k.rows), q_(q.rows * dim_), k_(k.rows * dim_) {
-        if (distance) lower_distance(q, k, scale);
-        else lower_cosine(q, k, scale);
+    /// Lowers the [n, d] queries `q` and [m, d] keys `k` of a similarity of the distance form,
+    /// the cosine form (whose scale is `scale`) or the separable form (d = 1).
+    template <class Form>
+    lowered_features(row_matrix<const T> q, row_matrix<const T> k, double scale, Form)
+        : dim_(std::is_same_v<Form, cosine_form> ? q.cols : q.cols + (std::is_same_v<Form, distance_form> ? 2 : 1)),
+          rows_(q.rows), keys_(k.rows), q_(q.rows * dim_), k_(k.rows * dim_) {
+        if constexpr (std::is_same_v<Form, distance_form>) lower_distance(q, k, scale);
+        else if constexpr (std::is_same_v<Form, cosine_form>) lower_cosine(q, k, scale);
+        else lower_sum(q, k);
     }
 
     row_matrix<const T> queries() const noexcept { return {q_.data(), rows_, dim_}; }
@@ -107,6 +126,12 @@ private:
         };
         const double reach = largest(qq) + largest(kk);
         bound_ = 2 * std::sqrt(double(d + 2)) * double(std::numeric_limits<T>::epsilon()) * std::abs(scale) * reach * reach;
+    }
+
+    /// [a_i, 1] and [1, b_j] (dim_ = d + 1 = 2).
+    void lower_sum(row_matrix<const T> q, row_matrix<const T> k) {
+        for (std::size_t i = 0; i < q.rows; ++i) simd::copy<Arch>(q.row(i).data(), q.cols, &q_[i * dim_]), q_[i * dim_ + q.cols] = T(1);
+        for (std::size_t j = 0; j < k.rows; ++j) k_[j * dim_] = T(1), simd::copy<Arch>(k.row(j).data(), k.cols, &k_[j * dim_ + 1]);
     }
 
     void lower_cosine(row_matrix<const T> q, row_matrix<const T> k, double scale) {

@@ -24,6 +24,7 @@ namespace nonlocal {
 /// theta and phi are [e, d], w_f has 2e entries.
 struct concatenation {
     using kernel = identity_kernel;
+    using traits = similarity_traits<separable_form>;
     /// w_f[:e] theta and w_f[e:] phi, each [1, d].
     xt::xtensor<double, 2> query_row;
     xt::xtensor<double, 2> key_row;
@@ -52,7 +53,13 @@ struct concatenation {
 
     template <class T>
     T logit(std::span<const T> a, std::span<const T> b) const {
-        return std::max(a[0] + b[0], T(0));
+        return activation(a[0] + b[0]);
+    }
+    /// ReLU, of a value or an xsimd batch.
+    template <class V>
+    V activation(V sum) const {
+        if constexpr (std::is_floating_point_v<V>) return std::max(sum, V(0));
+        else return xsimd::max(sum, V(0));
     }
     template <class T>
     xt::xtensor<T, 2> project_queries(row_matrix<const T> x) const { return project(x, query_row); }
