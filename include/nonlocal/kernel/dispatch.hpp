@@ -320,6 +320,22 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
                    " image but window2d for " + std::to_string(nb.height) + " x " + std::to_string(nb.width);
         });
     const auto run = [&](const auto& job) { parallel_for(job.tiles(), threads, [&](std::size_t t) { job.run(t); }); };
+    constexpr kernel_kind kind = kernel::kernel_for<S, Nb, Nm>;
+    if constexpr (kind == kernel_kind::tiled_groups) {
+        return aggregate_groups<Arch>(q, k, v, s, nb, nm, out, lse, threads);
+    } else if constexpr (kind == kernel_kind::stencil || kind == kernel_kind::patch_window) {
+        // These kernels take the features unprojected; their fallback is the gather kernel.
+        const kernel::choice c = kernel::choose<T, S, Nb, Nm>(q, k, nb, lse != nullptr, 0.0);
+        if constexpr (kind == kernel_kind::stencil && kernel::precomputed_edge_weights<S>) {
+            if (c.kernel == kernel_kind::stencil) return aggregate_stencil<Arch>(v, s, nb, nm, out, threads);
+        } else if constexpr (kind == kernel_kind::stencil) {
+            if (c.kernel == kernel_kind::stencil) return aggregate_stencil_channels<Arch>(q, k, v, s, nb, nm, out, threads);
+        } else {
+            if (c.kernel == kernel_kind::patch_window) return kernel::patch_window<Arch>(q, k, v, s, nb, out, threads);
+        }
+        const projected_features<S, T> qg(s, q, true), kg(s, k, false);
+        return run(kernel::gather_slice<Arch, T, S, Nb, Nm>(*qg, *kg, v, s, nb, nm, out, lse));
+    }
     // The tiled kernels over features `qf`, `kf` with similarity `sf`.
     const auto tiled = [&](row_matrix<const T> qf, row_matrix<const T> kf, const auto& sf) {
         using Sf = std::decay_t<decltype(sf)>;
@@ -332,31 +348,15 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
     };
     with_choice<Arch, T, S, Nb, Nm>(q, k, s, nb, lse != nullptr, [&](kernel::choice c, row_matrix<const T> qp,
                                                                   row_matrix<const T> kp, const auto& lowered) {
-        if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_groups) {
-            aggregate_groups<Arch>(q, k, v, s, nb, nm, out, lse, threads);
-        } else if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::stencil) {
-            if (c.kernel == kernel_kind::stencil) {
-                if constexpr (kernel::precomputed_edge_weights<S>) aggregate_stencil<Arch>(v, s, nb, nm, out, threads);
-                else aggregate_stencil_channels<Arch>(q, k, v, s, nb, nm, out, threads);
-                return;
-            }
-        } else if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::patch_window) {
-            if (c.kernel == kernel_kind::patch_window) return kernel::patch_window<Arch>(q, k, v, s, nb, out, threads);
-        } else if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled ||
-                             kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_window ||
-                             kernel::kernel_for<S, Nb, Nm> == kernel_kind::tiled_ranges) {
+        if constexpr (kind == kernel_kind::tiled || kind == kernel_kind::tiled_window ||
+                      kind == kernel_kind::tiled_ranges) {
             if constexpr (requires { lowered.features; })
                 if (c.logits == logit_route::lowered_distance || c.logits == logit_route::lowered_cosine ||
                     c.logits == logit_route::lowered_sum)
                     return tiled(lowered.features.queries(), lowered.features.keys(), kernel::lowered_dot<S>{{}, s});
             if constexpr (!has_logit_form<S, cosine_form> && !has_logit_form<S, separable_form>) return tiled(qp, kp, s);
         }
-        if constexpr (kernel::kernel_for<S, Nb, Nm> == kernel_kind::stencil ||
-                      kernel::kernel_for<S, Nb, Nm> == kernel_kind::patch_window) {
-            // Their fallback: these kernels took the features unprojected.
-            const projected_features<S, T> qg(s, q, true), kg(s, k, false);
-            run(kernel::gather_slice<Arch, T, S, Nb, Nm>(*qg, *kg, v, s, nb, nm, out, lse));
-        } else if (c.kernel == kernel_kind::gather) {
+        if (c.kernel == kernel_kind::gather) {
             run(kernel::gather_slice<Arch, T, S, Nb, Nm>(qp, kp, v, s, nb, nm, out, lse));
         }
     });
