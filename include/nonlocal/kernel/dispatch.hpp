@@ -81,24 +81,21 @@ constexpr bool lowers_distances(kernel_kind kind) noexcept {
 }
 
 /// Why the table (kernel/select.hpp) gives a composition the gather kernel: the first of its
-/// policies that no other row takes.
+/// policies that no other row takes. (Any neighborhood takes a tiled similarity, on the ranges
+/// kernel at least; what is left is the similarity or the normalization.)
 template <class S, class Nb, class Nm>
 constexpr const char* gather_reason() noexcept {
     constexpr bool similarity_fits = tiled_similarity<S> || detail::pair_biased_dot_product<S> ||
                                      detail::offset_biased_dot_product<S>;
-    constexpr bool neighborhood_fits =
-        tiled_neighborhood<Nb> || windowed_neighborhood<Nb> || detail::partitioning_neighborhood<Nb>;
     if (!similarity_fits)
         return "the similarity declares no logit form the tiled kernels compute (similarity_traits with "
-               "dot_product_form, distance_form, cosine_form or channel_sum_form)";
+               "dot_product_form, distance_form, cosine_form, channel_sum_form or separable_form)";
     if (detail::has_data_term<Nm>) return "the normalization has a data term (sum_with_data), which only gather adds";
     if (!detail::tiled_weights<S, Nm>)
         return "exponential weights under count or none are absolute: the tiled kernels compute exponentials "
                "only as ratios (softmax, or sum)";
-    if (!neighborhood_fits)
-        return "the neighborhood gives only key ranges: no tile coverage (coverage, admits), grid (grid) or "
-               "groups (groups, group_size, member)";
-    return "the neighborhood's bias or kind is not one the tiled kernels take with this similarity";
+    return "a bias per pair or per offset is added on the tiled kernels' tiles and windows only, not over this "
+           "neighborhood";
 }
 
 /// The kernel and logits of one slice of queries `q` and keys `k` (projected), given whether

@@ -214,9 +214,6 @@ public:
         }
     }
 
-    /// Whether the slice goes row by row on the gather kernel (most sampled blocks too sparse).
-    bool rows_only() const noexcept { return rows_only_; }
-
 private:
     void run_block(block& b, const block_keys& keys, const std::array<std::size_t, Br>& queries,
                    std::size_t count) const {
