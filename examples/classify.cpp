@@ -1,12 +1,13 @@
 // nonlocal_classify: an image through a loaded Vision Transformer or MobileViT to its top
 // classes, prepared as torchvision's and timm's evaluation transforms prepare it.
 //
-//   nonlocal_classify MODEL PREFIX IMAGE [--heads H] [--labels FILE] [--top K]
+//   nonlocal_classify MODEL PREFIX IMAGE [--arch A] [--non-strict] [--labels FILE] [--top K]
 //                     [--resize R] [--interpolation I] [--size S] [--mean M M M] [--std S S S]
 //                     [--logits OUT.npy]
 //
-// MODEL is torchvision-vit, timm-vit or timm-mobilevit, PREFIX the start of its weight files
-// (see nonlocal_model_forward). IMAGE is a PNG or JPEG (8 or 16 bit, grey or colour) or a
+// MODEL is torchvision-vit, timm-vit or timm-mobilevit, PREFIX the start of its weight files,
+// the architecture from --arch or PREFIX + "architecture.txt", loaded strictly unless
+// --non-strict (see nonlocal_model_forward). IMAGE is a PNG or JPEG (8 or 16 bit, grey or colour) or a
 // .npy [H, W, C] (uint8 taken as 0..255, floats as 0..1). The image is scaled to [0, 1],
 // resized with antialias by I (bilinear or bicubic, as torchvision resizes a float tensor)
 // so that its shorter side is R (the longer one R x long / short, rounded down), cropped to
@@ -19,7 +20,8 @@
 // Pictures decoded by PIL are resized in 8 bits, so PIL's results differ from these in the
 // last bits of a pixel.
 // Prints the top K classes (index, probability, label when --labels gives one per line).
-// Exit status: 0 classified, 1 bad options or an unreadable or mismatched file.
+// Exit status: 0 classified, 1 bad options, no architecture, a checkpoint that does not fit it,
+// or an unreadable file.
 #include "checkpoints.hpp"
 #include "cli.hpp"
 
@@ -84,8 +86,10 @@ xt::xtensor<float, 4> prepare(const nonlocal::tools::image& img, const preparati
 
 int main(int argc, char** argv) {
     CLI::App app{"Classifies an image with a Vision Transformer or MobileViT loaded from a PyTorch checkpoint"};
-    std::string model, prefix, image_path, labels_path, logits_path;
-    std::size_t heads = 0, top = 5;
+    namespace ex = nonlocal::examples;
+    std::string model, prefix, image_path, labels_path, logits_path, arch;
+    std::size_t top = 5;
+    bool non_strict = false;
     preparation p;
     int threads = 1;
     app.add_option("model", model, "torchvision-vit, timm-vit or timm-mobilevit")
@@ -93,8 +97,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"torchvision-vit", "timm-vit", "timm-mobilevit"}));
     app.add_option("prefix", prefix, "the start of every weight file's path")->required();
     app.add_option("image", image_path, "PNG, JPEG or .npy [H, W, C]")->required();
-    app.add_option("--heads", heads, "attention heads (ViTs: required, e.g. 12 for ViT-B; MobileViT: 4)")
-        ->check(nonlocal::tools::at_least(1));
+    app.add_option("--arch", arch,
+                   "the architecture: vit_b_16, vit_base_patch16_224, mobilevit_s, ... (default: PREFIX architecture.txt)");
+    app.add_flag("--non-strict", non_strict, "load what matches and list what is missing, unexpected or misshapen");
     app.add_option("--labels", labels_path, "a text file of class names, one per line");
     app.add_option("--top", top, "classes to print (default 5)")->check(nonlocal::tools::at_least(1));
     app.add_option("--resize", p.resize, "the shorter side after resizing (default: the model's)")
@@ -108,11 +113,11 @@ int main(int argc, char** argv) {
         ->check(nonlocal::tools::path_ending_in({".npy"}));
     app.add_option("--threads", threads, "threads (default 1)")->check(nonlocal::tools::at_least(1));
     nonlocal::tools::describe_tool(app, "nonlocal_classify",
-                                   {"torchvision-vit weights/vit_b_16_ cat.jpg --heads 12 --labels imagenet_classes.txt",
-                                    "timm-mobilevit weights/mobilevit_s_ cat.png --top 3"},
-                                   "0 classified, 1 bad options or an unreadable or mismatched file");
+                                   {"torchvision-vit weights/vit_b_16_ cat.jpg --arch vit_b_16 --labels imagenet_classes.txt",
+                                    "timm-mobilevit weights/mobilevit_s_ cat.png --arch mobilevit_s --top 3"},
+                                   "0 classified, 1 bad options, no architecture, a checkpoint that does not fit it, or "
+                                   "an unreadable file");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
-    if (!nonlocal::examples::heads_given("nonlocal_classify", model, heads)) return 1;
     const preparation d = defaults_of(model);
     if (!p.resize) p.resize = d.resize;
     if (!p.size) p.size = d.size;
@@ -127,8 +132,12 @@ int main(int argc, char** argv) {
             for (std::string line; std::getline(file, line);) labels.push_back(line);
         }
         const xt::xtensor<float, 4> input = prepare(nonlocal::tools::without_alpha(nonlocal::tools::read_image(image_path)), p);
-        const xt::xtensor<float, 2> logits = nonlocal::examples::run_checkpoint(
-            model, prefix, input, heads, nn::nonlocal_form::embedded_gaussian, threads);
+        const auto a = ex::architecture_of(model, arch, prefix, 3, nn::nonlocal_form::embedded_gaussian);
+        nn::checkpoint from(prefix, {.strict = !non_strict});
+        const auto network = ex::load_checkpoint(model, a, from, threads);
+        ex::warn_about("nonlocal_classify", from.finish(ex::loader_of(model)));
+        std::cerr << "nonlocal_classify: " << model << ", architecture from " << a.source << ": " << a.text << "\n";
+        const xt::xtensor<float, 2> logits = network(input);
         if (!logits_path.empty()) nonlocal::examples::write_npy(logits_path, logits);
         // Softmax over the classes, the largest first.
         const std::size_t classes = logits.shape(1);

@@ -4,10 +4,11 @@
 // MobileViT's transformer over a 32 x 32 feature map, its attention restricted by
 // patch_group instead of unfolding the map.
 //
-//   transformer_layers [PREFIX HEADS]
+//   transformer_layers [PREFIX ARCH]
 //
-// Weights are random (ViT's initialisation, N(0, 0.02)); with PREFIX and HEADS, the ViT is
-// torchvision's, loaded from its state_dict saved as PREFIX*.npy (see nn/vision_transformer.hpp).
+// Weights are random (ViT's initialisation, N(0, 0.02)); with PREFIX and ARCH (vit_b_16, ...),
+// the ViT is torchvision's, loaded strictly from its state_dict saved as PREFIX*.npy (see
+// nn/checkpoint.hpp).
 #include <nonlocal/nonlocal.hpp>
 
 #include <chrono>
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
     // The classification head: a linear layer, its W^T packed once when it is built.
     nn::linear_layer<float> head(random_weight(1000, E), xt::zeros<float>({1000}));
     const nn::vision_transformer vit =
-        argc > 2 ? nn::vision_transformer::load_torchvision(argv[1], std::stoul(argv[2]))
+        argc > 2 ? nn::vision_transformer::load_torchvision(argv[1], nn::vit_config::named(argv[2]))
                  : nn::vision_transformer(
                        nn::conv2d<float>(xt::random::randn<float>({E, std::size_t(3), patch, patch}, 0.f, 0.02f),
                                          xt::zeros<float>({E}), {.stride = patch}),

@@ -118,8 +118,8 @@ nn::conv2d<float> scaled_by_norm(const nn::conv2d<float>& c) {
 struct mv2_parts {
     std::size_t in, mid, out, stride;
     nn::conv2d<float> expand, depthwise, project;
-    mv2_parts(std::size_t in_, std::size_t out_, std::size_t stride_, unsigned seed)
-        : in(in_), mid(2 * in_), out(out_), stride(stride_),
+    mv2_parts(std::size_t in_, std::size_t out_, std::size_t stride_, unsigned seed, std::size_t mid_ = 0)
+        : in(in_), mid(mid_ ? mid_ : 2 * in_), out(out_), stride(stride_),
           expand(test::random_tensor<float, 4>({mid, in, 1, 1}, seed), test::random_tensor<float, 1>({mid}, seed + 1), {},
                  simd::activation::silu),
           depthwise(test::random_tensor<float, 4>({mid, 1, 3, 3}, seed + 2), test::random_tensor<float, 1>({mid}, seed + 3),
@@ -190,15 +190,24 @@ BOOST_AUTO_TEST_CASE(loads_timm_names) {
     for (std::size_t i = 0; i < 2; ++i) save_timm_layer(prefix + "transformer_" + std::to_string(i) + "_", parts.layers[i]);
     xt::dump_npy(prefix + "norm_weight.npy", parts.norm.weight);
     xt::dump_npy(prefix + "norm_bias.npy", parts.norm.bias);
-    const auto loaded = nn::mobilevit_block::load_timm(prefix, heads);
+    const nn::mobilevit_block_config config{.in_channels = C, .transformer_dim = D, .transformer_depth = 2, .num_heads = heads};
+    const auto loaded = nn::mobilevit_block::load_timm(prefix, config);
     const auto x = test::random_tensor<float, 4>({1, C, 4, 4}, 21);
     // The same block with each norm's 1 / sqrt(1 + eps) in its convolution's weights.
     const nn::mobilevit_block expected(scaled_by_norm(parts.kxk), parts.one, parts.layers, parts.norm,
                                        scaled_by_norm(parts.proj), scaled_by_norm(parts.fusion), 2);
     test::check_close(loaded(x), expected(x), 1e-5, 1e-5, "loaded from timm's names");
     std::filesystem::remove(prefix + "norm_bias.npy");
-    BOOST_CHECK_EXCEPTION(nn::mobilevit_block::load_timm(prefix, heads), std::runtime_error,
-                          [&](const std::runtime_error& e) { return std::string(e.what()) == "cannot open " + prefix + "norm_bias.npy"; });
+    test::check_invalid([&] { nn::mobilevit_block::load_timm(prefix, config); }, "nn::mobilevit_block::load_timm",
+                        "(1 problem)", "missing norm_bias [8]");
+    // A block of one more layer, or without fusion, is another architecture.
+    auto deeper = config;
+    deeper.transformer_depth = 3;
+    test::check_invalid([&] { nn::mobilevit_block::load_timm(prefix, deeper); }, "missing transformer_2_norm1_weight [8]",
+                        "missing transformer_2_mlp_fc2_bias [8]");
+    auto unfused = config;
+    unfused.fusion = false;
+    test::check_invalid([&] { nn::mobilevit_block::load_timm(prefix, unfused); }, "unexpected conv_fusion_conv_weight");
     std::filesystem::remove_all(dir);
 }
 
@@ -266,7 +275,7 @@ BOOST_AUTO_TEST_CASE(the_network_chains_its_parts) {
     const block_parts parts;
     const nn::conv2d<float> stem(test::random_tensor<float, 4>({C, 3, 3, 3}, 70), test::random_tensor<float, 1>({C}, 71),
                                  {.stride = 2, .padding = 1}, simd::activation::silu);
-    const mv2_parts first(C, C, 1, 72), second(C, C, 2, 80);
+    const mv2_parts first(C, C, 1, 72, 16), second(C, C, 2, 80, 16);   // timm's mid channels: multiples of 8
     const nn::conv2d<float> final_conv(test::random_tensor<float, 4>({12, C, 1, 1}, 90), test::random_tensor<float, 1>({12}, 91),
                                        {}, simd::activation::silu);
     const nn::linear_layer<float> head(test::random_tensor<float, 2>({5, 12}, 92), test::random_tensor<float, 1>({5}, 93));
@@ -287,7 +296,7 @@ BOOST_AUTO_TEST_CASE(the_network_chains_its_parts) {
     test::check_invalid([&] { net(test::random_tensor<float, 4>({1, 4, 8, 8}, 95)); }, "nn::mobilevit",
                         "images [1, 4, 8, 8] must be [B, 3, H, W]");
     BOOST_TEST(net(test::random_tensor<float, 4>({1, 3, 3, 3}, 96)).shape(1) == 5u);
-    const nn::conv2d<float> unpadded(second.depthwise.weight(), second.depthwise.bias(), {.stride = 2, .groups = 2 * C});
+    const nn::conv2d<float> unpadded(second.depthwise.weight(), second.depthwise.bias(), {.stride = 2, .groups = second.mid});
     const nn::mobilevit strided(stem, {nn::inverted_residual(second.expand, unpadded, second.project)}, final_conv);
     test::check_invalid([&] { strided(test::random_tensor<float, 4>({1, 3, 4, 4}, 97)); }, "nn::mobilevit",
                         "images [1, 3, 4, 4] are too small for the network's strides");
@@ -304,7 +313,7 @@ BOOST_AUTO_TEST_CASE(loads_a_timm_network) {
     const block_parts parts;
     const nn::conv2d<float> stem(test::random_tensor<float, 4>({C, 3, 3, 3}, 70), {}, {.stride = 2, .padding = 1},
                                  simd::activation::silu);
-    const mv2_parts first(C, C, 1, 72), second(C, C, 2, 80);
+    const mv2_parts first(C, C, 1, 72, 16), second(C, C, 2, 80, 16);   // timm's mid channels: multiples of 8
     const nn::conv2d<float> final_conv(test::random_tensor<float, 4>({12, C, 1, 1}, 90), {}, {}, simd::activation::silu);
     const nn::linear_layer<float> head(test::random_tensor<float, 2>({5, 12}, 92), test::random_tensor<float, 1>({5}, 93));
     const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mobilevit_net";
@@ -339,13 +348,27 @@ BOOST_AUTO_TEST_CASE(loads_a_timm_network) {
          nn::mobilevit_block(scaled_by_norm(parts.kxk), parts.one, parts.layers, parts.norm, scaled_by_norm(parts.proj),
                              scaled_by_norm(parts.fusion), 2)},
         scaled_by_norm(final_conv), head);
-    const auto loaded = nn::mobilevit::load_timm(prefix, heads, {1, 2});
+    // stem 6, stage 0: one inverted residual (6 x 2.5 = 15 channels in the middle, 16 as timm
+    // rounds them), stage 1: one of stride 2, then a MobileViT block of width 8 and depth 2.
+    const nn::mobilevit_config config{.stem = C,
+                                      .stages = {{.blocks = 1, .channels = C, .stride = 1, .expansion = 2.5},
+                                                 {.blocks = 1, .channels = C, .stride = 2, .expansion = 2.5,
+                                                  .transformer_dim = D, .transformer_depth = 2}},
+                                      .features = 12, .classes = 5, .num_heads = heads};
+    const auto loaded = nn::mobilevit::load_timm(prefix, config);
     BOOST_TEST(loaded.blocks().size() == 3u);
     BOOST_TEST(std::get<nn::inverted_residual>(loaded.blocks()[1]).stride() == 2u);
     const auto images = test::random_tensor<float, 4>({1, 3, 16, 16}, 95);
     test::check_close(loaded(images), expected(images), 1e-5, 1e-5, "loaded from timm's names");
-    test::check_invalid([&] { nn::mobilevit::load_timm(prefix, heads, {1}); }, "nn::mobilevit::load_timm",
-                        "a stage beyond the 1 stage strides given");
+    // Without its head, or one stage short, it is another network: refused, every problem named.
+    auto headless = config;
+    headless.classes = 0;
+    test::check_invalid([&] { nn::mobilevit::load_timm(prefix, headless); }, "nn::mobilevit::load_timm", "(2 problems)",
+                        "unexpected head_fc_bias", "unexpected head_fc_weight");
+    auto shorter = config;
+    shorter.stages.pop_back();
+    test::check_invalid([&] { nn::mobilevit::load_timm(prefix, shorter); }, "unexpected stages_1_0_conv1_1x1_conv_weight",
+                        "unexpected stages_1_1_transformer_1_mlp_fc2_bias");
     std::filesystem::remove_all(dir);
 }
 

@@ -38,6 +38,8 @@
 #include "nonlocal/solve/solvers.hpp"
 #include "nonlocal/solve/line_solves.hpp"
 #include "nonlocal/nn/batch_norm.hpp"
+#include "nonlocal/nn/checkpoint.hpp"
+#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/nn/conv2d.hpp"
 #include "nonlocal/nn/inverted_residual.hpp"
 #include "nonlocal/nn/linear.hpp"

@@ -26,31 +26,37 @@ def save(name, tensor, dtype=np.float32):
     np.save(os.path.join(folder, name + ".npy"), tensor.detach().numpy().astype(dtype))
 
 
+def save_weights(model, state, dtype=np.float32):
+    """A state_dict as nonlocal reads one: a .npy per entry, dots as underscores, in the folder
+    weights/MODEL of its own (num_batches_tracked left out, as PyTorch may)."""
+    os.makedirs(os.path.join(folder, "weights", model), exist_ok=True)
+    for name, tensor in state.items():
+        if not name.endswith("num_batches_tracked"):
+            np.save(os.path.join(folder, "weights", model, name.replace(".", "_") + ".npy"),
+                    tensor.detach().numpy().astype(dtype))
+
+
 torch.manual_seed(0)
 E, H, B, L, S = 24, 4, 3, 37, 70
 layer = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
 with torch.no_grad():   # the biases start at 0: make them count
     layer.in_proj_bias.normal_()
     layer.out_proj.bias.normal_()
-for name, tensor in layer.state_dict().items():
-    save(name.replace(".", "_"), tensor)
+save_weights("mha", layer.state_dict())
 unbiased = torch.nn.MultiheadAttention(E, H, bias=False, batch_first=True).eval()   # no bias tensors
-for name, tensor in unbiased.state_dict().items():
-    save("unbiased_" + name.replace(".", "_"), tensor)
+save_weights("unbiased", unbiased.state_dict())
 # kdim and vdim of their own: q_proj_weight, k_proj_weight and v_proj_weight instead of in_proj_weight.
 narrow = torch.nn.MultiheadAttention(E, H, kdim=10, vdim=7, batch_first=True).eval()
 with torch.no_grad():
     narrow.in_proj_bias.normal_()
     narrow.out_proj.bias.normal_()
-for name, tensor in narrow.state_dict().items():
-    save("narrow_" + name.replace(".", "_"), tensor)
+save_weights("narrow", narrow.state_dict())
 # The first layer in double, its weights saved as float64.
 wide = torch.nn.MultiheadAttention(E, H, batch_first=True).double().eval()
 with torch.no_grad():
     for name, tensor in layer.state_dict().items():
         wide.state_dict()[name].copy_(tensor.double())
-for name, tensor in wide.state_dict().items():
-    save("double_" + name.replace(".", "_"), tensor, np.float64)
+save_weights("double", wide.state_dict(), np.float64)
 
 x, memory = torch.randn(B, L, E), torch.randn(B, S, E)
 narrow_keys, narrow_values = torch.randn(B, S, 10), torch.randn(B, S, 7)
@@ -166,14 +172,10 @@ with torch.no_grad():
             parameter.normal_(0, 0.5)
         block.W[1].running_mean.normal_()
         block.W[1].running_var.uniform_(0.2, 2)
-        for name, tensor in block.state_dict().items():
-            if not name.endswith("num_batches_tracked"):
-                save(f"nonlocal_{mode}_" + name.replace(".", "_"), tensor)
+        save_weights(f"nonlocal_{mode}", block.state_dict())
         save(f"nonlocal_{mode}_output", block(maps))
         block = block.double()   # the same block in double
-        for name, tensor in block.state_dict().items():
-            if not name.endswith("num_batches_tracked"):
-                save(f"nonlocal_double_{mode}_" + name.replace(".", "_"), tensor, np.float64)
+        save_weights(f"nonlocal_double_{mode}", block.state_dict(), np.float64)
         save(f"nonlocal_double_{mode}_output", block(maps.double()), np.float64)
 
 
@@ -188,17 +190,11 @@ def randomise(module, scale=0.4):
             part.running_var.uniform_(0.2, 2)
 
 
-def save_state(prefix, module):
-    for name, tensor in module.state_dict().items():
-        if not name.endswith("num_batches_tracked"):
-            save(prefix + name.replace(".", "_"), tensor)
-
-
 torch.manual_seed(4)
 with torch.no_grad():
     mvit = MobileVitBlock(channels=6, dim=8, out=6, depth=2, heads=2).eval()
     randomise(mvit)
-    save_state("mvit_", mvit)
+    save_weights("mvit", mvit.state_dict())
     feature_map = torch.randn(2, 6, 8, 6)
     save("mvit_input", feature_map)
     save("mvit_output", mvit(feature_map))
@@ -208,19 +204,17 @@ with torch.no_grad():
     for name, block in [("mv2", InvertedResidual(6, 6, 1, 4)), ("mv2_strided", InvertedResidual(6, 10, 2, 2))]:
         block.eval()
         randomise(block)
-        save_state(name + "_", block)
+        save_weights(name, block.state_dict())
         save(name + "_output", block(feature_map))
     model = MobileVit().eval()
     randomise(model, 0.3)
-    save_state("mobilevit_", model)
+    save_weights("mobilevit", model.state_dict())
     pictures = torch.randn(2, 3, 72, 72)   # maps of 9 x 9, 5 x 5 and 3 x 3 at the MobileViT blocks
     save("mobilevit_images", pictures)
     save("mobilevit_logits", model(pictures))
     # The same network in double.
     model = model.double()
-    for name, tensor in model.state_dict().items():
-        if not name.endswith("num_batches_tracked"):
-            save("mobilevit_double_" + name.replace(".", "_"), tensor, np.float64)
+    save_weights("mobilevit_double", model.state_dict(), np.float64)
     save("mobilevit_double_logits", model(pictures.double()), np.float64)
 
 # Resizing as F.interpolate computes it: bilinear and bicubic, with and without antialias, the
@@ -250,8 +244,7 @@ else:
         for parameter in vit.parameters():   # the head and the class token start at 0
             parameter.normal_(0, 0.3)
         state = vit.state_dict()
-        for name, tensor in state.items():
-            save("vit_" + name.replace(".", "_"), tensor)
+        save_weights("vit", state)
         # The same weights under timm's names.
         timm = {"cls_token": "class_token", "pos_embed": "encoder.pos_embedding",
                 "patch_embed.proj.weight": "conv_proj.weight", "patch_embed.proj.bias": "conv_proj.bias",
@@ -265,16 +258,14 @@ else:
                     timm[f"{ours}{a}.{w}"] = f"{theirs}{b}.{w}"
             timm[f"{ours}attn.qkv.weight"] = f"{theirs}self_attention.in_proj_weight"
             timm[f"{ours}attn.qkv.bias"] = f"{theirs}self_attention.in_proj_bias"
-        for name, source in timm.items():
-            save("timm_" + name.replace(".", "_"), state[source])
+        save_weights("timm", {name: state[source] for name, source in timm.items()})
         pictures = torch.randn(2, 3, 32, 32)
         save("vit_images", pictures)
         save("vit_logits", vit(pictures))
         # The same model in double.
         wide_vit = VisionTransformer(image_size=32, **config).double().eval()
         wide_vit.load_state_dict({name: tensor.double() for name, tensor in state.items()})
-        for name, tensor in wide_vit.state_dict().items():
-            save("vit_double_" + name.replace(".", "_"), tensor, np.float64)
+        save_weights("vit_double", wide_vit.state_dict(), np.float64)
         save("vit_double_logits", wide_vit(pictures.double()), np.float64)
         save("timm_logits", vit(pictures))
         # A 48 x 48 image: the position embedding resampled to a 6 x 6 grid, as torchvision does.

@@ -3,8 +3,10 @@
 PyTorch's outputs: every MODEL of nonlocal_model_forward, and nonlocal_classify's logits
 against torchvision's evaluation transform (shorter side resized with antialias, centre
 crop, ImageNet's mean and std) and VisionTransformer on a random picture, and against
-timm's (bicubic with antialias, mean and std 0.5) for the same weights under timm's names. Bad runs: a
-missing weight file, a ViT without --heads, each a one-line error, status 1, nothing written.
+timm's (bicubic with antialias, mean and std 0.5) for the same weights under timm's names. The
+architectures come from --arch, and for MobileViT from the architecture.txt written beside its
+weights. Bad runs (missing weights, no architecture, a bad option, a missing image): status 1,
+an error whose first line names the prefix, option or file, nothing written.
 
     programs.py CASES MODEL_FORWARD CLASSIFY SCRATCH
 
@@ -47,15 +49,22 @@ def run(*arguments):
     return subprocess.run([str(a) for a in arguments], capture_output=True, text=True)
 
 
+# parity.py's small models: its VisionTransformer, and timm_layouts.py's "small" MobileViT
+# (given by the architecture.txt beside its weights).
+vit_arch = ["--arch", "vit image_size=32 patch=8 hidden=16 layers=2 heads=2 mlp=32 classes=10"]
+with open(case("weights/mobilevit/architecture.txt"), "w") as manifest:
+    manifest.write("mobilevit stem=8 features=40 classes=10\n"
+                   "stage=1,8,1,2 stage=2,12,2,2 stage=1,16,2,2,16,2 stage=1,20,2,2,24,1 stage=1,24,2,2,24,1\n")
 # nonlocal_model_forward: (model, prefix, input, expected, options)
 runs = [
-    ("torchvision-vit", "vit_", "vit_images", "vit_logits", ["--heads", "2"]),
-    ("torchvision-vit", "vit_", "vit_images_48", "vit_logits_48", ["--heads", "2", "--threads", "2"]),
-    ("timm-vit", "timm_", "vit_images", "timm_logits", ["--heads", "2"]),
-    ("timm-mobilevit", "mobilevit_", "mobilevit_images", "mobilevit_logits", []),
-    ("timm-mobilevit-block", "mvit_", "mvit_odd_input", "mvit_odd_output", ["--heads", "2"]),
-    ("nonlocal-block-2d", "nonlocal_embedded_gaussian_", "nonlocal_input", "nonlocal_embedded_gaussian_output", []),
-    ("nonlocal-block-2d", "nonlocal_concatenation_", "nonlocal_input", "nonlocal_concatenation_output",
+    ("torchvision-vit", "weights/vit/", "vit_images", "vit_logits", vit_arch),
+    ("torchvision-vit", "weights/vit/", "vit_images_48", "vit_logits_48", vit_arch + ["--threads", "2"]),
+    ("timm-vit", "weights/timm/", "vit_images", "timm_logits", vit_arch),
+    ("timm-mobilevit", "weights/mobilevit/", "mobilevit_images", "mobilevit_logits", []),
+    ("timm-mobilevit-block", "weights/mvit/", "mvit_odd_input", "mvit_odd_output",
+     ["--arch", "mobilevit_block transformer_dim=8 transformer_depth=2 heads=2"]),
+    ("nonlocal-block-2d", "weights/nonlocal_embedded_gaussian/", "nonlocal_input", "nonlocal_embedded_gaussian_output", []),
+    ("nonlocal-block-2d", "weights/nonlocal_concatenation/", "nonlocal_input", "nonlocal_concatenation_output",
      ["--similarity", "concatenation"]),
 ]
 for model, prefix, source, expected, options in runs:
@@ -73,7 +82,7 @@ picture = torch.randint(0, 256, (50, 40, 3), dtype=torch.uint8)
 np.save(os.path.join(scratch, "picture.npy"), picture.numpy())
 config = dict(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32, num_classes=10)
 vit = VisionTransformer(**config).eval()
-state = {name: torch.from_numpy(np.load(case("vit_" + name.replace(".", "_") + ".npy"))) for name in vit.state_dict()}
+state = {name: torch.from_numpy(np.load(case("weights/vit/" + name.replace(".", "_") + ".npy"))) for name in vit.state_dict()}
 vit.load_state_dict(state)
 with torch.no_grad():
     x = picture.permute(2, 0, 1).float().unsqueeze(0) / 255
@@ -87,10 +96,10 @@ with torch.no_grad():
     x = torch.nn.functional.interpolate(x, size=(45, 36), mode="bicubic", align_corners=False, antialias=True)
     x = x[:, :, top:top + 32, left:left + 32]
     np.save(os.path.join(scratch, "picture_timm_logits.npy"), vit((x - 0.5) / 0.5).numpy())
-for model, prefix, expected in [("torchvision-vit", "vit_", "picture_logits.npy"),
-                                ("timm-vit", "timm_", "picture_timm_logits.npy")]:
+for model, prefix, expected in [("torchvision-vit", "weights/vit/", "picture_logits.npy"),
+                                ("timm-vit", "weights/timm/", "picture_timm_logits.npy")]:
     logits = os.path.join(scratch, f"classify_{model}_logits.npy")
-    result = run(classify, model, case(prefix), os.path.join(scratch, "picture.npy"), "--heads", "2",
+    result = run(classify, model, case(prefix), os.path.join(scratch, "picture.npy"), *vit_arch,
                  "--resize", "36", "--size", "32", "--logits", logits)
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or len(lines) != 5:
@@ -100,19 +109,19 @@ for model, prefix, expected in [("torchvision-vit", "vit_", "picture_logits.npy"
     else:
         compare(f"classify {model} picture", logits, os.path.join(scratch, expected), 1e-4)
 
-# Bad runs: one line naming the file or option, status 1, no output.
+# Bad runs: status 1, the first line naming the prefix, file or option, no output.
 bad = [
-    ([forward, "timm-vit", case("missing_"), case("vit_images.npy"), os.path.join(scratch, "bad.npy"), "--heads", "2"],
+    ([forward, "timm-vit", case("missing_"), case("vit_images.npy"), os.path.join(scratch, "bad.npy"), *vit_arch],
      "missing_"),
-    ([forward, "timm-vit", case("timm_"), case("vit_images.npy"), os.path.join(scratch, "bad.npy")], "--heads"),
-    ([forward, "nonlocal-block-2d", case("nonlocal_concatenation_"), case("nonlocal_input.npy"),
+    ([forward, "timm-vit", case("weights/timm/"), case("vit_images.npy"), os.path.join(scratch, "bad.npy")], "--arch"),
+    ([forward, "nonlocal-block-2d", case("weights/nonlocal_concatenation/"), case("nonlocal_input.npy"),
       os.path.join(scratch, "bad.npy"), "--similarity", "cosine"], "--similarity"),
-    ([classify, "torchvision-vit", case("vit_"), os.path.join(scratch, "missing.png"), "--heads", "2"], "missing.png"),
+    ([classify, "torchvision-vit", case("weights/vit/"), os.path.join(scratch, "missing.png"), *vit_arch], "missing.png"),
 ]
 for arguments, named in bad:
     result = run(*arguments)
     message = [line for line in result.stderr.strip().splitlines() if line != "Run with --help for more information."]
-    ok = (result.returncode == 1 and len(message) == 1 and named in message[0]
+    ok = (result.returncode == 1 and len(message) >= 1 and named in message[0]
           and not os.path.exists(os.path.join(scratch, "bad.npy")))
     failed += not ok
     print(f"refused, naming {named}: {message[0] if message else '(nothing said)'}  {'ok' if ok else 'FAILED'}")

@@ -187,31 +187,4 @@ xt::xtensor<T, N> load_weights(const std::string& path, std::string_view who) {
     return a;
 }
 
-/// The weights of one saved state_dict, one .npy per entry: entry `name` (its dots as
-/// underscores) is the file prefix + name + ".npy". Errors name the file and come from `who`.
-template <class T = float>
-struct weight_files {
-    std::string prefix;
-    std::string_view who;
-
-    std::string path(const std::string& name) const { return prefix + name + ".npy"; }
-    bool has(const std::string& name) const { return std::filesystem::exists(path(name)); }
-    /// The entries below `more`: `files.below("conv_")` reads `conv_weight` as `weight`.
-    weight_files below(const std::string& more) const { return {prefix + more, who}; }
-
-    template <std::size_t N>
-    xt::xtensor<T, N> tensor(const std::string& name) const { return load_weights<N, T>(path(name), who); }
-    xt::xtensor<T, 2> matrix(const std::string& name) const { return tensor<2>(name); }
-    xt::xtensor<T, 1> vector(const std::string& name) const { return tensor<1>(name); }
-    /// [0] when the entry is absent (a layer without bias).
-    xt::xtensor<T, 1> optional_vector(const std::string& name) const {
-        return has(name) ? vector(name) : xt::xtensor<T, 1>();
-    }
-    /// `std::invalid_argument` when the entry exists: the state_dict holds `what`, which the
-    /// loader does not support.
-    void refuse(const std::string& name, const std::string& what) const {
-        require(!has(name), who, [&] { return path(name) + ": " + what + " is not supported"; });
-    }
-};
-
 }  // namespace nonlocal::detail

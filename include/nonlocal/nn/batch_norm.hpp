@@ -12,7 +12,6 @@
 #include <xtensor/xtensor.hpp>
 
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/npy.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/nn/conv2d.hpp"
 
@@ -95,27 +94,6 @@ conv2d<T> fold(const conv2d<T>& conv, const batch_norm2d<T>& norm) {
         bias(c) = T((conv.bias().size() ? double(conv.bias()(c)) : 0.0) * s + double(norm.shift()(c)));
     }
     return conv2d<T>(std::move(weight), std::move(bias), conv.options(), conv.activation());
-}
-
-/// A convolution without bias and its batch norm saved under `conv` and `bn` below `files`
-/// (timm's `ConvNormAct`), folded into one convolution with activation `act`: padding as
-/// timm pads, ((stride - 1) + (k - 1)) / 2 on each side; groups = in_channels / the weight's
-/// input channels (depthwise when that is 1). Throws as `weight_files` does, and
-/// `std::invalid_argument` when the weight's input channels do not divide in_channels.
-template <class T = float>
-conv2d<T> load_conv_norm_act(const detail::weight_files<T>& files, std::size_t in_channels, std::size_t stride,
-                             simd::activation act) {
-    xt::xtensor<T, 4> weight = files.template tensor<4>("conv_weight");
-    const std::size_t k = weight.shape(2), per_group = weight.shape(1);
-    detail::require(per_group > 0 && in_channels % per_group == 0 && weight.shape(3) == k, files.who, [&] {
-        return files.path("conv_weight") + " holds " + detail::shape_string(weight.shape()) +
-               "; expected a square kernel whose input channels divide the " + std::to_string(in_channels) +
-               " channels it follows";
-    });
-    const conv2d<T> conv(std::move(weight), {},
-                         {.stride = stride, .padding = (stride - 1 + k - 1) / 2, .groups = in_channels / per_group}, act);
-    return fold(conv, batch_norm2d<T>(files.vector("bn_weight"), files.vector("bn_bias"), files.vector("bn_running_mean"),
-                                      files.vector("bn_running_var")));
 }
 
 }  // namespace nonlocal::nn

@@ -7,8 +7,9 @@
 /// `expand` a 1 x 1 convolution to t C channels with its activation, `depthwise` a k x k
 /// convolution of one channel per group (the block's stride) with its activation,
 /// `project` a 1 x 1 convolution back to C' channels without one (a linear bottleneck).
-/// Batch norms are folded into the convolutions (`fold`, `load_conv_norm_act`).
+/// Batch norms are folded into the convolutions (`fold`, `read_conv_norm_act`).
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -19,14 +20,32 @@
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/npy.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/nn/batch_norm.hpp"
+#include "nonlocal/nn/checkpoint.hpp"
 #include "nonlocal/nn/conv2d.hpp"
+#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/simd/activation.hpp"
 
 namespace nonlocal::nn {
+
+/// timm's `make_divisible(v, 8)`: v rounded to the nearest multiple of 8 (at least 8), one
+/// multiple more when rounding lost more than a tenth of v.
+constexpr std::size_t divisible_by_8(double v) {
+    std::size_t out = std::max<std::size_t>(8, std::size_t(v + 4) / 8 * 8);
+    if (double(out) < 0.9 * v) out += 8;
+    return out;
+}
+
+/// The architecture of one inverted residual as timm builds it for MobileViT (a
+/// `BottleneckBlock` with `bottle_in` and `linear_out`, a 3 x 3 depthwise convolution).
+struct inverted_residual_config {
+    std::size_t in_channels = 0, out_channels = 0;
+    std::size_t stride = 1;                        ///< the depthwise convolution's
+    std::size_t mid_channels = 0;                  ///< the expanded channels (timm: divisible_by_8(in x ratio))
+    simd::activation act = simd::activation::silu; ///< after the expansion and the depthwise convolution
+};
 
 /// MobileNetV2's inverted residual block over maps [B, C, H, W] of T, float or double (see the
 /// file's comment).
@@ -101,21 +120,25 @@ public:
             for (std::size_t i = 0, n = B * out_channels() * H * W; i < n; ++i) y[i] += x[i];
     }
 
-    /// Loads timm's inverted residual (a `BottleneckBlock` with `bottle_in` and `linear_out`,
-    /// as MobileViT builds it) saved as one .npy per state_dict name, dots as underscores:
-    /// `conv1_1x1`, `conv2_kxk` and `conv3_1x1`, each `.conv` and `.bn`, SiLU after the first
-    /// two (`act` for another). The stride is the depthwise convolution's, which the weights
-    /// do not tell. Throws `std::runtime_error` naming a file that cannot be read and
-    /// `std::invalid_argument` naming one of another shape.
-    static basic_inverted_residual load_timm(const std::string& prefix, std::size_t stride,
-                                             simd::activation act = simd::activation::silu) {
-        const detail::weight_files<T> files{prefix, "nn::inverted_residual::load_timm"};
-        const std::size_t in = files.template tensor<4>("conv1_1x1_conv_weight").shape(1);
-        conv2d<T> expand = load_conv_norm_act(files.below("conv1_1x1_"), in, 1, act);
-        conv2d<T> depthwise = load_conv_norm_act(files.below("conv2_kxk_"), expand.out_channels(), stride, act);
-        conv2d<T> project = load_conv_norm_act(files.below("conv3_1x1_"), depthwise.out_channels(), 1,
-                                               simd::activation::identity);
-        return {std::move(expand), std::move(depthwise), std::move(project)};
+    /// Loads timm's inverted residual from the entries below `at` of `from` (see
+    /// nn/checkpoint.hpp): `conv1_1x1`, `conv2_kxk` and `conv3_1x1`, each `.conv` and `.bn`,
+    /// folded.
+    static basic_inverted_residual load_timm(checkpoint& from, const inverted_residual_config& c,
+                                             const std::string& at = "") {
+        const std::size_t mid = c.mid_channels;
+        return {read_conv_norm_act<T>(from, at + "conv1_1x1", {.in = c.in_channels, .out = mid, .act = c.act}),
+                read_conv_norm_act<T>(from, at + "conv2_kxk",
+                                      {.in = mid, .out = mid, .kernel = 3, .stride = c.stride, .groups = mid, .act = c.act}),
+                read_conv_norm_act<T>(from, at + "conv3_1x1", {.in = mid, .out = c.out_channels})};
+    }
+
+    /// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
+    /// naming every entry missing, misshapen or left over.
+    static basic_inverted_residual load_timm(const std::string& prefix, const inverted_residual_config& config) {
+        checkpoint from(prefix);
+        auto block = load_timm(from, config);
+        from.finish("nn::inverted_residual::load_timm");
+        return block;
     }
 
 private:

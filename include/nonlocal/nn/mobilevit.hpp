@@ -19,7 +19,10 @@
 /// 3 x 3 stem of stride 2, stages of inverted residual (MV2) and MobileViT blocks, a 1 x 1
 /// convolution to the features, global average pooling and the classifier.
 
+#include <array>
 #include <cstddef>
+#include <stdexcept>
+#include <string_view>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -32,14 +35,15 @@
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/npy.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
 #include "nonlocal/neighborhood/patch_group.hpp"
 #include "nonlocal/nn/batch_norm.hpp"
+#include "nonlocal/nn/checkpoint.hpp"
 #include "nonlocal/nn/conv2d.hpp"
 #include "nonlocal/nn/inverted_residual.hpp"
+#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/nn/layer_norm.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/nn/multi_head_attention.hpp"
@@ -47,6 +51,60 @@
 #include "nonlocal/nn/transformer.hpp"
 
 namespace nonlocal::nn {
+
+/// The architecture of one MobileViT block as timm builds it (`MobileVitBlock`).
+struct mobilevit_block_config {
+    std::size_t in_channels = 0;
+    std::size_t out_channels = 0;       ///< conv_proj's and conv_fusion's (0: in_channels)
+    std::size_t transformer_dim = 0;    ///< D, conv_1x1's output channels
+    std::size_t transformer_depth = 0;  ///< encoder layers
+    std::size_t num_heads = 4;
+    double mlp_ratio = 2;               ///< the MLP's hidden features over D
+    size2 patch = 2;
+    std::size_t kernel = 3;             ///< conv_kxk's and conv_fusion's
+    bool fusion = true;                 ///< conv_fusion (timm's no_fusion = false)
+};
+
+/// One stage of MobileViT as timm's `ByoModelCfg` describes it: `blocks` inverted residuals
+/// to `channels`, the first of stride `stride`, and, when `transformer_dim` is set, a
+/// MobileViT block after them.
+struct mobilevit_stage {
+    std::size_t blocks = 1, channels = 0, stride = 1;
+    double expansion = 4;               ///< the inverted residuals' bottle ratio
+    std::size_t transformer_dim = 0;    ///< 0: no MobileViT block
+    std::size_t transformer_depth = 0;
+};
+
+/// The architecture of MobileViT (v1) as timm builds it: `named("mobilevit_s")` and the
+/// others, or any other stem, stages, features and classes.
+struct mobilevit_config {
+    std::size_t in_channels = 3, stem = 16;
+    std::vector<mobilevit_stage> stages;
+    std::size_t features = 0;           ///< final_conv's output channels
+    std::size_t classes = 1000;         ///< the head's outputs (0: no head, the pooled features)
+    std::size_t num_heads = 4;
+    size2 patch = 2;
+
+    /// timm's `mobilevit_xxs`, `mobilevit_xs` and `mobilevit_s` (1000 classes). Throws
+    /// `std::invalid_argument` listing the names for another.
+    static mobilevit_config named(std::string_view name) {
+        const auto stages = [](std::size_t c1, std::size_t c2, std::size_t c3, std::size_t c4, std::size_t c5,
+                               std::array<std::size_t, 3> dims, double ratio) {
+            return std::vector<mobilevit_stage>{{1, c1, 1, ratio},
+                                                {3, c2, 2, ratio},
+                                                {1, c3, 2, ratio, dims[0], 2},
+                                                {1, c4, 2, ratio, dims[1], 4},
+                                                {1, c5, 2, ratio, dims[2], 3}};
+        };
+        if (name == "mobilevit_xxs") return {.stages = stages(16, 24, 48, 64, 80, {64, 80, 96}, 2), .features = 320};
+        if (name == "mobilevit_xs") return {.stages = stages(32, 48, 64, 80, 96, {96, 120, 144}, 4), .features = 384};
+        if (name == "mobilevit_s") return {.stages = stages(32, 64, 96, 128, 160, {144, 192, 240}, 4), .features = 640};
+        detail::fail("nn::mobilevit_config::named",
+                     "unknown architecture " + std::string(name) + "; expected mobilevit_xxs, mobilevit_xs or mobilevit_s");
+    }
+    /// The names `named` knows.
+    static std::vector<std::string> names() { return {"mobilevit_xxs", "mobilevit_xs", "mobilevit_s"}; }
+};
 
 /// MobileViT's block over feature maps [B, C, H, W] of T, float or double (see the file's
 /// comment).
@@ -159,30 +217,38 @@ public:
         conv_fusion_->template apply<Arch>(both.data(), B, H, W, y, threads);
     }
 
-    /// Loads timm's `MobileVitBlock` saved as one .npy per state_dict name, dots as
-    /// underscores (e.g. prefix `stages_2_1_`): `conv_kxk.{conv, bn}`, `conv_1x1`,
-    /// `transformer.N.{norm1, attn.qkv, attn.proj, norm2, mlp.fc1, mlp.fc2}`, `norm`,
-    /// `conv_proj.{conv, bn}`, `conv_fusion.{conv, bn}` (absent: no fusion); each batch norm
-    /// folded into its convolution, SiLU after it, the transformer's MLP with SiLU, layer norms
-    /// of eps 1e-5, as timm builds MobileViT v1. Throws `std::runtime_error` naming a file that
-    /// cannot be read and `std::invalid_argument` naming one of another shape.
-    static basic_mobilevit_block load_timm(const std::string& prefix, std::size_t num_heads = 4, size2 patch = 2) {
-        const detail::weight_files<T> files{prefix, "nn::mobilevit_block::load_timm"};
-        const std::size_t C = files.template tensor<4>("conv_kxk_conv_weight").shape(1);
-        conv2d<T> conv_kxk = load_conv_norm_act(files.below("conv_kxk_"), C, 1, simd::activation::silu);
-        conv2d<T> conv_1x1(files.template tensor<4>("conv_1x1_weight"));
+    /// Loads timm's `MobileVitBlock` from the entries below `at` of `from` (see
+    /// nn/checkpoint.hpp): `conv_kxk.{conv, bn}`, `conv_1x1`, `transformer.N.{norm1,
+    /// attn.qkv, attn.proj, norm2, mlp.fc1, mlp.fc2}`, `norm`, `conv_proj.{conv, bn}`,
+    /// `conv_fusion.{conv, bn}`; each batch norm folded into its convolution, SiLU after it,
+    /// the MLP with SiLU, layer norms of eps 1e-5, as timm builds MobileViT v1.
+    static basic_mobilevit_block load_timm(checkpoint& from, const mobilevit_block_config& c,
+                                           const std::string& at = "") {
+        constexpr auto silu = simd::activation::silu;
+        const std::size_t C = c.in_channels, O = c.out_channels ? c.out_channels : C, D = c.transformer_dim, k = c.kernel;
+        conv2d<T> conv_kxk = read_conv_norm_act<T>(from, at + "conv_kxk", {.in = C, .out = C, .kernel = k, .act = silu});
+        conv2d<T> conv_1x1 = read_conv<T>(from, at + "conv_1x1", {.in = C, .out = D}, false);
         std::vector<basic_transformer_encoder_layer<T>> layers;
-        for (std::size_t i = 0; files.has("transformer_" + std::to_string(i) + "_norm1_weight"); ++i)
-            layers.push_back(basic_transformer_encoder_layer<T>::load_timm(prefix + "transformer_" + std::to_string(i) + "_",
-                                                                 num_heads, simd::activation::silu, 1e-5));
-        conv2d<T> conv_proj = load_conv_norm_act(files.below("conv_proj_"), conv_1x1.out_channels(), 1,
-                                                     simd::activation::silu);
+        const encoder_layer_config layer{.embed_dim = D, .num_heads = c.num_heads,
+                                         .feedforward = std::size_t(double(D) * c.mlp_ratio), .kind = silu,
+                                         .norm_first = true, .layer_norm_eps = 1e-5};
+        for (std::size_t i = 0; i < c.transformer_depth; ++i)
+            layers.push_back(basic_transformer_encoder_layer<T>::load_timm(from, layer, at + "transformer_" + std::to_string(i) + "_"));
+        basic_layer_norm<T> norm = read_layer_norm<T>(from, at + "norm", D, 1e-5);
+        conv2d<T> conv_proj = read_conv_norm_act<T>(from, at + "conv_proj", {.in = D, .out = O, .act = silu});
         std::optional<conv2d<T>> fusion;
-        if (files.has("conv_fusion_conv_weight"))
-            fusion = load_conv_norm_act(files.below("conv_fusion_"), C + conv_proj.out_channels(), 1, simd::activation::silu);
-        return {std::move(conv_kxk), std::move(conv_1x1), std::move(layers),
-                basic_layer_norm<T>(files.vector("norm_weight"), files.vector("norm_bias"), 1e-5),
-                std::move(conv_proj), std::move(fusion), patch};
+        if (c.fusion) fusion = read_conv_norm_act<T>(from, at + "conv_fusion", {.in = C + O, .out = O, .kernel = k, .act = silu});
+        return {std::move(conv_kxk), std::move(conv_1x1), std::move(layers), std::move(norm), std::move(conv_proj),
+                std::move(fusion), c.patch};
+    }
+
+    /// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
+    /// naming every entry missing, misshapen or left over.
+    static basic_mobilevit_block load_timm(const std::string& prefix, const mobilevit_block_config& config) {
+        checkpoint from(prefix);
+        auto block = load_timm(from, config);
+        from.finish("nn::mobilevit_block::load_timm");
+        return block;
     }
 
 private:
@@ -283,41 +349,46 @@ public:
         return features;
     }
 
-    /// Loads timm's MobileViT (`mobilevit_xxs`, `mobilevit_xs`, `mobilevit_s`) saved as one
-    /// .npy per state_dict name, dots as underscores: `stem`, `stages.S.J` (an inverted
-    /// residual where `conv1_1x1` is saved, a MobileViT block where `conv_kxk` is),
-    /// `final_conv`, `head.fc` (absent: no head). The stride of each stage's first block is
-    /// `stage_strides[S]` (timm's three models: 1, 2, 2, 2, 2), the others' 1; SiLU throughout.
-    /// Throws `std::runtime_error` naming a file that cannot be read and
-    /// `std::invalid_argument` naming one of another shape, or a stage beyond `stage_strides`.
-    static basic_mobilevit load_timm(const std::string& prefix, std::size_t num_heads = 4,
-                               const std::vector<std::size_t>& stage_strides = {1, 2, 2, 2, 2}) {
-        const detail::weight_files<T> files{prefix, "nn::mobilevit::load_timm"};
+    /// Loads timm's MobileViT of architecture `c` (`mobilevit_config::named("mobilevit_s")`,
+    /// ...) from the entries below `at` of `from` (see nn/checkpoint.hpp): `stem.{conv, bn}`,
+    /// `stages.S.J` (inverted residuals, then a MobileViT block in a stage that has one),
+    /// `final_conv.{conv, bn}`, `head.fc` (none when `c.classes` is 0); SiLU throughout.
+    static basic_mobilevit load_timm(checkpoint& from, const mobilevit_config& c, const std::string& at = "") {
         constexpr auto silu = simd::activation::silu;
-        conv2d<T> stem = load_conv_norm_act(files.below("stem_"), files.template tensor<4>("stem_conv_weight").shape(1), 2, silu);
+        conv2d<T> stem = read_conv_norm_act<T>(from, at + "stem", {.in = c.in_channels, .out = c.stem, .kernel = 3, .stride = 2, .act = silu});
         std::vector<block> blocks;
-        std::size_t channels = stem.out_channels();
-        for (std::size_t s = 0; files.has("stages_" + std::to_string(s) + "_0_conv1_1x1_conv_weight") ||
-                                files.has("stages_" + std::to_string(s) + "_0_conv_kxk_conv_weight");
-             ++s) {
-            detail::require(s < stage_strides.size(), files.who, [&] {
-                return files.path("stages_" + std::to_string(s) + "_0_...") + ": a stage beyond the " +
-                       std::to_string(stage_strides.size()) + " stage strides given";
-            });
-            for (std::size_t j = 0;; ++j) {
-                const std::string at = "stages_" + std::to_string(s) + "_" + std::to_string(j) + "_";
-                if (files.has(at + "conv1_1x1_conv_weight"))
-                    blocks.emplace_back(basic_inverted_residual<T>::load_timm(prefix + at, j == 0 ? stage_strides[s] : 1, silu));
-                else if (files.has(at + "conv_kxk_conv_weight"))
-                    blocks.emplace_back(basic_mobilevit_block<T>::load_timm(prefix + at, num_heads));
-                else break;
-                channels = std::visit([](const auto& part) { return part.out_channels(); }, blocks.back());
+        std::size_t channels = c.stem;
+        for (std::size_t s = 0; s < c.stages.size(); ++s) {
+            const mobilevit_stage& stage = c.stages[s];
+            const std::string in_stage = at + "stages_" + std::to_string(s) + "_";
+            for (std::size_t j = 0; j < stage.blocks; ++j) {
+                blocks.emplace_back(basic_inverted_residual<T>::load_timm(
+                    from,
+                    {.in_channels = channels, .out_channels = stage.channels, .stride = j == 0 ? stage.stride : 1,
+                     .mid_channels = divisible_by_8(double(channels) * stage.expansion)},
+                    in_stage + std::to_string(j) + "_"));
+                channels = stage.channels;
             }
+            if (stage.transformer_dim)
+                blocks.emplace_back(basic_mobilevit_block<T>::load_timm(
+                    from,
+                    {.in_channels = channels, .transformer_dim = stage.transformer_dim,
+                     .transformer_depth = stage.transformer_depth, .num_heads = c.num_heads, .patch = c.patch},
+                    in_stage + std::to_string(stage.blocks) + "_"));
         }
-        conv2d<T> final_conv = load_conv_norm_act(files.below("final_conv_"), channels, 1, silu);
+        conv2d<T> final_conv = read_conv_norm_act<T>(from, at + "final_conv", {.in = channels, .out = c.features, .act = silu});
         std::optional<linear_layer<T>> head;
-        if (files.has("head_fc_weight")) head.emplace(files.matrix("head_fc_weight"), files.optional_vector("head_fc_bias"));
+        if (c.classes) head = read_linear<T>(from, at + "head_fc", c.features, c.classes);
         return {std::move(stem), std::move(blocks), std::move(final_conv), std::move(head)};
+    }
+
+    /// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
+    /// naming every entry missing, misshapen or left over.
+    static basic_mobilevit load_timm(const std::string& prefix, const mobilevit_config& config) {
+        checkpoint from(prefix);
+        auto network = load_timm(from, config);
+        from.finish("nn::mobilevit::load_timm");
+        return network;
     }
 
 private:

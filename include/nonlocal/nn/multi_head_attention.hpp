@@ -13,9 +13,7 @@
 /// Head i uses features [i E / h, (i + 1) E / h) of the projections, and the scale is
 /// 1 / sqrt(E / h). Grouped-query attention projects keys and values to fewer heads,
 /// E_kv = h_kv E / h features, query head i reading key and value head i / (h / h_kv).
-/// Export from PyTorch with, for each name, `numpy.save(name + ".npy",
-/// module.state_dict()[name].numpy())`, writing `out_proj.weight` as `out_proj_weight.npy`
-/// and `out_proj.bias` as `out_proj_bias.npy`.
+/// `load_npy` reads them from a state_dict saved as one .npy per entry (nn/checkpoint.hpp).
 
 #include <cmath>
 #include <concepts>
@@ -41,15 +39,25 @@
 #include "nonlocal/attention.hpp"
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/nn/checkpoint.hpp"
+#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/simd/linear.hpp"
-#include "nonlocal/detail/npy.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/neighborhood/intersection.hpp"
 #include "nonlocal/neighborhood/mask.hpp"
 #include "nonlocal/similarity/pair_bias.hpp"
 
 namespace nonlocal::nn {
+
+/// The architecture of one `nn.MultiheadAttention`, as its constructor takes it.
+struct attention_config {
+    std::size_t embed_dim = 0;   ///< E
+    std::size_t num_heads = 1;   ///< h, dividing E
+    std::size_t kdim = 0;        ///< features of key (0: E)
+    std::size_t vdim = 0;        ///< features of value (0: E)
+    bool bias = true;            ///< the projections have biases
+};
 
 /// The masks and outputs of `multi_head_attention::forward`, as `nn.MultiheadAttention.forward`
 /// takes them. As in PyTorch, a set entry of a boolean mask marks what is *not* attended.
@@ -162,30 +170,34 @@ struct basic_multi_head_attention {
     std::size_t kdim() const noexcept { return k_proj.in_features(); }                     ///< features of key
     std::size_t vdim() const noexcept { return v_proj.in_features(); }                     ///< features of value
 
-    /// Loads a layer saved as `numpy.save(prefix + name + ".npy", ...)` for each of its
-    /// state_dict's names, dots as underscores: `in_proj_weight`, or `q_proj_weight`,
-    /// `k_proj_weight` and `v_proj_weight` when kdim or vdim differ from E; `in_proj_bias`;
-    /// `out_proj_weight` and `out_proj_bias`. A layer saved with `bias=False` has no bias
-    /// files and loads without them. Files of float32, float64 or integers are converted to
-    /// T. Throws `std::runtime_error` naming a file that cannot be read, and
-    /// `std::invalid_argument` naming one of another element type or rank.
-    static basic_multi_head_attention load_npy(const std::string& prefix, std::size_t num_heads) {
-        const detail::weight_files<T> f{prefix, "nn::multi_head_attention::load_npy"};
-        const auto in_bias = f.optional_vector("in_proj_bias");
-        auto out_bias = f.optional_vector("out_proj_bias");
-        if (!f.has("q_proj_weight"))
-            return {num_heads, f.matrix("in_proj_weight"), in_bias, f.matrix("out_proj_weight"), std::move(out_bias)};
-        auto q = f.matrix("q_proj_weight"), k = f.matrix("k_proj_weight"), v = f.matrix("v_proj_weight");
-        const std::size_t E = q.shape(0), kv = k.shape(0);
-        detail::require(in_bias.size() == 0 || in_bias.size() == E + 2 * kv, f.who, [&] {
-            return f.path("in_proj_bias") + " holds " + detail::shape_string(in_bias.shape()) + "; expected [" +
-                   std::to_string(E + 2 * kv) + "] for q_proj_weight " + detail::shape_string(q.shape()) +
-                   " and k_proj_weight " + detail::shape_string(k.shape());
-        });
-        return {num_heads, linear_layer<T>(std::move(q), part_of(in_bias, 0, E)),
-                linear_layer<T>(std::move(k), part_of(in_bias, E, kv)),
-                linear_layer<T>(std::move(v), part_of(in_bias, E + kv, kv)),
-                linear_layer<T>(f.matrix("out_proj_weight"), std::move(out_bias))};
+    /// Loads `nn.MultiheadAttention(config.embed_dim, config.num_heads, bias=config.bias,
+    /// kdim=config.kdim, vdim=config.vdim)` from the entries below `at` of `from` (see
+    /// nn/checkpoint.hpp): `in_proj_weight` [3E, E], or `q_proj_weight` [E, E],
+    /// `k_proj_weight` [E, kdim] and `v_proj_weight` [E, vdim] when kdim or vdim differ from E;
+    /// `in_proj_bias` [3E] and `out_proj.bias` [E] when biased; `out_proj.weight` [E, E].
+    static basic_multi_head_attention load_npy(checkpoint& from, const attention_config& config,
+                                               const std::string& at = "") {
+        const std::size_t E = config.embed_dim, kdim = config.kdim ? config.kdim : E, vdim = config.vdim ? config.vdim : E;
+        auto out = read_linear<T>(from, at + "out_proj", E, E, config.bias);
+        if (kdim == E && vdim == E) {
+            const auto in_weight = from.read<T, 2>(at + "in_proj_weight", {3 * E, E});
+            const auto in_bias = config.bias ? from.read<T, 1>(at + "in_proj_bias", {3 * E}) : xt::xtensor<T, 1>();
+            return {config.num_heads, in_weight, in_bias, out.weight(), out.bias()};
+        }
+        const auto in_bias = config.bias ? from.read<T, 1>(at + "in_proj_bias", {3 * E}) : xt::xtensor<T, 1>();
+        return {config.num_heads, linear_layer<T>(from.read<T, 2>(at + "q_proj_weight", {E, E}), part_of(in_bias, 0, E)),
+                linear_layer<T>(from.read<T, 2>(at + "k_proj_weight", {E, kdim}), part_of(in_bias, E, E)),
+                linear_layer<T>(from.read<T, 2>(at + "v_proj_weight", {E, vdim}), part_of(in_bias, 2 * E, E)),
+                std::move(out)};
+    }
+
+    /// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
+    /// naming every entry missing, misshapen or left over.
+    static basic_multi_head_attention load_npy(const std::string& prefix, const attention_config& config) {
+        checkpoint from(prefix);
+        auto layer = load_npy(from, config);
+        from.finish("nn::multi_head_attention::load_npy");
+        return layer;
     }
 
     /// Attention of `query` [B, L, E] over `key` [B, S, kdim] and `value` [B, S, vdim] (or

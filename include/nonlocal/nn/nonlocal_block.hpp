@@ -28,10 +28,11 @@
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/npy.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
 #include "nonlocal/nn/batch_norm.hpp"
+#include "nonlocal/nn/checkpoint.hpp"
 #include "nonlocal/nn/conv2d.hpp"
+#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/nn/pooling.hpp"
 #include "nonlocal/normalization.hpp"
 #include "nonlocal/simd/linear.hpp"
@@ -93,6 +94,17 @@ struct nonlocal_block {
 
 /// The four forms of the non-local block (the rows of the table above).
 enum class nonlocal_form { gaussian, embedded_gaussian, dot_product, concatenation };
+
+/// The architecture of the PyTorch re-implementation's `NONLocalBlock2D(in_channels,
+/// inter_channels, sub_sample, bn_layer)` (or `NONLocalBlock3D`) in one of the four forms.
+struct nonlocal_block_config {
+    nonlocal_form form = nonlocal_form::embedded_gaussian;
+    std::size_t in_channels = 0;
+    std::size_t inter_channels = 0;   ///< 0: in_channels / 2 (at least 1), as the module defaults
+    bool sub_sample = true;           ///< max-pooled keys and values (`g.0`, `phi.0`)
+    bool batch_norm = true;           ///< W's BatchNorm (`bn_layer`)
+    std::size_t dimensions = 2;       ///< 2 (`NONLocalBlock2D`) or 3 (`NONLocalBlock3D`, 1 x 1 x 1 weights)
+};
 
 /// The non-local block on feature maps [B, C, H, W] or videos [B, C, T, H, W] of T (float or
 /// double), as Wang et al. build it and the widely used PyTorch re-implementation (`NONLocalBlock2D`,
@@ -196,36 +208,38 @@ public:
         return z;
     }
 
-    /// Loads the PyTorch re-implementation's state_dict (`NONLocalBlock2D` or `NONLocalBlock3D`
-    /// of the given form) saved as one .npy per name, dots as underscores: `g`, `theta`,
-    /// `phi` (`g.0`, `phi.0` when sub-sampled, which is how sub-sampling is recognised), `W.0`
-    /// and `W.1` (the convolution and its BatchNorm, folded; `W` alone without the norm),
-    /// `concat_project.0` for concatenation. 1 x 1 x 1 convolutions of the 3-D block load
-    /// as 1 x 1. Throws `std::runtime_error` naming a file that cannot be read and
-    /// `std::invalid_argument` naming one of another shape.
-    static basic_nonlocal_feature_block load_npy(const std::string& prefix, nonlocal_form form) {
-        const detail::weight_files<T> files{prefix, "nn::nonlocal_feature_block::load_npy"};
-        const auto conv = [&](const std::string& name) {
-            const xt::xarray<T> w = detail::load_npy_as<T>(files.path(name + "_weight"), files.who);
-            detail::require((w.dimension() == 4 || w.dimension() == 5) && w.size() == w.shape(0) * w.shape(1), files.who, [&] {
-                return files.path(name + "_weight") + " holds " + detail::shape_string(w.shape()) +
-                       "; expected a 1 x 1 convolution [out, in, 1, 1] or [out, in, 1, 1, 1]";
-            });
-            xt::xtensor<T, 4> weight = xt::reshape_view(w, {w.shape(0), w.shape(1), std::size_t(1), std::size_t(1)});
-            return conv2d<T>(std::move(weight), files.optional_vector(name + "_bias"));
+    /// Loads the PyTorch re-implementation's `NONLocalBlock2D` (`NONLocalBlock3D` when
+    /// `c.dimensions` is 3) of architecture `c` from the entries below `at` of `from` (see
+    /// nn/checkpoint.hpp): `g`, `theta`, `phi` (`g.0`, `phi.0` when sub-sampled; no theta and
+    /// phi in the Gaussian form), `W.0` and `W.1` (the convolution and its BatchNorm, folded;
+    /// `W` alone without the norm), `concat_project.0` for concatenation; each a 1 x 1 (x 1)
+    /// convolution with a bias but concat_project's, a 1 x 1 `Conv2d` in both blocks.
+    static basic_nonlocal_feature_block load_npy(checkpoint& from, const nonlocal_block_config& c,
+                                                 const std::string& at = "") {
+        const std::size_t C = c.in_channels, e = c.inter_channels ? c.inter_channels : std::max<std::size_t>(1, C / 2);
+        const auto conv = [&](const std::string& name, std::size_t in, std::size_t out, bool bias = true, bool planar = false) {
+            if (c.dimensions == 2 || planar) return read_conv<T>(from, at + name, {.in = in, .out = out}, bias);
+            xt::xtensor<T, 4> weight = xt::reshape_view(from.read<T, 5>(at + name + "_weight", {out, in, 1, 1, 1}), {out, in, std::size_t(1), std::size_t(1)});
+            return conv2d<T>(std::move(weight), bias ? from.read<T, 1>(at + name + "_bias", {out}) : xt::xtensor<T, 1>());
         };
-        const bool sub_sample = files.has("g_0_weight");
-        const std::string pooled = sub_sample ? "_0" : "";
-        const bool embedded = form != nonlocal_form::gaussian;
+        const std::string pooled = c.sub_sample ? "_0" : "";
+        conv2d<T> g = conv("g" + pooled, C, e);
         std::optional<conv2d<T>> theta, phi;
-        if (embedded) theta = conv("theta"), phi = conv("phi" + pooled);
-        conv2d<T> w_z = files.has("W_0_weight") ? conv("W_0") : conv("W");
-        if (files.has("W_1_weight"))
-            w_z = fold(w_z, batch_norm2d<T>(files.vector("W_1_weight"), files.vector("W_1_bias"),
-                                                files.vector("W_1_running_mean"), files.vector("W_1_running_var")));
+        if (c.form != nonlocal_form::gaussian) theta = conv("theta", C, e), phi = conv("phi" + pooled, C, e);
+        conv2d<T> w_z = conv(c.batch_norm ? "W_0" : "W", e, C);
+        if (c.batch_norm) w_z = fold(w_z, read_batch_norm<T>(from, at + "W_1", C));
         xt::xtensor<T, 1> concat;
-        if (form == nonlocal_form::concatenation) concat = xt::flatten(conv("concat_project_0").weight());
-        return {form, conv("g" + pooled), std::move(theta), std::move(phi), std::move(w_z), sub_sample, std::move(concat)};
+        if (c.form == nonlocal_form::concatenation) concat = xt::flatten(conv("concat_project_0", 2 * e, 1, false, true).weight());
+        return {c.form, std::move(g), std::move(theta), std::move(phi), std::move(w_z), c.sub_sample, std::move(concat)};
+    }
+
+    /// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
+    /// naming every entry missing, misshapen or left over.
+    static basic_nonlocal_feature_block load_npy(const std::string& prefix, const nonlocal_block_config& config) {
+        checkpoint from(prefix);
+        auto block = load_npy(from, config);
+        from.finish("nn::nonlocal_feature_block::load_npy");
+        return block;
     }
 
 private:

@@ -14,15 +14,9 @@
 /// folds back; the norms and the MLP act on each token alone, so that is this layer over
 /// the pixels with `patch_group{H, W, ph, pw}`, without unfolding the map.
 ///
-/// Weight files (`load_npy`): PyTorch's state_dict names with dots as underscores, e.g.
-///
-///     for name, value in layer.state_dict().items():
-///         numpy.save(prefix + name.replace(".", "_") + ".npy", value.numpy())
-///
-/// writes self_attn_in_proj_weight.npy, self_attn_in_proj_bias.npy,
-/// self_attn_out_proj_weight.npy, self_attn_out_proj_bias.npy, linear1_weight.npy,
-/// linear1_bias.npy, linear2_weight.npy, linear2_bias.npy, norm1_weight.npy,
-/// norm1_bias.npy, norm2_weight.npy and norm2_bias.npy.
+/// Weights load from a state_dict saved as one .npy per entry (nn/checkpoint.hpp):
+/// `self_attn.in_proj_weight`, `self_attn.in_proj_bias`, `self_attn.out_proj.{weight, bias}`,
+/// `linear1`, `linear2`, `norm1` and `norm2`, each `.weight` and `.bias`.
 
 #include <algorithm>
 #include <cstddef>
@@ -37,7 +31,8 @@
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/simd/linear.hpp"
-#include "nonlocal/detail/npy.hpp"
+#include "nonlocal/nn/checkpoint.hpp"
+#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
@@ -115,11 +110,17 @@ private:
     }
 };
 
-/// The arguments of `nn.TransformerEncoderLayer` that `load_npy` cannot read from the weights.
-struct encoder_options {
+/// The architecture of one `nn.TransformerEncoderLayer(embed_dim, num_heads, feedforward,
+/// activation=kind, layer_norm_eps, norm_first)`, PyTorch's defaults, or of timm's `Block`
+/// (norm first; `bias` is its `qkv_bias`).
+struct encoder_layer_config {
+    std::size_t embed_dim = 0;       ///< E
+    std::size_t num_heads = 1;       ///< h, dividing E
+    std::size_t feedforward = 2048;  ///< the MLP's hidden features
     activation kind = activation::relu;
     bool norm_first = false;
     double layer_norm_eps = 1e-5;
+    bool bias = true;                ///< the attention's input projection has a bias
 };
 
 /// One Transformer encoder layer over tokens [B, L, E] or [L, E] of T, float or double (see
@@ -145,33 +146,49 @@ struct basic_transformer_encoder_layer {
                         });
     }
 
-    /// Loads the twelve files named in the file's comment from `prefix` (float32, float64 or
-    /// integers, converted to T). Throws `std::runtime_error` naming a file that cannot be
-    /// read, and `std::invalid_argument` naming one of another element type or rank.
-    static basic_transformer_encoder_layer load_npy(const std::string& prefix, std::size_t num_heads,
-                                              const encoder_options& o = {}) {
-        const detail::weight_files<T> f{prefix, "nn::transformer_encoder_layer::load_npy"};
-        return {basic_multi_head_attention<T>::load_npy(prefix + "self_attn_", num_heads),
-                basic_feed_forward<T>(f.matrix("linear1_weight"), f.vector("linear1_bias"), f.matrix("linear2_weight"),
-                             f.vector("linear2_bias"), o.kind),
-                basic_layer_norm<T>(f.vector("norm1_weight"), f.vector("norm1_bias"), o.layer_norm_eps),
-                basic_layer_norm<T>(f.vector("norm2_weight"), f.vector("norm2_bias"), o.layer_norm_eps), o.norm_first};
+    /// Loads `nn.TransformerEncoderLayer` from the entries below `at` of `from` (see
+    /// nn/checkpoint.hpp): `self_attn` (`multi_head_attention::load_npy`), `linear1`
+    /// [F, E], `linear2` [E, F], `norm1`, `norm2` [E], their biases.
+    static basic_transformer_encoder_layer load_npy(checkpoint& from, const encoder_layer_config& c,
+                                                    const std::string& at = "") {
+        const std::size_t E = c.embed_dim, F = c.feedforward;
+        return {basic_multi_head_attention<T>::load_npy(from, {.embed_dim = E, .num_heads = c.num_heads, .bias = c.bias},
+                                                        at + "self_attn_"),
+                feed_forward(from, at + "linear1", at + "linear2", c),
+                read_layer_norm<T>(from, at + "norm1", E, c.layer_norm_eps),
+                read_layer_norm<T>(from, at + "norm2", E, c.layer_norm_eps), c.norm_first};
+    }
+
+    /// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
+    /// naming every entry missing, misshapen or left over.
+    static basic_transformer_encoder_layer load_npy(const std::string& prefix, const encoder_layer_config& config) {
+        checkpoint from(prefix);
+        auto layer = load_npy(from, config);
+        from.finish("nn::transformer_encoder_layer::load_npy");
+        return layer;
     }
 
     /// Loads one block of timm's ViT layout (`blocks.N.` of a `VisionTransformer`,
-    /// `transformer.N.` of a `MobileVitBlock`) saved as `load_npy`'s files are: `norm1`,
-    /// `attn.qkv` (its bias optional), `attn.proj`, `norm2`, `mlp.fc1`, `mlp.fc2`; norm first,
-    /// with the MLP's activation and the norms' eps the model builds it with (ViT: GELU,
-    /// 1e-6; MobileViT: SiLU, 1e-5). Throws as `load_npy`.
-    static basic_transformer_encoder_layer load_timm(const std::string& prefix, std::size_t num_heads, activation kind,
-                                               double layer_norm_eps) {
-        const detail::weight_files<T> f{prefix, "nn::transformer_encoder_layer::load_timm"};
-        return {basic_multi_head_attention<T>(num_heads, f.matrix("attn_qkv_weight"), f.optional_vector("attn_qkv_bias"),
-                                     f.matrix("attn_proj_weight"), f.optional_vector("attn_proj_bias")),
-                basic_feed_forward<T>(f.matrix("mlp_fc1_weight"), f.vector("mlp_fc1_bias"), f.matrix("mlp_fc2_weight"),
-                             f.vector("mlp_fc2_bias"), kind),
-                basic_layer_norm<T>(f.vector("norm1_weight"), f.vector("norm1_bias"), layer_norm_eps),
-                basic_layer_norm<T>(f.vector("norm2_weight"), f.vector("norm2_bias"), layer_norm_eps), true};
+    /// `transformer.N.` of a `MobileVitBlock`) from the entries below `at`: `norm1`,
+    /// `attn.qkv` [3E, E] (its bias when `config.bias`), `attn.proj` [E, E], `norm2`,
+    /// `mlp.fc1` [F, E], `mlp.fc2` [E, F]; norm first whatever `config.norm_first` says.
+    static basic_transformer_encoder_layer load_timm(checkpoint& from, const encoder_layer_config& c,
+                                                     const std::string& at = "") {
+        const std::size_t E = c.embed_dim;
+        auto qkv = read_linear<T>(from, at + "attn_qkv", E, 3 * E, c.bias);
+        auto proj = read_linear<T>(from, at + "attn_proj", E, E);
+        return {basic_multi_head_attention<T>(c.num_heads, qkv.weight(), qkv.bias(), proj.weight(), proj.bias()),
+                feed_forward(from, at + "mlp_fc1", at + "mlp_fc2", c),
+                read_layer_norm<T>(from, at + "norm1", E, c.layer_norm_eps),
+                read_layer_norm<T>(from, at + "norm2", E, c.layer_norm_eps), true};
+    }
+
+    /// The MLP: `first` [F, E] and `second` [E, F] with their biases.
+    static basic_feed_forward<T> feed_forward(checkpoint& from, const std::string& first, const std::string& second,
+                                              const encoder_layer_config& c) {
+        auto one = read_linear<T>(from, first, c.embed_dim, c.feedforward);
+        auto two = read_linear<T>(from, second, c.feedforward, c.embed_dim);
+        return basic_feed_forward<T>(one.weight(), one.bias(), two.weight(), two.bias(), c.kind);
     }
 
     /// The layer's output, the shape of x, on the threads of `policy` (the projections, the

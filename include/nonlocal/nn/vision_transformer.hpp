@@ -13,7 +13,9 @@
 ///     for name, value in model.state_dict().items():
 ///         numpy.save(prefix + name.replace(".", "_") + ".npy", value.numpy())
 
+#include <charconv>
 #include <cstddef>
+#include <string_view>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -26,11 +28,12 @@
 
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/detail/npy.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
+#include "nonlocal/nn/checkpoint.hpp"
 #include "nonlocal/nn/conv2d.hpp"
+#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/nn/layer_norm.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/nn/multi_head_attention.hpp"
@@ -38,6 +41,61 @@
 #include "nonlocal/nn/transformer.hpp"
 
 namespace nonlocal::nn {
+
+/// The architecture of a Vision Transformer: `named("vit_b_16")` (torchvision's names),
+/// `named("vit_base_patch16_224")` (timm's), or any other sizes.
+struct vit_config {
+    std::size_t image_size = 224;   ///< the side of the images it was built for: g = image_size / patch
+    std::size_t patch = 16;
+    std::size_t hidden = 768;       ///< E
+    std::size_t layers = 12;
+    std::size_t heads = 12;
+    std::size_t mlp = 3072;         ///< the MLP's hidden features
+    std::size_t classes = 1000;     ///< the head's outputs (0: no head, the class token's features)
+    std::size_t in_channels = 3;
+    bool qkv_bias = true;
+
+    /// torchvision's `vit_b_16`, `vit_b_32`, `vit_l_16`, `vit_l_32`, `vit_h_14` and timm's
+    /// `vit_{tiny, small, base, large, huge}_patch{P}_{S}` (anything after a dot, a pretrained
+    /// tag, ignored), 1000 classes. Throws `std::invalid_argument` naming the forms for another.
+    static vit_config named(std::string_view name) {
+        name = name.substr(0, name.find('.'));
+        const auto sized = [](char size, std::size_t patch, std::size_t image) -> std::optional<vit_config> {
+            switch (size) {
+            case 't': return vit_config{image, patch, 192, 12, 3, 768};
+            case 's': return vit_config{image, patch, 384, 12, 6, 1536};
+            case 'b': return vit_config{image, patch, 768, 12, 12, 3072};
+            case 'l': return vit_config{image, patch, 1024, 24, 16, 4096};
+            case 'h': return vit_config{image, patch, 1280, 32, 16, 5120};
+            default: return std::nullopt;
+            }
+        };
+        const auto number = [](std::string_view text) -> std::size_t {
+            std::size_t value = 0;
+            const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+            return error == std::errc() && end == text.data() + text.size() ? value : 0;
+        };
+        std::optional<vit_config> config;
+        if (name.size() > 6 && name.starts_with("vit_") && name[5] == '_' && std::string_view("blh").find(name[4]) != std::string_view::npos) {
+            if (const std::size_t patch = number(name.substr(6))) config = sized(name[4], patch, 224);   // torchvision
+        } else {
+            for (const std::string_view size : {"tiny", "small", "base", "large", "huge"}) {
+                const std::string start = "vit_" + std::string(size) + "_patch";
+                if (!name.starts_with(start)) continue;
+                const std::string_view rest = name.substr(start.size());
+                const std::size_t gap = rest.find('_');
+                const std::size_t patch = number(rest.substr(0, gap));
+                const std::size_t image = gap == std::string_view::npos ? 0 : number(rest.substr(gap + 1));
+                if (patch && image) config = sized(size[0], patch, image);
+            }
+        }
+        if (!config || config->image_size % config->patch)
+            detail::fail("nn::vit_config::named", "unknown architecture " + std::string(name) +
+                                                      "; expected torchvision's vit_b_16, vit_b_32, vit_l_16, vit_l_32 or "
+                                                      "vit_h_14, or timm's vit_{tiny, small, base, large, huge}_patch{P}_{S}");
+        return *config;
+    }
+};
 
 /// A Vision Transformer over images [B, C, H, W] of T, float or double (see the file's comment).
 template <class T = float>
@@ -135,47 +193,60 @@ public:
         return tokens;
     }
 
-    /// Loads torchvision's `VisionTransformer` (`vit_b_16` and the others): `class_token`,
+    /// Loads torchvision's `VisionTransformer` of architecture `c` (`vit_config::named("vit_b_16")`,
+    /// ...) from the entries below `at` of `from` (see nn/checkpoint.hpp): `class_token`,
     /// `conv_proj`, `encoder.pos_embedding`, `encoder.layers.encoder_layer_N.{ln_1,
-    /// self_attention, ln_2, mlp.0, mlp.3}`, `encoder.ln`, `heads.head`, saved as the file's
-    /// comment shows. Throws `std::runtime_error` naming a file that cannot be read and
-    /// `std::invalid_argument` naming one of another shape, or a head with `pre_logits`.
-    static basic_vision_transformer load_torchvision(const std::string& prefix, std::size_t num_heads) {
-        constexpr std::string_view who = "nn::vision_transformer::load_torchvision";
-        const loader load{{prefix, who}};
-        load.refuse("heads_pre_logits_weight", "a head with a representation layer (pre_logits)");
+    /// self_attention, ln_2, mlp.0, mlp.3}`, `encoder.ln`, `heads.head`.
+    static basic_vision_transformer load_torchvision(checkpoint& from, const vit_config& c, const std::string& at = "") {
         std::vector<basic_transformer_encoder_layer<T>> layers;
-        for (std::size_t i = 0; load.has("encoder_layers_encoder_layer_" + std::to_string(i) + "_ln_1_weight"); ++i) {
-            const std::string at = "encoder_layers_encoder_layer_" + std::to_string(i) + "_";
-            layers.emplace_back(basic_multi_head_attention<T>::load_npy(prefix + at + "self_attention_", num_heads),
-                                basic_feed_forward<T>(load.matrix(at + "mlp_0_weight"), load.vector(at + "mlp_0_bias"),
-                                             load.matrix(at + "mlp_3_weight"), load.vector(at + "mlp_3_bias"),
-                                             activation::gelu),
-                                load.norm(at + "ln_1"), load.norm(at + "ln_2"), true);
+        const std::size_t E = c.hidden;
+        for (std::size_t i = 0; i < c.layers; ++i) {
+            const std::string layer = at + "encoder_layers_encoder_layer_" + std::to_string(i) + "_";
+            auto attention = basic_multi_head_attention<T>::load_npy(from, {.embed_dim = E, .num_heads = c.heads, .bias = c.qkv_bias},
+                                                                     layer + "self_attention_");
+            auto one = read_linear<T>(from, layer + "mlp_0", E, c.mlp), two = read_linear<T>(from, layer + "mlp_3", c.mlp, E);
+            auto norm1 = read_layer_norm<T>(from, layer + "ln_1", E, 1e-6), norm2 = read_layer_norm<T>(from, layer + "ln_2", E, 1e-6);
+            layers.emplace_back(std::move(attention),
+                                basic_feed_forward<T>(one.weight(), one.bias(), two.weight(), two.bias(), activation::gelu),
+                                std::move(norm1), std::move(norm2), true);
         }
-        return {load.patch_embedding("conv_proj"), load.token("class_token"), load.positions("encoder_pos_embedding"),
-                std::move(layers), load.norm("encoder_ln"), load.head("heads_head")};
+        return parts(from, c, at, {"conv_proj", "class_token", "encoder_pos_embedding", "encoder_ln", "heads_head"},
+                     std::move(layers), torchvision_position_resampling);
     }
 
-    /// Loads timm's `VisionTransformer` with class-token pooling (`vit_base_patch16_224` and
-    /// the others): `cls_token`, `patch_embed.proj`, `pos_embed`, `blocks.N.{norm1, attn.qkv,
-    /// attn.proj, norm2, mlp.fc1, mlp.fc2}`, `norm`, `head`, saved as the file's comment
-    /// shows; for images of another size the position embedding is resampled as timm's
-    /// `resample_abs_pos_embed` does (`timm_position_resampling`).
-    /// Models with layer scale (`ls1`), `fc_norm` or average pooling are refused with
-    /// `std::invalid_argument`; file errors as `load_torchvision`.
-    static basic_vision_transformer load_timm(const std::string& prefix, std::size_t num_heads) {
-        constexpr std::string_view who = "nn::vision_transformer::load_timm";
-        const loader load{{prefix, who}};
-        load.refuse("blocks_0_ls1_gamma", "layer scale (ls1, ls2)");
-        load.refuse("fc_norm_weight", "a norm after pooling (fc_norm)");
+    /// Loads timm's `VisionTransformer` with class-token pooling of architecture `c`
+    /// (`vit_config::named("vit_base_patch16_224")`, ...) from the entries below `at`:
+    /// `cls_token`, `patch_embed.proj`, `pos_embed`, `blocks.N.{norm1, attn.qkv, attn.proj,
+    /// norm2, mlp.fc1, mlp.fc2}`, `norm`, `head`; for images of another size the position
+    /// embedding is resampled as timm's `resample_abs_pos_embed` does
+    /// (`timm_position_resampling`). Layer scale (`ls1`), `fc_norm` and average pooling are
+    /// not part of this architecture: their entries are unexpected.
+    static basic_vision_transformer load_timm(checkpoint& from, const vit_config& c, const std::string& at = "") {
         std::vector<basic_transformer_encoder_layer<T>> layers;
-        for (std::size_t i = 0; load.has("blocks_" + std::to_string(i) + "_norm1_weight"); ++i) {
-            layers.push_back(basic_transformer_encoder_layer<T>::load_timm(prefix + "blocks_" + std::to_string(i) + "_",
-                                                                 num_heads, activation::gelu, 1e-6));
-        }
-        return {load.patch_embedding("patch_embed_proj"), load.token("cls_token"), load.positions("pos_embed"),
-                std::move(layers), load.norm("norm"), load.head("head"), timm_position_resampling};
+        const encoder_layer_config layer{.embed_dim = c.hidden, .num_heads = c.heads, .feedforward = c.mlp,
+                                         .kind = activation::gelu, .norm_first = true, .layer_norm_eps = 1e-6,
+                                         .bias = c.qkv_bias};
+        for (std::size_t i = 0; i < c.layers; ++i)
+            layers.push_back(basic_transformer_encoder_layer<T>::load_timm(from, layer, at + "blocks_" + std::to_string(i) + "_"));
+        return parts(from, c, at, {"patch_embed_proj", "cls_token", "pos_embed", "norm", "head"}, std::move(layers),
+                     timm_position_resampling);
+    }
+
+    /// `load_torchvision` of the files `prefix + name + ".npy"`, strictly: throws
+    /// `checkpoint_error` naming every entry missing, misshapen or left over.
+    static basic_vision_transformer load_torchvision(const std::string& prefix, const vit_config& config) {
+        checkpoint from(prefix);
+        auto network = load_torchvision(from, config);
+        from.finish("nn::vision_transformer::load_torchvision");
+        return network;
+    }
+
+    /// `load_timm` of the files `prefix + name + ".npy"`, strictly, as `load_torchvision`.
+    static basic_vision_transformer load_timm(const std::string& prefix, const vit_config& config) {
+        checkpoint from(prefix);
+        auto network = load_timm(from, config);
+        from.finish("nn::vision_transformer::load_timm");
+        return network;
     }
 
 private:
@@ -188,34 +259,25 @@ private:
     resize_options position_resampling_;
     std::size_t grid_ = 0;
 
-    /// The files of one saved state_dict, and how the ViT's parts are read from them.
-    struct loader : detail::weight_files<T> {
-        basic_layer_norm<T> norm(const std::string& name) const {
-            return basic_layer_norm<T>(this->vector(name + "_weight"), this->vector(name + "_bias"), 1e-6);
-        }
-        conv2d<T> patch_embedding(const std::string& name) const {
-            xt::xtensor<T, 4> weight = this->template tensor<4>(name + "_weight");
-            const std::size_t p = weight.shape(2);
-            return conv2d<T>(std::move(weight), this->optional_vector(name + "_bias"), {.stride = p});
-        }
-        /// [1, 1, E] as [E].
-        xt::xtensor<T, 1> token(const std::string& name) const {
-            const xt::xtensor<T, 3> t = this->template tensor<3>(name);
-            return xt::xtensor<T, 1>(xt::flatten(t));
-        }
-        /// [1, 1 + g^2, E] as [1 + g^2, E].
-        xt::xtensor<T, 2> positions(const std::string& name) const {
-            const xt::xtensor<T, 3> t = this->template tensor<3>(name);
-            detail::require(t.shape(0) == 1, this->who, [&] {
-                return this->path(name) + " holds " + detail::shape_string(t.shape()) + "; expected [1, 1 + g^2, E]";
-            });
-            return xt::xtensor<T, 2>(xt::view(t, 0));
-        }
-        std::optional<linear_layer<T>> head(const std::string& name) const {
-            if (!this->has(name + "_weight")) return std::nullopt;
-            return linear_layer<T>(this->matrix(name + "_weight"), this->optional_vector(name + "_bias"));
-        }
+    /// The names of the parts around the layers in one layout.
+    struct part_names {
+        std::string patch_embedding, class_token, positions, norm, head;
     };
+
+    /// The patch embedding [E, C, p, p] with its bias, the class token [1, 1, E], the position
+    /// embedding [1, 1 + g^2, E], the final norm and the head [classes, E] of `c`.
+    static basic_vision_transformer parts(checkpoint& from, const vit_config& c, const std::string& at,
+                                          const part_names& names, std::vector<basic_transformer_encoder_layer<T>> layers,
+                                          resize_options resampling) {
+        const std::size_t E = c.hidden, p = c.patch, g = c.image_size / c.patch;
+        conv2d<T> patch = read_conv<T>(from, at + names.patch_embedding, {.in = c.in_channels, .out = E, .kernel = p, .stride = p});
+        const xt::xtensor<T, 3> token = from.read<T, 3>(at + names.class_token, {1, 1, E});
+        const xt::xtensor<T, 3> positions = from.read<T, 3>(at + names.positions, {1, 1 + g * g, E});
+        std::optional<linear_layer<T>> head;
+        if (c.classes) head = read_linear<T>(from, at + names.head, E, c.classes);
+        return {std::move(patch), xt::xtensor<T, 1>(xt::flatten(token)), xt::xtensor<T, 2>(xt::view(positions, 0)),
+                std::move(layers), read_layer_norm<T>(from, at + names.norm, E, 1e-6), std::move(head), resampling};
+    }
 };
 
 /// The float network.
