@@ -1,7 +1,8 @@
 # nonlocal-refine --batch as a cluster runs it, against one uninterrupted run of the same list:
 #   MODE=killed: the batch is killed (SIGKILL, by execute_process's timeout) at random moments,
 #     ROUNDS times, and resumed with --skip-existing after each; then run to its end.
-#   MODE=shards: the list is run as SHARDS shards, one after another (as array tasks would).
+#   MODE=shards: the list is run as SHARDS shards, one after another (as array tasks would),
+#     each with a --report, and --summary of the reports counts every pair done once.
 # Either way every output must equal the uninterrupted run's byte for byte, and no .partial or
 # .claim file may be left.
 #   cmake -DTOOL=<nonlocal-refine> -DGUIDE=<png> -DDEPTH=<png> -DWORK=<dir> -DMODE=killed|shards
@@ -73,12 +74,21 @@ if(MODE STREQUAL "killed")
     message(FATAL_ERROR "only ${kills} runs were killed: the pairs ran too fast for the kills to land")
   endif()
 elseif(MODE STREQUAL "shards")
+  set(reports "")
   foreach(shard RANGE 1 ${SHARDS})
-    run_batch(${WORK}/runs.txt status --shard ${shard}/${SHARDS})
+    run_batch(${WORK}/runs.txt status --shard ${shard}/${SHARDS} --report ${WORK}/shard-${shard}.jsonl)
     if(NOT status EQUAL 0)
       message(FATAL_ERROR "shard ${shard}/${SHARDS} failed: ${status}")
     endif()
+    list(APPEND reports ${WORK}/shard-${shard}.jsonl)
   endforeach()
+  # The run's summary from every shard's report: each pair once, all done.
+  execute_process(COMMAND ${TOOL} --summary ${reports} RESULT_VARIABLE status OUTPUT_VARIABLE summary)
+  message("${summary}")
+  if(NOT status EQUAL 0 OR NOT summary MATCHES "^${PAIRS} pairs in ${SHARDS} reports: ${PAIRS} done, 0 failed, 0 not converged"
+     OR NOT summary MATCHES "pairs per core-hour")
+    message(FATAL_ERROR "the summary of the shards' reports is wrong (status ${status})")
+  endif()
 else()
   message(FATAL_ERROR "MODE must be killed or shards, got '${MODE}'")
 endif()

@@ -13,7 +13,7 @@ function(nonlocal_layer path out)
     "5:weighted_aggregate.hpp|attention.hpp|pairwise.hpp"
     "6:solve/.*"
     "7:filter/.*|depth/.*"
-    "8:nn/.*"
+    "8:nn/.*|io/.*"
     "9:nonlocal.hpp")
   foreach(entry ${layers})
     string(REGEX MATCH "^([0-9]):(.*)$" _ "${entry}")

@@ -14,6 +14,8 @@
 
 #include "image_io.hpp"
 
+#include <nonlocal/io/depth.hpp>
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -239,7 +241,7 @@ BOOST_AUTO_TEST_CASE(size_limit_is_the_callers) {
     BOOST_TEST(read_image(path, 4).pixels.size() == 4u);
     BOOST_CHECK_EXCEPTION(read_image(path, 3), std::runtime_error, [&](const std::runtime_error& e) {
         return std::string(e.what()) ==
-               path + ": 2 x 2 pixels, more than the 3 the tools read (a depth task takes up to 256 bytes a pixel: 1 kB)";
+               path + ": 2 x 2 pixels, more than the 3 read_image reads (a depth task takes up to 256 bytes a pixel: 1 kB)";
     });
 }
 
@@ -259,4 +261,26 @@ BOOST_AUTO_TEST_CASE(npy_nan_infinity_and_negative_values_are_kept) {
     BOOST_TEST(img.pixels(0, 1, 0) == inf);
     BOOST_TEST(img.pixels(0, 2, 0) == -2.5f);
     BOOST_TEST(img.bit_depth == 32);
+}
+
+BOOST_AUTO_TEST_CASE(depth_maps_round_trip_through_png_and_npy) {
+    // 16-bit PNGs keep whole values 0 .. 65535 (rounded, clamped beyond); .npy keeps floats.
+    const xt::xtensor<float, 2> depth{{0, 1, 2.4f, 2.6f}, {1000, 40000, 65535, 70000}, {-3, 7, 8, 9}};
+    const xt::xtensor<float, 2> stored{{0, 1, 2, 3}, {1000, 40000, 65535, 65535}, {0, 7, 8, 9}};
+    nonlocal::io::write_depth(scratch("depth.png"), depth);
+    BOOST_TEST((nonlocal::io::read_depth(scratch("depth.png")) == stored));
+    BOOST_TEST(read_image(scratch("depth.png")).bit_depth == 16);
+    nonlocal::io::write_depth(scratch("depth.npy"), depth);
+    BOOST_TEST((nonlocal::io::read_depth(scratch("depth.npy")) == depth));
+    // A colour image is no depth map; another extension is no file the writers write.
+    xt::xtensor<float, 3> colour = xt::zeros<float>({2, 2, 3});
+    nonlocal::io::write_image(scratch("colour.png"), colour);
+    BOOST_CHECK_EXCEPTION(nonlocal::io::read_depth(scratch("colour.png")), std::runtime_error, [&](const std::runtime_error& e) {
+        return std::string(e.what()) == scratch("colour.png") + ": a depth map has one channel, this image has 3";
+    });
+    BOOST_CHECK_EXCEPTION(nonlocal::io::write_depth(scratch("depth.tif"), depth), std::runtime_error, [&](const std::runtime_error& e) {
+        return std::string(e.what()) == "cannot write " + scratch("depth.tif") + ": expected a name ending in .png or .npy";
+    });
+    BOOST_TEST(!fs::exists(scratch("depth.tif")));
+    BOOST_TEST(!fs::exists(scratch("depth.png.partial")));
 }

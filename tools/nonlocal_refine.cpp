@@ -2,16 +2,22 @@
 //
 //   nonlocal-refine --guide RGB --depth DEPTH --out OUT [--preview PNG] [options]
 //   nonlocal-refine --batch LIST [--jobs N] [--skip-existing] [--shard I/N|auto] [options]
+//   nonlocal-refine --summary REPORT.jsonl...
 //
 // RGB is a PNG (8 or 16 bit; an alpha channel is ignored) or a JPEG, grey or colour.
 // DEPTH is an 8- or 16-bit PNG or a .npy of float32, float64 or integers; 0, negative or non-finite is missing.
 // OUT is written by extension: .png as 16 bit in the input's units, .npy as float32.
 // LIST holds one pair per line, "GUIDE DEPTH OUT" (see batch.hpp); its pairs are refined
-// one per job, N jobs at a time, with the same options. Every option: docs/tools/nonlocal-refine.md.
+// one per job, N jobs at a time, with the same options. --summary reads the --report files of a
+// run's shards and prints what happened (tools/run_summary.hpp). Every option:
+// docs/tools/nonlocal-refine.md.
 // Exit status: 0 done, 1 bad input or a pair failed, 2 a solve did not converge.
 #include "batch.hpp"
 #include "batch_run.hpp"
 #include "image_io.hpp"
+#include "run_summary.hpp"
+
+#include <nonlocal/io/depth.hpp>
 
 #include <nonlocal/nonlocal.hpp>
 
@@ -59,9 +65,7 @@ xt::xtensor<float, 2> read_confidence(const std::string& path, const std::array<
 /// image files pass through.
 nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, const refinement& how) {
     const auto guide = nonlocal::tools::without_alpha(nonlocal::tools::read_image(pair.guide));
-    const auto depth_image = nonlocal::tools::read_image(pair.depth);
-    if (depth_image.pixels.shape(2) != 1) throw std::runtime_error(pair.depth + " must have one channel");
-    const xt::xtensor<float, 2> depth = xt::view(depth_image.pixels, xt::all(), xt::all(), 0);
+    const xt::xtensor<float, 2> depth = nonlocal::io::read_depth(pair.depth);
     const std::optional<xt::xtensor<float, 2>> confidence =
         pair.confidence.empty() ? std::nullopt
                                 : std::optional(read_confidence(pair.confidence, {depth.shape(0), depth.shape(1)}));
@@ -81,15 +85,7 @@ nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, cons
                                         : refine(guide.pixels);
     // Written whole or not at all: an interrupted run leaves no partial output that
     // --skip-existing would take for a finished one.
-    nonlocal::tools::write_whole(pair.out, [&](const std::string& partial) {
-        if (nonlocal::tools::ends_with(pair.out, ".npy")) {
-            xt::dump_npy(partial, result.depth);
-        } else {
-            xt::xtensor<float, 3> out = xt::empty<float>({result.depth.shape(0), result.depth.shape(1), std::size_t(1)});
-            std::copy(result.depth.begin(), result.depth.end(), out.begin());
-            nonlocal::tools::write_png(partial, out, 16);
-        }
-    });
+    nonlocal::io::write_depth(pair.out, result.depth);
     return result;
 }
 
@@ -157,6 +153,15 @@ int main(int argc, char** argv) {
                  "rejected, flying, robust_iterations, error",
                  speech);
     batch.batch->excludes(guide_option)->excludes(depth_option)->excludes(out_option)->excludes(confidence_option);
+    std::vector<std::string> summary_paths;
+    auto* summary_option =
+        app.add_option("--summary", summary_paths,
+                       "print what the --report files of a run (every shard's) say: pairs done, failed with their errors, "
+                       "not converged, skipped, claimed elsewhere, pairs per core-hour, the slowest; exit status 1 when "
+                       "a pair failed or a line cannot be read")
+            ->expected(1, -1)
+            ->check(CLI::ExistingFile);
+    summary_option->excludes(guide_option)->excludes(depth_option)->excludes(out_option)->excludes(batch.batch);
     app.add_option("--mode", how.mode, "fill, denoise or upsample")
         ->check(CLI::IsMember({"fill", "denoise", "upsample"}))->capture_default_str();
     auto* factor_option =
@@ -253,10 +258,21 @@ int main(int argc, char** argv) {
                                     "--occlusions smaller --model separable --connectivity 4 --depth-passes 0",
                                     "--guide rgb.png --depth tof.png --out filled.png --median-of-observations "
                                     "--flying-pixel-sides",
-                                    "--batch pairs.txt --jobs 2 --skip-existing --report run.jsonl"},
+                                    "--batch pairs.txt --jobs 2 --skip-existing --report run.jsonl",
+                                    "--summary run-*.jsonl"},
                                    "0 done, 1 bad input or a pair failed, 2 a solve did not converge.");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
     speech.terminal = isatty(STDOUT_FILENO) == 1;
+    if (summary_option->count()) {
+        try {
+            const auto summary = nonlocal::tools::summarise_reports(summary_paths);
+            nonlocal::tools::print_summary(std::cout, summary, summary_paths.size());
+            return summary.failed || summary.unreadable_lines ? 1 : 0;
+        } catch (const std::exception& e) {
+            std::cerr << "nonlocal-refine: " << e.what() << '\n';
+            return 1;
+        }
+    }
     if (factor_option->count() > 0 && how.mode != "upsample") {   // an upsampling meant, a fill run instead
         std::cerr << "nonlocal-refine: --factor applies to --mode upsample only, not to --mode " << how.mode << '\n';
         return 1;
