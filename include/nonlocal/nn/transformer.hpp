@@ -151,7 +151,7 @@ struct basic_transformer_encoder_layer {
     /// [F, E], `linear2` [E, F], `norm1`, `norm2` [E], their biases.
     static basic_transformer_encoder_layer load_npy(checkpoint& from, const encoder_layer_config& c,
                                                     const std::string& at = "") {
-        const std::size_t E = c.embed_dim, F = c.feedforward;
+        const std::size_t E = c.embed_dim;
         return {basic_multi_head_attention<T>::load_npy(from, {.embed_dim = E, .num_heads = c.num_heads, .bias = c.bias},
                                                         at + "self_attn_"),
                 feed_forward(from, at + "linear1", at + "linear2", c),
