@@ -10,12 +10,13 @@
 // and a UTF-8 byte-order mark are taken in stride. Relative paths are relative to the working
 // directory.
 #include "image_io.hpp"
+#include "shard.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
-#include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -52,12 +53,16 @@ inline bool closes_its_quotes(const std::string& text) {
     return !quoted;
 }
 
-/// Reads and checks a list before anything is computed: every line has the fields `names`
-/// (say "GUIDE DEPTH OUT"; a name in brackets, "[CONFIDENCE]", is a field a line may leave out,
-/// read as empty), every output ends in one of `outputs`, and no two items (nor an item and its
-/// own inputs) share an output. Throws std::runtime_error naming the file and the line.
-inline std::vector<list_entry> read_list(const std::string& path, const std::vector<std::string>& names,
-                                         const std::vector<std::string>& outputs) {
+/// Reads and checks a list before anything is computed, passing each item to `visit`
+/// (a `list_entry&&`) in line order: every line has the fields `names` (say "GUIDE DEPTH
+/// OUT"; a name in brackets, "[CONFIDENCE]", is a field a line may leave out, read as empty),
+/// every output ends in one of `outputs`, and no two items (nor an item and its own inputs)
+/// share an output. Throws std::runtime_error naming the file and the line. What it keeps of
+/// the whole list is 16 bytes an item (the outputs' hashes and lines, to find an output listed
+/// twice), so a caller that keeps only its shard's items reads a list of 100,000 in a few MB.
+template <class Visit>
+void for_each_list_entry(const std::string& path, const std::vector<std::string>& names,
+                         const std::vector<std::string>& outputs, Visit&& visit) {
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read " + path);
     const auto where = [&](std::size_t line) { return path + ':' + std::to_string(line) + ": "; };
@@ -66,16 +71,21 @@ inline std::vector<list_entry> read_list(const std::string& path, const std::vec
     for (const std::string& name : names) expected += (expected.empty() ? "" : " ") + name;
     const auto optional = std::find_if(names.begin(), names.end(), [](const std::string& n) { return n.starts_with('['); });
     const std::size_t least = names.size() - (optional != names.end());
-    std::vector<list_entry> entries;
-    std::map<std::string, std::size_t> written;   // output -> the line that writes it
-    std::string text;
-    for (std::size_t line = 1; std::getline(in, text); ++line) {
+    // The fields of a line, or none for a blank or comment line.
+    const auto fields_of = [&](std::string text, std::size_t line) {
         if (line == 1 && text.starts_with("\xef\xbb\xbf")) text.erase(0, 3);   // a UTF-8 byte-order mark
         std::istringstream fields(text);
         std::vector<std::string> f;
         for (std::string field; fields >> std::quoted(field);) f.push_back(field);
         if (!closes_its_quotes(text)) throw std::runtime_error(where(line) + "a quote is not closed");
-        if (f.empty() || f[0].starts_with('#')) continue;
+        if (f.empty() || f[0].starts_with('#')) f.clear();
+        return f;
+    };
+    std::vector<std::pair<std::uint64_t, std::size_t>> written;   // (hash of the output's key, its line)
+    std::string text;
+    for (std::size_t line = 1; std::getline(in, text); ++line) {
+        std::vector<std::string> f = fields_of(text, line);
+        if (f.empty()) continue;
         if (f.size() != names.size() && f.size() != least)
             throw std::runtime_error(where(line) + "expected " + expected + ", got " + std::to_string(f.size()) +
                                      (f.size() == 1 ? " field" : " fields"));
@@ -84,15 +94,43 @@ inline std::vector<list_entry> read_list(const std::string& path, const std::vec
         if (const std::string error = ending_error(entry.out, outputs); !error.empty())
             throw std::runtime_error(where(line) + "the output " + error);
         const std::string out = key(entry.out);
+        // Paths whose last parts differ (neither . nor ..) name different files: no need to normalise.
+        const auto last = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
+        const auto plain = [](const std::string& name) { return !name.empty() && name != "." && name != ".."; };
+        const std::string out_name = last(entry.out);
         for (std::size_t i = 0; i + 1 < f.size(); ++i)
-            if (!f[i].empty() && out == key(f[i]))
+            if (!f[i].empty() && (!plain(out_name) || !plain(last(f[i])) || last(f[i]) == out_name) && out == key(f[i]))
                 throw std::runtime_error(where(line) + "the output " + entry.out + " would overwrite an input of its line");
-        if (const auto [at, fresh] = written.emplace(out, line); !fresh)
-            throw std::runtime_error(where(line) + "the output " + entry.out + " is written by line " +
-                                     std::to_string(at->second) + " too");
-        entries.push_back(std::move(entry));
+        written.emplace_back(fnv1a(out), line);
+        visit(std::move(entry));
     }
-    if (entries.empty()) throw std::runtime_error(path + ": nothing listed");
+    if (written.empty()) throw std::runtime_error(path + ": nothing listed");
+    // Outputs listed twice: equal hashes, told apart by the lines' own outputs (read again).
+    std::sort(written.begin(), written.end());
+    std::optional<std::pair<std::size_t, std::size_t>> twice;   // (the later line, the earlier one)
+    const auto output_of_line = [&](std::size_t wanted) {
+        std::ifstream again(path);
+        std::string t;
+        for (std::size_t line = 1; std::getline(again, t); ++line)
+            if (line == wanted) return fields_of(t, line).back();
+        return std::string();
+    };
+    for (std::size_t a = 0; a < written.size(); ++a)
+        for (std::size_t b = a + 1; b < written.size() && written[b].first == written[a].first; ++b) {
+            if (twice && written[b].second >= twice->first) continue;
+            if (key(output_of_line(written[a].second)) == key(output_of_line(written[b].second)))
+                twice = std::pair{written[b].second, written[a].second};
+        }
+    if (twice)
+        throw std::runtime_error(where(twice->first) + "the output " + output_of_line(twice->first) + " is written by line " +
+                                 std::to_string(twice->second) + " too");
+}
+
+/// Every item of a list, checked as `for_each_list_entry` checks them.
+inline std::vector<list_entry> read_list(const std::string& path, const std::vector<std::string>& names,
+                                         const std::vector<std::string>& outputs) {
+    std::vector<list_entry> entries;
+    for_each_list_entry(path, names, outputs, [&](list_entry&& e) { entries.push_back(std::move(e)); });
     return entries;
 }
 
@@ -108,11 +146,13 @@ inline void require_distinct_output(const std::string& out, const std::vector<st
     }
 }
 
-/// The pairs of a `nonlocal-refine --batch` list.
-inline std::vector<depth_pair> read_pair_list(const std::string& path) {
+/// The pairs of a `nonlocal-refine --batch` list in shard `part` (the whole list is checked).
+inline std::vector<depth_pair> read_pair_list(const std::string& path, shard part = {1, 1}) {
     std::vector<depth_pair> pairs;
-    for (const list_entry& e : read_list(path, {"GUIDE", "DEPTH", "[CONFIDENCE]", "OUT"}, depth_outputs))
-        pairs.push_back({e.files[0], e.files[1], e.files[2], e.files[3], e.line});
+    for_each_list_entry(path, {"GUIDE", "DEPTH", "[CONFIDENCE]", "OUT"}, depth_outputs, [&](list_entry&& e) {
+        if (in_shard(e.out, part)) pairs.push_back({std::move(e.files[0]), std::move(e.files[1]), std::move(e.files[2]),
+                                                    std::move(e.files[3]), e.line});
+    });
     return pairs;
 }
 

@@ -310,10 +310,13 @@ int main(int argc, char** argv) {
     speech.report = batch.report;
     const nonlocal::tools::depth_pair single{guide_path, depth_path, confidence_path, out_path, 0};
     try {
-        if (batch.given())
-            return nonlocal::tools::run_batch(batch.list, nonlocal::tools::read_pair_list(batch.list),
-                                              batch.settings("pairs", "refined"), speech, pair_fields,
+        if (batch.given()) {
+            // Only this shard's pairs are kept: a list of 100,000 costs a few MB in each shard.
+            const auto settings = batch.settings("pairs", "refined");
+            return nonlocal::tools::run_batch(batch.list, nonlocal::tools::read_pair_list(batch.list, settings.part), settings,
+                                              speech, pair_fields,
                                               [&](const nonlocal::tools::depth_pair& pair) { return refine_item(pair, how); });
+        }
         nonlocal::tools::require_distinct_output(out_path, {guide_path, depth_path, confidence_path});
         const auto result = refine_pair(single, how);
         if (!speech.quiet) std::cout << describe(result, out_path) << '\n';

@@ -38,12 +38,15 @@ inline std::uint64_t fnv1a(const std::string& text) {
     return h;
 }
 
+/// Whether the item writing `out` lies in shard `s`.
+inline bool in_shard(const std::string& out, shard s) { return fnv1a(out) % s.count + 1 == s.index; }
+
 /// The items of a list (anything with an `out` path) in shard `s`, in their order.
 template <class Item>
 std::vector<Item> items_of_shard(const std::vector<Item>& items, shard s) {
     std::vector<Item> mine;
     for (const Item& item : items)
-        if (fnv1a(item.out) % s.count + 1 == s.index) mine.push_back(item);
+        if (in_shard(item.out, s)) mine.push_back(item);
     return mine;
 }
 
