@@ -184,4 +184,15 @@ private:
     load_report report_;
 };
 
+/// `load(checkpoint)` of the files `prefix + name + ".npy"`, strictly: what the prefix
+/// overloads of the loaders do. Throws `checkpoint_error` from `who` naming every entry
+/// missing, misshapen or left over.
+template <class Load>
+auto load_strictly(const std::string& prefix, std::string_view who, Load&& load) {
+    checkpoint from(prefix);
+    auto loaded = load(from);
+    from.finish(who);
+    return loaded;
+}
+
 }  // namespace nonlocal::nn

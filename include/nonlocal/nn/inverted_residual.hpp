@@ -135,10 +135,8 @@ public:
     /// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
     /// naming every entry missing, misshapen or left over.
     static basic_inverted_residual load_timm(const std::string& prefix, const inverted_residual_config& config) {
-        checkpoint from(prefix);
-        auto block = load_timm(from, config);
-        from.finish("nn::inverted_residual::load_timm");
-        return block;
+        return load_strictly(prefix, "nn::inverted_residual::load_timm",
+                             [&](checkpoint& from) { return load_timm(from, config); });
     }
 
 private:

@@ -245,10 +245,8 @@ public:
     /// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
     /// naming every entry missing, misshapen or left over.
     static basic_mobilevit_block load_timm(const std::string& prefix, const mobilevit_block_config& config) {
-        checkpoint from(prefix);
-        auto block = load_timm(from, config);
-        from.finish("nn::mobilevit_block::load_timm");
-        return block;
+        return load_strictly(prefix, "nn::mobilevit_block::load_timm",
+                             [&](checkpoint& from) { return load_timm(from, config); });
     }
 
 private:
@@ -385,10 +383,8 @@ public:
     /// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
     /// naming every entry missing, misshapen or left over.
     static basic_mobilevit load_timm(const std::string& prefix, const mobilevit_config& config) {
-        checkpoint from(prefix);
-        auto network = load_timm(from, config);
-        from.finish("nn::mobilevit::load_timm");
-        return network;
+        return load_strictly(prefix, "nn::mobilevit::load_timm",
+                             [&](checkpoint& from) { return load_timm(from, config); });
     }
 
 private:

@@ -194,10 +194,8 @@ struct basic_multi_head_attention {
     /// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
     /// naming every entry missing, misshapen or left over.
     static basic_multi_head_attention load_npy(const std::string& prefix, const attention_config& config) {
-        checkpoint from(prefix);
-        auto layer = load_npy(from, config);
-        from.finish("nn::multi_head_attention::load_npy");
-        return layer;
+        return load_strictly(prefix, "nn::multi_head_attention::load_npy",
+                             [&](checkpoint& from) { return load_npy(from, config); });
     }
 
     /// Attention of `query` [B, L, E] over `key` [B, S, kdim] and `value` [B, S, vdim] (or

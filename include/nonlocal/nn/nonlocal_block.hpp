@@ -236,10 +236,8 @@ public:
     /// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
     /// naming every entry missing, misshapen or left over.
     static basic_nonlocal_feature_block load_npy(const std::string& prefix, const nonlocal_block_config& config) {
-        checkpoint from(prefix);
-        auto block = load_npy(from, config);
-        from.finish("nn::nonlocal_feature_block::load_npy");
-        return block;
+        return load_strictly(prefix, "nn::nonlocal_feature_block::load_npy",
+                             [&](checkpoint& from) { return load_npy(from, config); });
     }
 
 private:

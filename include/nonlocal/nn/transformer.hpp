@@ -162,10 +162,8 @@ struct basic_transformer_encoder_layer {
     /// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
     /// naming every entry missing, misshapen or left over.
     static basic_transformer_encoder_layer load_npy(const std::string& prefix, const encoder_layer_config& config) {
-        checkpoint from(prefix);
-        auto layer = load_npy(from, config);
-        from.finish("nn::transformer_encoder_layer::load_npy");
-        return layer;
+        return load_strictly(prefix, "nn::transformer_encoder_layer::load_npy",
+                             [&](checkpoint& from) { return load_npy(from, config); });
     }
 
     /// Loads one block of timm's ViT layout (`blocks.N.` of a `VisionTransformer`,

@@ -235,18 +235,14 @@ public:
     /// `load_torchvision` of the files `prefix + name + ".npy"`, strictly: throws
     /// `checkpoint_error` naming every entry missing, misshapen or left over.
     static basic_vision_transformer load_torchvision(const std::string& prefix, const vit_config& config) {
-        checkpoint from(prefix);
-        auto network = load_torchvision(from, config);
-        from.finish("nn::vision_transformer::load_torchvision");
-        return network;
+        return load_strictly(prefix, "nn::vision_transformer::load_torchvision",
+                             [&](checkpoint& from) { return load_torchvision(from, config); });
     }
 
     /// `load_timm` of the files `prefix + name + ".npy"`, strictly, as `load_torchvision`.
     static basic_vision_transformer load_timm(const std::string& prefix, const vit_config& config) {
-        checkpoint from(prefix);
-        auto network = load_timm(from, config);
-        from.finish("nn::vision_transformer::load_timm");
-        return network;
+        return load_strictly(prefix, "nn::vision_transformer::load_timm",
+                             [&](checkpoint& from) { return load_timm(from, config); });
     }
 
 private:
