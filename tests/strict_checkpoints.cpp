@@ -1,8 +1,8 @@
 // nonlocal_model_forward loads checkpoints strictly, for every MODEL: a checkpoint of random
 // weights for an architecture runs; the same without any one of its entries (each in turn),
 // with one entry more, or with one entry of another shape is refused with status 1, the entry
-// named and nothing written; --non-strict without MobileViT's head runs and reports it;
-// --list-entries prints the entries the library reads.
+// named and nothing written; timm's mobilevit_xxs loads whole, and --non-strict without its
+// head runs and reports it; --list-entries prints the entries the library reads.
 //
 //   strict_checkpoints MODEL_FORWARD SCRATCH
 //
@@ -60,18 +60,24 @@ void expect(bool ok, const std::string& what, const outcome& o) {
     std::cerr << "FAILED: " << what << " (status " << o.status << ")\n" << o.err << "\n";
 }
 
+/// `entries` written at `prefix` with random values (running variances positive); `entries`.
+std::vector<nonlocal::nn::checkpoint::entry> write_random(const std::string& prefix,
+                                                          std::vector<nonlocal::nn::checkpoint::entry> entries) {
+    for (const auto& e : entries) {
+        xt::xarray<float> w = xt::random::rand<float>(e.shape, -0.3f, 0.3f);
+        if (e.name.ends_with("running_var")) w = w + 1.0f;
+        xt::dump_npy(prefix + e.name + ".npy", w);
+    }
+    return entries;
+}
+
 /// One MODEL in architecture `arch` on input [1, C, H, W].
 void check_model(const std::string& model, const std::string& arch, std::array<std::size_t, 4> input_shape) {
     const std::string dir = scratch + "/" + model, prefix = dir + "/";
     fs::remove_all(dir);
     fs::create_directories(dir);
     const auto a = ex::parse_architecture(model, arch, input_shape[1], nonlocal::nn::nonlocal_form::embedded_gaussian);
-    const auto entries = ex::entries_of(model, a);
-    for (const auto& e : entries) {
-        xt::xarray<float> w = xt::random::rand<float>(e.shape, -0.3f, 0.3f);
-        if (e.name.ends_with("running_var")) w = w + 1.0f;
-        xt::dump_npy(prefix + e.name + ".npy", w);
-    }
+    const auto entries = write_random(prefix, ex::entries_of(model, a));
     const std::string input = scratch + "/" + model + "_input.npy", output = scratch + "/" + model + "_output.npy";
     xt::dump_npy(input, xt::xarray<float>(xt::random::randn<float>(input_shape)));
     const std::vector<std::string> base = {model, prefix, input, output, "--arch", arch};
@@ -131,13 +137,21 @@ int main(int argc, char** argv) {
     const std::string small_vit = "vit image_size=16 patch=8 hidden=8 layers=2 heads=2 mlp=16 classes=5";
     check_model("torchvision-vit", small_vit, {1, 3, 16, 16});
     check_model("timm-vit", small_vit, {1, 3, 16, 16});
-    check_model("timm-mobilevit", "mobilevit_xxs", {1, 3, 64, 64});
+    // Every kind of entry of MobileViT in a narrow one (each removal is a run); timm's
+    // mobilevit_xxs whole below.
+    check_model("timm-mobilevit", "mobilevit stem=8 features=16 classes=5 stage=1,8,1,2 stage=1,8,2,2,8,2", {1, 3, 32, 32});
     check_model("timm-mobilevit-block", "mobilevit_block in_channels=6 transformer_dim=8 transformer_depth=2 heads=2",
                 {1, 6, 8, 8});
     check_model("nonlocal-block-2d", "nonlocal_block in_channels=8", {1, 8, 6, 6});
 
-    // --non-strict without MobileViT's head: runs, writes, and says what was missing.
-    const std::string prefix = scratch + "/timm-mobilevit/", output = scratch + "/headless.npy";
+    // timm's mobilevit_xxs: its 279 entries load and run; --non-strict without its head runs,
+    // writes, and says what was missing.
+    const std::string prefix = scratch + "/mobilevit_xxs/", output = scratch + "/headless.npy";
+    fs::create_directories(prefix);
+    const auto xxs = ex::parse_architecture("timm-mobilevit", "mobilevit_xxs", 3, nonlocal::nn::nonlocal_form::embedded_gaussian);
+    const auto xxs_entries = write_random(prefix, ex::entries_of("timm-mobilevit", xxs));
+    const outcome whole = run({"timm-mobilevit", prefix, scratch + "/timm-mobilevit_input.npy", scratch + "/xxs.npy", "--arch", "mobilevit_xxs"});
+    expect(whole.status == 0 && xxs_entries.size() == 279, "mobilevit_xxs, all 279 entries", whole);
     fs::remove(prefix + "head_fc_weight.npy");
     fs::remove(prefix + "head_fc_bias.npy");
     const outcome strict = run({"timm-mobilevit", prefix, scratch + "/timm-mobilevit_input.npy", output, "--arch", "mobilevit_xxs"});

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstddef>
+#include <filesystem>
+#include <unistd.h>
 #include <random>
 #include <sstream>
 #include <string>
@@ -80,6 +82,12 @@ void for_each_arch(F&& f) {
 /// unroll of 4 batches, plus the empty and single-element cases.
 inline const std::size_t awkward_lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33,
                                               63, 64, 65, 100, 127, 128, 129, 257};
+
+/// temp/NAME_PID: a folder of this process's own under the temporary directory (the suite's
+/// configurations run their tests side by side; they must not share files).
+inline std::filesystem::path scratch_dir(const std::string& name) {
+    return std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+}
 
 /// Runs `statement` and checks it throws std::invalid_argument whose message contains every `part`.
 template <class F, class... Parts>

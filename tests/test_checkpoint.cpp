@@ -19,10 +19,11 @@ using namespace nonlocal;
 
 namespace {
 
-/// A folder of its own under the temporary directory, removed at the end of the test.
+/// A folder of its own under the temporary directory (of this process: the suite's
+/// configurations run side by side), removed at the end of the test.
 struct scratch {
     std::filesystem::path dir;
-    explicit scratch(const std::string& name) : dir(std::filesystem::temp_directory_path() / name) {
+    explicit scratch(const std::string& name) : dir(test::scratch_dir(name)) {
         std::filesystem::remove_all(dir);
         std::filesystem::create_directories(dir);
     }

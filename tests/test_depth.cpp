@@ -489,7 +489,11 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { fill_depth(none, guide, {.model = depth_model::ar}); }, "fill_depth", "nothing is observed");
     test::check_invalid([&] { upsample_depth(none, guide, 1); }, "upsample_depth", "nothing is observed");
     const xt::xtensor<float, 2> some = xt::ones<float>({4, 5});
-    test::check_invalid([&] { fill_depth(some, guide, {.epsilon_scale = 0}); }, "fill_depth", "epsilon_scale = 0");
+    test::check_invalid([&] { fill_depth(some, guide, {.epsilon_scale = 0}); }, "fill_depth",
+                        "depth_options::epsilon_scale must be finite and positive, got 0");
+    // Each wrong field is named with its value, and only those.
+    test::check_invalid([&] { fill_depth(some, guide, {.connectivity = 6, .sigma_r = -1}); }, "fill_depth",
+                        "depth_options::connectivity must be 4 or 8, got 6; depth_options::sigma_r must be finite and positive, got -1");
     test::check_invalid([&] { denoise_depth(some, guide, {.lambda = -1}); }, "denoise_depth", "lambda = -1");
     test::check_invalid([&] { fill_depth(some, guide, {.threads = 0}); }, "fill_depth", "threads = 0");
     test::check_invalid([&] { fill_depth(some, guide, {.median_scale = -1}); }, "fill_depth", "median_scale = -1");

@@ -177,7 +177,7 @@ BOOST_AUTO_TEST_CASE(loads_timm_names) {
     // A block saved as timm names it, its batch norms the identity but for their eps:
     // conv_kxk, conv_proj and conv_fusion scaled by 1 / sqrt(1 + 1e-5) before their SiLU.
     const block_parts parts;
-    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mobilevit";
+    const auto dir = test::scratch_dir("nonlocal_test_mobilevit");
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "stages_2_1_").string();
     const auto conv_norm_act = [&](const std::string& name, const nn::conv2d<float>& c) {
@@ -316,7 +316,7 @@ BOOST_AUTO_TEST_CASE(loads_a_timm_network) {
     const mv2_parts first(C, C, 1, 72, 16), second(C, C, 2, 80, 16);   // timm's mid channels: multiples of 8
     const nn::conv2d<float> final_conv(test::random_tensor<float, 4>({12, C, 1, 1}, 90), {}, {}, simd::activation::silu);
     const nn::linear_layer<float> head(test::random_tensor<float, 2>({5, 12}, 92), test::random_tensor<float, 1>({5}, 93));
-    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mobilevit_net";
+    const auto dir = test::scratch_dir("nonlocal_test_mobilevit_net");
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "m_").string();
     save_conv_norm_act(prefix + "stem_", stem);

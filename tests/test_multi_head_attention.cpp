@@ -45,7 +45,7 @@ BOOST_AUTO_TEST_CASE(matches_a_plain_loop_and_loads_npy) {
     const xt::xtensor<float, 3> x_key = x, x_value = x;
     BOOST_TEST(m(x, x_key, x_value) == m(x, x, x));
 
-    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mha";
+    const auto dir = test::scratch_dir("nonlocal_test_mha");
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "layer0_").string();
     xt::dump_npy(prefix + "in_proj_weight.npy", test::in_proj_weight(m));
@@ -241,7 +241,7 @@ BOOST_AUTO_TEST_CASE(a_layer_without_biases) {
     const nn::multi_head_attention zeros(4, w_in, xt::zeros<float>({3 * E}), w_out, xt::zeros<float>({E}));
     const auto x = test::random_tensor<float, 3>({2, 9, E}, 23);
     test::check_close(none(x, x, x), zeros(x, x, x), 0, 0, "no biases are zero biases");
-    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mha_no_bias";
+    const auto dir = test::scratch_dir("nonlocal_test_mha_no_bias");
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "layer_").string();
     xt::dump_npy(prefix + "in_proj_weight.npy", w_in);
@@ -301,7 +301,7 @@ BOOST_AUTO_TEST_CASE(keys_and_values_of_their_own_widths) {
     test::check_close(*r.weights, expected.weights, 1e-6, 1e-4, "their weights");
 
     // load_npy reads PyTorch's names for such a layer: q_proj_weight, k_proj_weight, v_proj_weight.
-    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_mha_kdim";
+    const auto dir = test::scratch_dir("nonlocal_test_mha_kdim");
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "layer_").string();
     xt::dump_npy(prefix + "q_proj_weight.npy", wq);

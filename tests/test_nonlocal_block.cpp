@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(feature_maps_and_videos_as_defined) {
 BOOST_AUTO_TEST_CASE(loads_the_pytorch_reimplementation) {
     const block_weights w(4, 2, 20);
     const auto video = test::random_tensor<float, 5>({1, 4, 2, 4, 4}, 21);
-    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_nonlocal_block";
+    const auto dir = test::scratch_dir("nonlocal_test_nonlocal_block");
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "block_").string();
     // NONLocalBlock3D(4, sub_sample=True, bn_layer=True), concatenation: 1 x 1 x 1 convolutions.

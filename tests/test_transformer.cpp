@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(mobilevit_unfold_attend_fold_is_patch_group) {
 BOOST_AUTO_TEST_CASE(loads_pytorch_state_dict_files) {
     const std::size_t E = 16, h = 4, F = 32;
     const auto layer = random_layer(E, h, F, nn::activation::gelu, true, 50);
-    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_transformer";
+    const auto dir = test::scratch_dir("nonlocal_test_transformer");
     std::filesystem::create_directories(dir);
     const std::string prefix = (dir / "blocks_0_").string();
     xt::dump_npy(prefix + "self_attn_in_proj_weight.npy", test::in_proj_weight(layer.self_attn));

@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(loads_torchvision_and_timm_names) {
     const model_weights w;
     const auto images = test::random_tensor<float, 4>({1, 3, grid * patch, grid * patch}, 22);
     const auto expected = w.model()(images);
-    const auto dir = std::filesystem::temp_directory_path() / "nonlocal_test_vit";
+    const auto dir = test::scratch_dir("nonlocal_test_vit");
     std::filesystem::create_directories(dir);
     const std::string tv = (dir / "tv_").string(), timm = (dir / "timm_").string();
     save(tv + "conv_proj_weight.npy", w.conv_w);

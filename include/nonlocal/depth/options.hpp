@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -180,33 +181,39 @@ inline solve_report one_report(std::string method, const solve_report& first, co
             first.seconds + second.seconds};
 }
 
-/// Throws `std::invalid_argument` (from `where`) unless the options are valid.
+/// Throws `std::invalid_argument` (from `where`) unless the options are valid, naming each
+/// field that is not and its value: "depth_options::sigma_r must be finite and positive, got -1".
 inline void check_options(const depth_options& o, std::string_view where) {
-    require(std::isfinite(o.epsilon_scale) && o.epsilon_scale > 0 && std::isfinite(o.lambda) && o.lambda > 0 &&
-                std::isfinite(o.median_scale) && o.median_scale >= 0 && std::isfinite(o.sigma_d) && o.sigma_d >= 0 &&
-                std::isfinite(o.chroma_weight) && o.chroma_weight >= 0 && std::isfinite(o.median_flatness) &&
-                o.median_flatness >= 0 && std::isfinite(o.min_weight) && o.min_weight >= 0 && o.stage_factor >= 2 &&
-                o.separable_passes >= 1 && std::isfinite(o.separable_strength) && o.separable_strength > 0 &&
-                o.solve.tolerance >= 0 && o.threads >= 1 && std::isfinite(o.step) && o.step >= 0 &&
-                std::isfinite(o.robust_threshold) && o.robust_threshold > 0 && std::isfinite(o.robust_tolerance) &&
-                o.robust_tolerance >= 0,
-            where, [&] {
-                return "needs finite epsilon_scale > 0, finite lambda > 0, finite median_scale >= 0, finite sigma_d >= 0, "
-                       "finite chroma_weight >= 0, finite median_flatness >= 0, finite min_weight >= 0, stage_factor >= 2, "
-                       "separable_passes >= 1, finite separable_strength > 0, solve.tolerance >= 0, threads >= 1, finite step >= 0, "
-                       "finite robust_threshold > 0 and finite robust_tolerance >= 0, "
-                       "got epsilon_scale = " +
-                       std::to_string(o.epsilon_scale) + ", lambda = " + std::to_string(o.lambda) +
-                       ", median_scale = " + std::to_string(o.median_scale) + ", sigma_d = " + std::to_string(o.sigma_d) +
-                       ", chroma_weight = " + std::to_string(o.chroma_weight) +
-                       ", median_flatness = " + std::to_string(o.median_flatness) +
-                       ", min_weight = " + std::to_string(o.min_weight) + ", stage_factor = " + std::to_string(o.stage_factor) +
-                       ", separable_passes = " + std::to_string(o.separable_passes) +
-                       ", separable_strength = " + std::to_string(o.separable_strength) +
-                       ", solve.tolerance = " + std::to_string(o.solve.tolerance) + ", threads = " + std::to_string(o.threads) +
-                       ", step = " + std::to_string(o.step) + ", robust_threshold = " + std::to_string(o.robust_threshold) +
-                       ", robust_tolerance = " + std::to_string(o.robust_tolerance);
-            });
+    std::string wrong;
+    const auto need = [&](bool ok, std::string_view field, std::string_view rule, double value) {
+        if (ok) return;
+        std::ostringstream got;
+        got << value;
+        wrong += (wrong.empty() ? "" : "; ") + std::string("depth_options::") + std::string(field) + " must be " +
+                 std::string(rule) + ", got " + got.str();
+    };
+    const auto positive = [](double x) { return std::isfinite(x) && x > 0; };
+    const auto not_negative = [](double x) { return std::isfinite(x) && x >= 0; };
+    need(o.connectivity == 4 || o.connectivity == 8, "connectivity", "4 or 8", o.connectivity);
+    need(o.radius >= 1, "radius", "at least 1", double(o.radius));
+    need(positive(o.sigma_r), "sigma_r", "finite and positive", o.sigma_r);
+    need(o.sigma_s > 0 && !std::isnan(o.sigma_s), "sigma_s", "positive (infinite: no spatial weight)", o.sigma_s);
+    need(not_negative(o.chroma_weight), "chroma_weight", "finite and at least 0", o.chroma_weight);
+    need(positive(o.epsilon_scale), "epsilon_scale", "finite and positive", o.epsilon_scale);
+    need(positive(o.lambda), "lambda", "finite and positive", o.lambda);
+    need(not_negative(o.min_weight), "min_weight", "finite and at least 0", o.min_weight);
+    need(not_negative(o.median_scale), "median_scale", "finite and at least 0", o.median_scale);
+    need(not_negative(o.median_flatness), "median_flatness", "finite and at least 0", o.median_flatness);
+    need(not_negative(o.sigma_d), "sigma_d", "finite and at least 0 (0: 2 % of the depth range)", o.sigma_d);
+    need(o.stage_factor >= 2, "stage_factor", "at least 2", double(o.stage_factor));
+    need(o.separable_passes >= 1, "separable_passes", "at least 1", double(o.separable_passes));
+    need(positive(o.separable_strength), "separable_strength", "finite and positive", o.separable_strength);
+    need(not_negative(o.step), "step", "finite and at least 0 (0: 5 % of the depth range)", o.step);
+    need(positive(o.robust_threshold), "robust_threshold", "finite and positive", o.robust_threshold);
+    need(not_negative(o.robust_tolerance), "robust_tolerance", "finite and at least 0", o.robust_tolerance);
+    need(o.threads >= 1, "threads", "at least 1", o.threads);
+    need(o.solve.tolerance >= 0, "solve.tolerance", "at least 0", o.solve.tolerance);
+    require(wrong.empty(), where, [&] { return wrong; });
 }
 
 }  // namespace detail
