@@ -494,23 +494,23 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     // Each wrong field is named with its value, and only those.
     test::check_invalid([&] { fill_depth(some, guide, {.connectivity = 6, .sigma_r = -1}); }, "fill_depth",
                         "depth_options::connectivity must be 4 or 8, got 6; depth_options::sigma_r must be finite and positive, got -1");
-    test::check_invalid([&] { denoise_depth(some, guide, {.lambda = -1}); }, "denoise_depth", "lambda = -1");
-    test::check_invalid([&] { fill_depth(some, guide, {.threads = 0}); }, "fill_depth", "threads = 0");
-    test::check_invalid([&] { fill_depth(some, guide, {.median_scale = -1}); }, "fill_depth", "median_scale = -1");
-    test::check_invalid([&] { fill_depth(some, guide, {.sigma_d = -2}); }, "fill_depth", "sigma_d = -2");
+    test::check_invalid([&] { denoise_depth(some, guide, {.lambda = -1}); }, "denoise_depth", "depth_options::lambda must be", "got -1");
+    test::check_invalid([&] { fill_depth(some, guide, {.threads = 0}); }, "fill_depth", "depth_options::threads must be", "got 0");
+    test::check_invalid([&] { fill_depth(some, guide, {.median_scale = -1}); }, "fill_depth", "depth_options::median_scale must be", "got -1");
+    test::check_invalid([&] { fill_depth(some, guide, {.sigma_d = -2}); }, "fill_depth", "depth_options::sigma_d must be", "got -2");
     test::check_invalid([&] { fill_depth(some, guide, {.median_scale = std::nan("")}); }, "fill_depth",
-                        "median_scale = nan");
-    test::check_invalid([&] { fill_depth(some, guide, {.chroma_weight = -1}); }, "fill_depth", "chroma_weight = -1");
-    test::check_invalid([&] { fill_depth(some, guide, {.median_flatness = -0.5}); }, "fill_depth", "median_flatness = -0.5");
-    test::check_invalid([&] { fill_depth(some, guide, {.min_weight = -1e-3}); }, "fill_depth", "min_weight = -0.001");
-    test::check_invalid([&] { upsample_depth(low_ones(), guide, 2, {.stage_factor = 1}); }, "upsample_depth", "stage_factor = 1");
-    test::check_invalid([&] { upsample_depth(low_ones(), guide, 2, {.stage_factor = 0}); }, "upsample_depth", "stage_factor = 0");
-    test::check_invalid([&] { fill_depth(some, guide, {.separable_passes = 0}); }, "fill_depth", "separable_passes = 0");
+                        "depth_options::median_scale must be", "got nan");
+    test::check_invalid([&] { fill_depth(some, guide, {.chroma_weight = -1}); }, "fill_depth", "depth_options::chroma_weight must be", "got -1");
+    test::check_invalid([&] { fill_depth(some, guide, {.median_flatness = -0.5}); }, "fill_depth", "depth_options::median_flatness must be", "got -0.5");
+    test::check_invalid([&] { fill_depth(some, guide, {.min_weight = -1e-3}); }, "fill_depth", "depth_options::min_weight must be", "got -0.001");
+    test::check_invalid([&] { upsample_depth(low_ones(), guide, 2, {.stage_factor = 1}); }, "upsample_depth", "depth_options::stage_factor must be", "got 1");
+    test::check_invalid([&] { upsample_depth(low_ones(), guide, 2, {.stage_factor = 0}); }, "upsample_depth", "depth_options::stage_factor must be", "got 0");
+    test::check_invalid([&] { fill_depth(some, guide, {.separable_passes = 0}); }, "fill_depth", "depth_options::separable_passes must be", "got 0");
     test::check_invalid([&] { fill_depth(some, guide, {.separable_strength = -1}); }, "fill_depth",
-                        "separable_strength = -1");
+                        "depth_options::separable_strength must be", "got -1");
     depth_options nan_tolerance;
     nan_tolerance.solve.tolerance = std::nan("");
-    test::check_invalid([&] { fill_depth(some, guide, nan_tolerance); }, "fill_depth", "solve.tolerance = nan");
+    test::check_invalid([&] { fill_depth(some, guide, nan_tolerance); }, "fill_depth", "depth_options::solve.tolerance must be", "got nan");
     // A guide value that is not finite would spread through the weights: rejected by name and position.
     xt::xtensor<float, 3> rgb = xt::ones<float>({4, 5, 3});
     rgb(1, 4, 2) = std::nanf("");

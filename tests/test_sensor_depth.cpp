@@ -718,10 +718,10 @@ BOOST_AUTO_TEST_CASE(bad_confidence_maps_are_refused) {
     const xt::xtensor<float, 2> zero = xt::zeros<float>({4, 5});
     test::check_invalid([&] { fill_depth(depth, zero, guide); }, "fill_depth", "nothing is observed");
     // The new options' ranges.
-    test::check_invalid([&] { fill_depth(depth, guide, {.step = -1}); }, "fill_depth", "step = -1");
-    test::check_invalid([&] { fill_depth(depth, guide, {.robust_threshold = 0}); }, "fill_depth", "robust_threshold = 0");
+    test::check_invalid([&] { fill_depth(depth, guide, {.step = -1}); }, "fill_depth", "depth_options::step must be", "got -1");
+    test::check_invalid([&] { fill_depth(depth, guide, {.robust_threshold = 0}); }, "fill_depth", "depth_options::robust_threshold must be", "got 0");
     test::check_invalid([&] { fill_depth(depth, guide, {.robust_tolerance = std::nan("")}); }, "fill_depth",
-                        "robust_tolerance = nan");
+                        "depth_options::robust_tolerance must be", "got nan");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
