@@ -15,6 +15,10 @@
 //     normalised model (0) or the separable one on 4 neighbours (2);
 //     peer_opencv_fgs_sensor/protocol:0|1: OpenCV's fast global smoother on the same
 //     observations (normalised, at eval_depth's best parameters);
+//   depth_sensor_frame/protocol:0|1/model:0|2/width:640|1280: the same on a sensor's frame,
+//     Aloe cropped at its centre to 640 x 480 or 1280 x 720 before the protocol, with the
+//     counter pairs_per_core_hour; peer_opencv_fgs_sensor_frame/protocol:0|1/width:640|1280:
+//     OpenCV's fast global smoother on the same frames;
 //   depth_dataset/jobs:1|2: four of those x8 upsamplings, one pair per thread, 1 or 2 at a
 //     time, in pairs per second;
 //   multigrid_setup/aggregation:0|1: the hierarchy of that x8 system;
@@ -34,6 +38,9 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -122,20 +129,20 @@ BENCHMARK(depth_upsample)
     ->UseRealTime();
 
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-/// Aloe's guide as OpenCV takes it: 8-bit BGR.
-cv::Mat aloe_bgr() {
-    const auto& guide = aloe().guide;
+/// A guide as OpenCV takes it: 8-bit BGR (Aloe's by default).
+cv::Mat bgr_of(const xt::xtensor<float, 3>& guide) {
     cv::Mat bgr;
     cv::Mat(int(guide.shape(0)), int(guide.shape(1)), CV_32FC3, const_cast<float*>(guide.data())).convertTo(bgr, CV_8UC3);
     cv::cvtColor(bgr, bgr, cv::COLOR_RGB2BGR);
     return bgr;
 }
+cv::Mat aloe_bgr() { return bgr_of(aloe().guide); }
 
 /// Times OpenCV's fast global smoother, normalised, on one thread: the observations `sparse`
-/// (0 elsewhere) and their `mask` each smoothed on Aloe's guide, then divided.
-void time_normalised_fgs(benchmark::State& state, const cv::Mat& sparse, const cv::Mat& mask, double lambda, double sigma) {
+/// (0 elsewhere) and their `mask` each smoothed on `guide` (Aloe's), then divided.
+void time_normalised_fgs(benchmark::State& state, const cv::Mat& sparse, const cv::Mat& mask, double lambda, double sigma,
+                         const cv::Mat& guide = aloe_bgr()) {
     cv::setNumThreads(1);
-    const cv::Mat guide = aloe_bgr();
     cv::Mat num, den;
     for (auto _ : state) {
         cv::ximgproc::fastGlobalSmootherFilter(guide, sparse, num, lambda, sigma);
@@ -198,6 +205,75 @@ void peer_opencv_fgs_sensor(benchmark::State& state) {
     time_normalised_fgs(state, sparse, mask, state.range(0) == 0 ? 3000 : 1.69, state.range(0) == 0 ? 2.83 : 45.3);
 }
 BENCHMARK(peer_opencv_fgs_sensor)->ArgName("protocol")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
+/// The counter pairs_per_core_hour: the pairs one thread refines in an hour at the pace of
+/// the iterations since `start`.
+void count_pairs_per_core_hour(benchmark::State& state, std::chrono::steady_clock::time_point start) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.counters["pairs_per_core_hour"] = seconds > 0 ? 3600.0 * double(state.iterations()) / seconds : 0.0;
+}
+
+/// A sensor's frame: Aloe's guide and truth cropped at their centre to 640 x 480 (Kinect,
+/// RealSense) or 1280 x 720, and the observations of a real-sensor protocol on it.
+struct sensor_frame {
+    scene crop;
+    xt::xtensor<float, 2> observed;
+};
+const sensor_frame& frame_of(std::int64_t protocol, std::int64_t width) {
+    static std::map<std::pair<std::int64_t, std::int64_t>, sensor_frame> frames;
+    static std::mutex guard;
+    const std::lock_guard lock(guard);
+    auto [at, fresh] = frames.try_emplace({protocol, width});
+    if (fresh) {
+        const std::size_t W = std::size_t(width), H = width == 640 ? 480 : 720;
+        const auto& s = aloe();
+        const std::size_t top = (s.truth.shape(0) - H) / 2, left = (s.truth.shape(1) - W) / 2;
+        at->second.crop.truth = xt::view(s.truth, xt::range(top, top + H), xt::range(left, left + W));
+        at->second.crop.guide = xt::view(s.guide, xt::range(top, top + H), xt::range(left, left + W), xt::all());
+        at->second.observed = protocol == 0 ? nonlocal::bench::stereo_protocol(at->second.crop.truth)
+                                            : nonlocal::bench::tof_protocol(at->second.crop.truth);
+    }
+    return at->second;
+}
+
+/// depth_sensor on a sensor's frame, in pairs per core-hour.
+void depth_sensor_frame(benchmark::State& state) {
+    const bool stereo = state.range(0) == 0;
+    const nonlocal::depth_options o = state.range(1) == 0 ? nonlocal::bench::sensor_protocol_options(stereo)
+                                                          : nonlocal::bench::separable_for_sensors(stereo);
+    const sensor_frame& f = frame_of(state.range(0), state.range(2));
+    const auto start = std::chrono::steady_clock::now();
+    for (auto _ : state) {
+        auto out = nonlocal::fill_depth(f.observed, f.crop.guide, o);
+        benchmark::DoNotOptimize(out.depth.data());
+    }
+    count_pairs_per_core_hour(state, start);
+}
+BENCHMARK(depth_sensor_frame)
+    ->ArgNames({"protocol", "model", "width"})
+    ->ArgsProduct({{0, 1}, {0, 2}, {640, 1280}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+/// OpenCV's fast global smoother on depth_sensor_frame's observations, at eval_depth's best
+/// parameters for the protocol (found on the whole of Aloe).
+void peer_opencv_fgs_sensor_frame(benchmark::State& state) {
+    const sensor_frame& f = frame_of(state.range(0), state.range(1));
+    const cv::Mat sparse(int(f.observed.shape(0)), int(f.observed.shape(1)), CV_32F, const_cast<float*>(f.observed.data()));
+    cv::Mat mask;
+    cv::threshold(sparse, mask, 0, 1, cv::THRESH_BINARY);
+    const auto start = std::chrono::steady_clock::now();
+    time_normalised_fgs(state, sparse, mask, state.range(0) == 0 ? 3000 : 1.69, state.range(0) == 0 ? 2.83 : 45.3,
+                        bgr_of(f.crop.guide));
+    count_pairs_per_core_hour(state, start);
+}
+BENCHMARK(peer_opencv_fgs_sensor_frame)
+    ->ArgNames({"protocol", "width"})
+    ->ArgsProduct({{0, 1}, {640, 1280}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 #endif
 
 /// A dataset refined one pair per thread: 4 x8 upsamplings of Aloe, `jobs` at a time on
