@@ -21,7 +21,11 @@
 // to the input's channels.
 #include "image_io.hpp"
 
-#include <nonlocal/nonlocal.hpp>
+#include <nonlocal/execution.hpp>
+#include <nonlocal/nn/checkpoint.hpp>
+#include <nonlocal/nn/mobilevit.hpp>
+#include <nonlocal/nn/nonlocal_block.hpp>
+#include <nonlocal/nn/vision_transformer.hpp>
 
 #include <xtensor/xnpy.hpp>
 

@@ -25,7 +25,6 @@
 #include "checkpoints.hpp"
 #include "cli.hpp"
 
-#include <nonlocal/nonlocal.hpp>
 
 #include <CLI/CLI.hpp>
 #include <xtensor/xview.hpp>

@@ -30,7 +30,6 @@
 #include "checkpoints.hpp"
 #include "cli.hpp"
 
-#include <nonlocal/nonlocal.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -9,7 +9,6 @@
 // Exit status 0 when every run behaves so, 1 otherwise.
 #include "checkpoints.hpp"
 
-#include <nonlocal/nonlocal.hpp>
 
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xrandom.hpp>

@@ -2,7 +2,6 @@
 // of their outputs), the shards together every pair once, and an output listed twice is
 // refused naming both lines, however far apart, while what the reader keeps of the whole
 // list stays 16 bytes a pair (tools/batch.hpp).
-#define BOOST_TEST_MODULE batch_list
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -27,6 +26,8 @@ std::string generated_list(const std::string& name, std::size_t pairs, const std
 }
 
 }  // namespace
+
+BOOST_AUTO_TEST_SUITE(batch_list)
 
 BOOST_AUTO_TEST_CASE(shards_of_a_list_of_100000_pairs) {
     const std::size_t n = 100000, shards = 4;
@@ -59,3 +60,5 @@ BOOST_AUTO_TEST_CASE(an_output_listed_twice_is_refused_naming_both_lines) {
         return std::string(e.what()) == path + ":100001: the output ./out/../out/17.png is written by line 18 too";
     });
 }
+
+BOOST_AUTO_TEST_SUITE_END()

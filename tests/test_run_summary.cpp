@@ -1,7 +1,7 @@
 // nonlocal-refine --summary's reading of --report files: the JSON lines as the batch runner
 // writes them, pairs reported by several shards or runs counted once by their most finished
 // outcome, the throughput per core from the solved pairs' seconds, and lines it cannot read.
-#define BOOST_TEST_MODULE run_summary
+#define BOOST_TEST_MODULE batch_tools   // with test_batch_list.cpp: one program
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -31,6 +31,8 @@ std::string line(const std::string& out, const std::string& status, double secon
 }
 
 }  // namespace
+
+BOOST_AUTO_TEST_SUITE(run_summary)
 
 BOOST_AUTO_TEST_CASE(report_lines_parse_as_the_runner_writes_them) {
     nonlocal::tools::report_record r;
@@ -80,3 +82,5 @@ BOOST_AUTO_TEST_CASE(pairs_count_once_by_their_most_finished_outcome) {
     BOOST_TEST(printed.str().find("failed: e: bad png") != std::string::npos);
     BOOST_CHECK_THROW(nonlocal::tools::summarise_reports({one + ".missing"}), std::runtime_error);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

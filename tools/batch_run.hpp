@@ -145,9 +145,9 @@ inline std::string report_line(std::size_t line, const std::string& described, c
 /// `describe(item)` gives its fields for the report. Exit status: 1 if an item failed, else 2
 /// if a solve did not converge, else 0.
 template <class Item, class Describe, class Work>
-int run_batch(const std::string& list_path, const std::vector<Item>& listed, const batch_settings& settings,
-              const voice& speech, Describe&& describe, Work&& work) {
-    const std::vector<Item> items = items_of_shard(listed, settings.part);
+int run_batch(const std::string& list_path, std::vector<Item> items, const batch_settings& settings, const voice& speech,
+              Describe&& describe, Work&& work) {
+    keep_shard(items, settings.part);   // in place: a list of 100,000 is not copied
     std::mutex output;
     std::atomic<std::size_t> next{0}, failed{0}, unconverged{0}, skipped{0}, claimed{0};
     std::size_t done = 0;

@@ -103,10 +103,14 @@ int main(int argc, char** argv) {
     };
     try {
         if (batch.given()) {
+            // Only this shard's images are kept, as nonlocal-refine keeps its pairs.
+            const auto settings = batch.settings("images", "denoised");
             std::vector<image_item> items;
-            for (const auto& e : nonlocal::tools::read_list(batch.list, {"INPUT", "OUTPUT"}, {".png"}))
-                items.push_back({e.files[0], e.files[1], e.line});
-            return nonlocal::tools::run_batch(batch.list, items, batch.settings("images", "denoised"), speech, fields,
+            nonlocal::tools::for_each_list_entry(batch.list, {"INPUT", "OUTPUT"}, {".png"}, [&](nonlocal::tools::list_entry&& e) {
+                if (nonlocal::tools::in_shard(e.out, settings.part))
+                    items.push_back({std::move(e.files[0]), std::move(e.files[1]), e.line});
+            });
+            return nonlocal::tools::run_batch(batch.list, std::move(items), settings, speech, fields,
                                               [&](const image_item& item) { return denoise_image(item, how); });
         }
         nonlocal::tools::require_distinct_output(output, {input});

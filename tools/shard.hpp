@@ -41,13 +41,10 @@ inline std::uint64_t fnv1a(const std::string& text) {
 /// Whether the item writing `out` lies in shard `s`.
 inline bool in_shard(const std::string& out, shard s) { return fnv1a(out) % s.count + 1 == s.index; }
 
-/// The items of a list (anything with an `out` path) in shard `s`, in their order.
+/// Keeps the items of a list (anything with an `out` path) that lie in shard `s`, in their order.
 template <class Item>
-std::vector<Item> items_of_shard(const std::vector<Item>& items, shard s) {
-    std::vector<Item> mine;
-    for (const Item& item : items)
-        if (in_shard(item.out, s)) mine.push_back(item);
-    return mine;
+void keep_shard(std::vector<Item>& items, shard s) {
+    std::erase_if(items, [&](const Item& item) { return !in_shard(item.out, s); });
 }
 
 /// An environment variable as a count, or nothing when it is not set.
