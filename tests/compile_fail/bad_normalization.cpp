@@ -1,6 +1,9 @@
 // expect: satisfaction of [^ ]*normalization<
 // A normalization without its kind.
-#include <nonlocal/nonlocal.hpp>
+// The headers of what it composes, not the umbrella: a compile-fail test is compiled on every run.
+#include <nonlocal/neighborhood/dense.hpp>
+#include <nonlocal/normalization.hpp>
+#include <nonlocal/weighted_aggregate.hpp>
 
 struct not_a_normalization {};
 

@@ -1,6 +1,9 @@
 // expect: satisfaction of [^ ]*similarity<
 // A similarity without a kernel type and with a logit of the wrong signature.
-#include <nonlocal/nonlocal.hpp>
+// The headers of what it composes, not the umbrella: a compile-fail test is compiled on every run.
+#include <nonlocal/neighborhood/dense.hpp>
+#include <nonlocal/normalization.hpp>
+#include <nonlocal/weighted_aggregate.hpp>
 
 struct not_a_similarity {
     double logit(double a, double b) const { return a * b; }

@@ -1,6 +1,9 @@
 // expect: declared_form_fits
 // A distance form without the scale(d) it needs fails the similarity concept.
-#include <nonlocal/nonlocal.hpp>
+// The headers of what it composes, not the umbrella: a compile-fail test is compiled on every run.
+#include <nonlocal/neighborhood/dense.hpp>
+#include <nonlocal/normalization.hpp>
+#include <nonlocal/weighted_aggregate.hpp>
 
 struct distance_without_scale {
     using kernel = nonlocal::exp_kernel;

@@ -2,7 +2,10 @@
 // A dot product that declares itself with the former member name instead of
 // `using traits = nonlocal::similarity_traits<nonlocal::dot_product_form>`: refused, rather
 // than run on the gather kernel unnoticed.
-#include <nonlocal/nonlocal.hpp>
+// The headers of what it composes, not the umbrella: a compile-fail test is compiled on every run.
+#include <nonlocal/neighborhood/dense.hpp>
+#include <nonlocal/normalization.hpp>
+#include <nonlocal/weighted_aggregate.hpp>
 
 struct old_style_dot {
     using kernel = nonlocal::identity_kernel;

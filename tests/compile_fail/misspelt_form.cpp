@@ -1,6 +1,9 @@
 // expect: dot_produkt_form
 // A misspelt logit form does not compile: no similarity silently loses its fast kernel.
-#include <nonlocal/nonlocal.hpp>
+// The headers of what it composes, not the umbrella: a compile-fail test is compiled on every run.
+#include <nonlocal/neighborhood/dense.hpp>
+#include <nonlocal/normalization.hpp>
+#include <nonlocal/weighted_aggregate.hpp>
 
 struct misspelt {
     using kernel = nonlocal::identity_kernel;
