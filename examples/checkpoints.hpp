@@ -1,7 +1,6 @@
 #pragma once
 // What nonlocal_model_forward and nonlocal_classify share: the architectures they build, by
-// MODEL (the checkpoint's layout) and by name, the checkpoints they load into them, and how
-// they write an array whole.
+// MODEL (the checkpoint's layout) and by name, and the checkpoints they load into them.
 //
 // An architecture is written as a name and settings, on the command line (--arch) or in the
 // file PREFIX + "architecture.txt" beside the weights (several lines allowed, # starts a
@@ -27,7 +26,6 @@
 #include <nonlocal/nn/nonlocal_block.hpp>
 #include <nonlocal/nn/vision_transformer.hpp>
 
-#include <xtensor/xnpy.hpp>
 
 #include <charconv>
 #include <filesystem>
@@ -176,9 +174,9 @@ inline architecture parse_architecture(const std::string& model, const std::stri
             },
             a.config);
     }
-    if (const auto* block = std::get_if<nn::mobilevit_block_config>(&a.config); block && !block->transformer_dim)
-        throw std::runtime_error("architecture: mobilevit_block needs transformer_dim=D and transformer_depth=N");
     const auto* block = std::get_if<nn::mobilevit_block_config>(&a.config);
+    if (block && !block->transformer_dim)
+        throw std::runtime_error("architecture: mobilevit_block needs transformer_dim=D and transformer_depth=N");
     const auto* nonlocal_block = std::get_if<nn::nonlocal_block_config>(&a.config);
     if ((block && !block->in_channels) || (nonlocal_block && !nonlocal_block->in_channels))
         throw std::runtime_error("architecture: " + family + " needs in_channels=C when no input gives them");
@@ -262,15 +260,6 @@ inline void warn_about(const std::string& program, const nn::load_report& report
     std::cerr << program << ": --non-strict: " << report.missing.size() << " missing, " << report.unexpected.size()
               << " unexpected, " << report.mismatched.size() << " mismatched (missing and mismatched entries are zero, "
               << "or one for a norm's scale and a running variance):" << report.describe() << "\n";
-}
-
-/// `array` as a .npy file at `path`, written whole or not at all (errors name `path`).
-inline void write_npy(const std::string& path, const xt::xarray<float>& array) {
-    tools::write_whole(path, [&](const std::string& partial) {
-        std::ofstream file(partial, std::ios::binary);
-        file << xt::dump_npy(array);
-        if (!file.flush()) throw std::runtime_error("cannot write " + partial);
-    });
 }
 
 }  // namespace nonlocal::examples

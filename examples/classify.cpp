@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
         ex::warn_about("nonlocal_classify", from.finish(ex::loader_of(model)));
         std::cerr << "nonlocal_classify: " << model << ", architecture from " << a.source << ": " << a.text << "\n";
         const xt::xtensor<float, 2> logits = network(input);
-        if (!logits_path.empty()) nonlocal::examples::write_npy(logits_path, logits);
+        if (!logits_path.empty()) nonlocal::io::write_npy(logits_path, logits);
         // Softmax over the classes, the largest first.
         const std::size_t classes = logits.shape(1);
         const float largest = xt::amax(logits)();

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
         const auto network = ex::load_checkpoint(model, a, from, threads);
         ex::warn_about("nonlocal_model_forward", from.finish(ex::loader_of(model)));
         const xt::xarray<float> output = network(xt::xtensor<float, 4>(array));
-        ex::write_npy(output_path, output);
+        nonlocal::io::write_npy(output_path, output);
         std::cout << model << " (architecture from " << a.source << ": " << a.text << "): " << input_path << " "
                   << nonlocal::detail::shape_string(array.shape()) << " -> " << output_path << " "
                   << nonlocal::detail::shape_string(output.shape()) << "\n";

@@ -53,16 +53,16 @@ inline bool closes_its_quotes(const std::string& text) {
     return !quoted;
 }
 
-/// Reads and checks a list before anything is computed, passing each item to `visit`
-/// (a `list_entry&&`) in line order: every line has the fields `names` (say "GUIDE DEPTH
-/// OUT"; a name in brackets, "[CONFIDENCE]", is a field a line may leave out, read as empty),
-/// every output ends in one of `outputs`, and no two items (nor an item and its own inputs)
-/// share an output. Throws std::runtime_error naming the file and the line. What it keeps of
-/// the whole list is 16 bytes an item (the outputs' hashes and lines, to find an output listed
-/// twice), so a caller that keeps only its shard's items reads a list of 100,000 in a few MB.
+/// Reads and checks a whole list before anything is computed, passing each item of shard
+/// `part` to `visit` (a `list_entry&&`) in line order: every line has the fields `names` (say
+/// "GUIDE DEPTH OUT"; a name in brackets, "[CONFIDENCE]", is a field a line may leave out, read
+/// as empty), every output ends in one of `outputs`, and no two items (nor an item and its own
+/// inputs) share an output. Throws std::runtime_error naming the file and the line. What it
+/// keeps of the whole list is 16 bytes an item (the outputs' hashes and lines, to find an
+/// output listed twice), so a shard of a list of 100,000 is read in a few MB.
 template <class Visit>
 void for_each_list_entry(const std::string& path, const std::vector<std::string>& names,
-                         const std::vector<std::string>& outputs, Visit&& visit) {
+                         const std::vector<std::string>& outputs, shard part, Visit&& visit) {
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read " + path);
     const auto where = [&](std::size_t line) { return path + ':' + std::to_string(line) + ": "; };
@@ -102,7 +102,7 @@ void for_each_list_entry(const std::string& path, const std::vector<std::string>
             if (!f[i].empty() && (!plain(out_name) || !plain(last(f[i])) || last(f[i]) == out_name) && out == key(f[i]))
                 throw std::runtime_error(where(line) + "the output " + entry.out + " would overwrite an input of its line");
         written.emplace_back(fnv1a(out), line);
-        visit(std::move(entry));
+        if (in_shard(entry.out, part)) visit(std::move(entry));
     }
     if (written.empty()) throw std::runtime_error(path + ": nothing listed");
     // Outputs listed twice: equal hashes, told apart by the lines' own outputs (read again).
@@ -126,11 +126,12 @@ void for_each_list_entry(const std::string& path, const std::vector<std::string>
                                  std::to_string(twice->second) + " too");
 }
 
-/// Every item of a list, checked as `for_each_list_entry` checks them.
+/// The items of a list in shard `part` (every item by default), the whole list checked as
+/// `for_each_list_entry` checks it.
 inline std::vector<list_entry> read_list(const std::string& path, const std::vector<std::string>& names,
-                                         const std::vector<std::string>& outputs) {
+                                         const std::vector<std::string>& outputs, shard part = {1, 1}) {
     std::vector<list_entry> entries;
-    for_each_list_entry(path, names, outputs, [&](list_entry&& e) { entries.push_back(std::move(e)); });
+    for_each_list_entry(path, names, outputs, part, [&](list_entry&& e) { entries.push_back(std::move(e)); });
     return entries;
 }
 
@@ -149,9 +150,8 @@ inline void require_distinct_output(const std::string& out, const std::vector<st
 /// The pairs of a `nonlocal-refine --batch` list in shard `part` (the whole list is checked).
 inline std::vector<depth_pair> read_pair_list(const std::string& path, shard part = {1, 1}) {
     std::vector<depth_pair> pairs;
-    for_each_list_entry(path, {"GUIDE", "DEPTH", "[CONFIDENCE]", "OUT"}, depth_outputs, [&](list_entry&& e) {
-        if (in_shard(e.out, part)) pairs.push_back({std::move(e.files[0]), std::move(e.files[1]), std::move(e.files[2]),
-                                                    std::move(e.files[3]), e.line});
+    for_each_list_entry(path, {"GUIDE", "DEPTH", "[CONFIDENCE]", "OUT"}, depth_outputs, part, [&](list_entry&& e) {
+        pairs.push_back({std::move(e.files[0]), std::move(e.files[1]), std::move(e.files[2]), std::move(e.files[3]), e.line});
     });
     return pairs;
 }

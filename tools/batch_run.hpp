@@ -140,14 +140,13 @@ inline std::string report_line(std::size_t line, const std::string& described, c
     return out.str();
 }
 
-/// Runs `work(item)` (an item_outcome; it throws to fail) for the items of the list in the
-/// settings' shard, `jobs` at a time. An item that fails is reported and the others go on;
+/// Runs `work(item)` (an item_outcome; it throws to fail) for `items`, the list's items in the
+/// settings' shard as its reader kept them (`for_each_list_entry`), `jobs` at a time. An item that fails is reported and the others go on;
 /// `describe(item)` gives its fields for the report. Exit status: 1 if an item failed, else 2
 /// if a solve did not converge, else 0.
 template <class Item, class Describe, class Work>
-int run_batch(const std::string& list_path, std::vector<Item> items, const batch_settings& settings, const voice& speech,
-              Describe&& describe, Work&& work) {
-    keep_shard(items, settings.part);   // in place: a list of 100,000 is not copied
+int run_batch(const std::string& list_path, const std::vector<Item>& items, const batch_settings& settings,
+              const voice& speech, Describe&& describe, Work&& work) {
     std::mutex output;
     std::atomic<std::size_t> next{0}, failed{0}, unconverged{0}, skipped{0}, claimed{0};
     std::size_t done = 0;

@@ -106,11 +106,11 @@ int main(int argc, char** argv) {
             // Only this shard's images are kept, as nonlocal-refine keeps its pairs.
             const auto settings = batch.settings("images", "denoised");
             std::vector<image_item> items;
-            nonlocal::tools::for_each_list_entry(batch.list, {"INPUT", "OUTPUT"}, {".png"}, [&](nonlocal::tools::list_entry&& e) {
-                if (nonlocal::tools::in_shard(e.out, settings.part))
-                    items.push_back({std::move(e.files[0]), std::move(e.files[1]), e.line});
-            });
-            return nonlocal::tools::run_batch(batch.list, std::move(items), settings, speech, fields,
+            nonlocal::tools::for_each_list_entry(batch.list, {"INPUT", "OUTPUT"}, {".png"}, settings.part,
+                                                 [&](nonlocal::tools::list_entry&& e) {
+                                                     items.push_back({std::move(e.files[0]), std::move(e.files[1]), e.line});
+                                                 });
+            return nonlocal::tools::run_batch(batch.list, items, settings, speech, fields,
                                               [&](const image_item& item) { return denoise_image(item, how); });
         }
         nonlocal::tools::require_distinct_output(output, {input});

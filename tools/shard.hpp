@@ -41,12 +41,6 @@ inline std::uint64_t fnv1a(const std::string& text) {
 /// Whether the item writing `out` lies in shard `s`.
 inline bool in_shard(const std::string& out, shard s) { return fnv1a(out) % s.count + 1 == s.index; }
 
-/// Keeps the items of a list (anything with an `out` path) that lie in shard `s`, in their order.
-template <class Item>
-void keep_shard(std::vector<Item>& items, shard s) {
-    std::erase_if(items, [&](const Item& item) { return !in_shard(item.out, s); });
-}
-
 /// An environment variable as a count, or nothing when it is not set.
 inline std::optional<std::size_t> environment_number(const char* name) {
     const char* text = std::getenv(name);

@@ -100,10 +100,6 @@ inline npy_header read_npy_header(const std::string& path) {
     return header;
 }
 
-/// The element type of a .npy file as its header spells it ("<f4", "<f8", "|u1", ...).
-/// Throws `std::runtime_error` naming the file when it cannot be read or is not a .npy file.
-inline std::string npy_element_type(const std::string& path) { return read_npy_header(path).type; }
-
 /// Throws `std::runtime_error` naming the file unless it holds the bytes its header declares,
 /// so that neither a truncated file nor a header that declares an enormous shape gets its
 /// array allocated.
@@ -146,15 +142,16 @@ xt::xarray<T> read_npy_data(const std::string& path, const npy_header& header) {
     return xt::xarray<T>(columns);
 }
 
-/// A .npy array whose element type `type` (from `npy_element_type`) is float32 or float64, or
-/// 8- to 64-bit signed or unsigned integers (little-endian, as this machine stores them), as
-/// T. Throws `std::runtime_error` naming the file when it cannot be read or holds less data
-/// than its header declares, and `std::invalid_argument` (from `who`) for another element type.
+/// The array of the .npy file at `path`, whose header (`read_npy_header`) is `header`, of
+/// float32 or float64, or 8- to 64-bit signed or unsigned integers (little-endian, as this
+/// machine stores them), as T. Throws `std::runtime_error` naming the file when it cannot be
+/// read or holds less data than its header declares, and `std::invalid_argument` (from
+/// `who`) for another element type.
 template <class T>
-xt::xarray<T> load_npy_of_type(const std::string& path, const std::string& type, std::string_view who) {
+xt::xarray<T> read_npy(const std::string& path, const npy_header& header, std::string_view who) {
     static_assert(std::endian::native == std::endian::little, "the .npy reader reads little-endian data as it is");
-    const npy_header header = read_npy_header(path);
     require_npy_data(path, header);
+    const std::string& type = header.type;
     if (type == "<f4") return read_npy_data<T, float>(path, header);
     if (type == "<f8") return read_npy_data<T, double>(path, header);
     if (type == "|u1") return read_npy_data<T, std::uint8_t>(path, header);
@@ -169,22 +166,10 @@ xt::xarray<T> load_npy_of_type(const std::string& path, const std::string& type,
                   "; expected float32 or float64 (<f4, <f8) or little-endian integers of 8 to 64 bits");
 }
 
-/// `load_npy_of_type` with the element type read from the file's header.
+/// `read_npy` of the file's own header.
 template <class T>
 xt::xarray<T> load_npy_as(const std::string& path, std::string_view who) {
-    return load_npy_of_type<T>(path, npy_element_type(path), who);
-}
-
-/// A layer's weight file as an array of T of rank N (`load_npy_as`), or
-/// `std::invalid_argument` (from `who`) naming the file when it holds another rank.
-template <std::size_t N, class T = float>
-xt::xtensor<T, N> load_weights(const std::string& path, std::string_view who) {
-    const xt::xarray<T> a = load_npy_as<T>(path, who);
-    require(a.dimension() == N, who, [&] {
-        return path + " holds a " + shape_string(a.shape()) + " array; expected " + std::to_string(N) +
-               (N == 1 ? " dimension" : " dimensions");
-    });
-    return a;
+    return read_npy<T>(path, read_npy_header(path), who);
 }
 
 }  // namespace nonlocal::detail

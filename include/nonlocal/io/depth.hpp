@@ -33,14 +33,7 @@ inline xt::xtensor<float, 2> read_depth(const std::string& path, std::size_t max
 /// one ending in .npy. Throws std::runtime_error naming the file for another name or when it
 /// cannot be written.
 inline void write_depth(const std::string& path, const xt::xtensor<float, 2>& depth) {
-    if (path.ends_with(".npy")) {
-        write_whole(path, [&](const std::string& partial) {
-            std::ofstream file(partial, std::ios::binary);
-            file << xt::dump_npy(depth);
-            if (!file.flush()) throw std::runtime_error("cannot write " + partial);
-        });
-        return;
-    }
+    if (path.ends_with(".npy")) return write_npy(path, depth);
     xt::xtensor<float, 3> plane = xt::empty<float>({depth.shape(0), depth.shape(1), std::size_t(1)});
     std::copy(depth.begin(), depth.end(), plane.begin());
     write_image(path, plane, 16);

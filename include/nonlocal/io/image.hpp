@@ -259,10 +259,10 @@ inline image read_image(const std::string& path, std::size_t max_pixels = max_im
     if (path.ends_with(".npy")) {
         const detail::npy_header header = detail::read_npy_header(path);
         if (header.shape.size() >= 2) require_image_size(path, header.shape[0], header.shape[1], max_pixels);
-        const std::string type = header.type;
+        const std::string& type = header.type;
         xt::xarray<float> a;
         try {
-            a = detail::load_npy_of_type<float>(path, type, "io::read_image");
+            a = detail::read_npy<float>(path, header, "io::read_image");
         } catch (const std::invalid_argument& e) {   // an element type the library does not read
             throw std::runtime_error(e.what());
         }
@@ -372,6 +372,17 @@ void write_whole(const std::string& path, Write&& write) {
     }
 }
 
+/// Writes `array` to `path` as a .npy file of its element type, whole or not at all. Throws
+/// std::runtime_error naming the file when it cannot be written.
+template <class E>
+void write_npy(const std::string& path, const E& array) {
+    write_whole(path, [&](const std::string& partial) {
+        std::ofstream file(partial, std::ios::binary);
+        file << xt::dump_npy(array);
+        if (!file.flush()) throw std::runtime_error("cannot write " + partial);
+    });
+}
+
 /// Writes pixels [H, W, C] to `path` whole or not at all: a PNG of `bit_depth` 8 or 16
 /// (rounded, clamped to 0 .. 2^bits - 1) for a name ending in .png, the float32 array
 /// [H, W, C] for one ending in .npy. Throws std::runtime_error naming the file for another
@@ -381,12 +392,8 @@ inline void write_image(const std::string& path, const xt::xtensor<float, 3>& pi
         throw std::runtime_error("cannot write " + path + ": expected a name ending in .png or .npy");
     if (bit_depth != 8 && bit_depth != 16)
         throw std::runtime_error("cannot write " + path + ": PNG holds 8 or 16 bits, not " + std::to_string(bit_depth));
-    write_whole(path, [&](const std::string& partial) {
-        if (path.ends_with(".png")) return write_png(partial, pixels, bit_depth);
-        std::ofstream file(partial, std::ios::binary);
-        file << xt::dump_npy(pixels);
-        if (!file.flush()) throw std::runtime_error("cannot write " + partial);
-    });
+    if (path.ends_with(".npy")) return write_npy(path, pixels);
+    write_whole(path, [&](const std::string& partial) { write_png(partial, pixels, bit_depth); });
 }
 
 }  // namespace nonlocal::io

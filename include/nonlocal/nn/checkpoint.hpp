@@ -99,12 +99,7 @@ public:
     }
 
     /// A checkpoint without files that records the entries loaders read.
-    static checkpoint listing() {
-        checkpoint c(std::string(), {.strict = false});
-        c.found_.clear();
-        c.listing_ = true;
-        return c;
-    }
+    static checkpoint listing() { return checkpoint(listing_tag{}); }
 
     const std::string& prefix() const noexcept { return prefix_; }
     bool strict() const noexcept { return options_.strict; }
@@ -137,7 +132,7 @@ public:
                                              detail::shape_string(shape));
                 return out;
             }
-            const xt::xarray<T> a = detail::load_npy_of_type<T>(path(name), header.type, "nn::checkpoint");
+            const xt::xarray<T> a = detail::read_npy<T>(path(name), header, "nn::checkpoint");
             std::copy(a.begin(), a.end(), out.begin());
         } catch (const std::exception& e) {   // unreadable: not a .npy file, truncated, ...
             report_.mismatched.push_back(std::string(e.what()).starts_with(path(name)) ? e.what()
@@ -145,10 +140,6 @@ public:
         }
         return out;
     }
-
-    /// Whether `name` is among the files: for an entry that only some checkpoints of an
-    /// architecture hold, whose absence the loader then decides about.
-    bool holds(const std::string& name) const { return found_.count(name) > 0; }
 
     /// The entries read so far, in the order the loaders read them.
     const std::vector<entry>& expected() const noexcept { return expected_; }
@@ -176,6 +167,9 @@ public:
     }
 
 private:
+    struct listing_tag {};
+    explicit checkpoint(listing_tag) : options_{.strict = false}, listing_(true) {}   // reads no folder
+
     std::string prefix_;
     checkpoint_options options_;
     bool listing_ = false;

@@ -102,8 +102,6 @@ struct mobilevit_config {
         detail::fail("nn::mobilevit_config::named",
                      "unknown architecture " + std::string(name) + "; expected mobilevit_xxs, mobilevit_xs or mobilevit_s");
     }
-    /// The names `named` knows.
-    static std::vector<std::string> names() { return {"mobilevit_xxs", "mobilevit_xs", "mobilevit_s"}; }
 };
 
 /// MobileViT's block over feature maps [B, C, H, W] of T, float or double (see the file's

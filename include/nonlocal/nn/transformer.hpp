@@ -123,6 +123,13 @@ struct encoder_layer_config {
     bool bias = true;                ///< the attention's input projection has a bias
 };
 
+/// The names of an encoder layer's parts in a checkpoint: PyTorch's
+/// `nn.TransformerEncoderLayer`'s unless given (torchvision's ViT says `self_attention_`,
+/// `mlp_0`, `mlp_3`, `ln_1` and `ln_2`).
+struct encoder_layer_names {
+    std::string self_attn = "self_attn_", linear1 = "linear1", linear2 = "linear2", norm1 = "norm1", norm2 = "norm2";
+};
+
 /// One Transformer encoder layer over tokens [B, L, E] or [L, E] of T, float or double (see
 /// the file's comment).
 template <class T = float>
@@ -148,15 +155,16 @@ struct basic_transformer_encoder_layer {
 
     /// Loads `nn.TransformerEncoderLayer` from the entries below `at` of `from` (see
     /// nn/checkpoint.hpp): `self_attn` (`multi_head_attention::load_npy`), `linear1`
-    /// [F, E], `linear2` [E, F], `norm1`, `norm2` [E], their biases.
+    /// [F, E], `linear2` [E, F], `norm1`, `norm2` [E], their biases; or the same parts under
+    /// other `names`.
     static basic_transformer_encoder_layer load_npy(checkpoint& from, const encoder_layer_config& c,
-                                                    const std::string& at = "") {
+                                                    const std::string& at = "", const encoder_layer_names& names = {}) {
         const std::size_t E = c.embed_dim;
         return {basic_multi_head_attention<T>::load_npy(from, {.embed_dim = E, .num_heads = c.num_heads, .bias = c.bias},
-                                                        at + "self_attn_"),
-                feed_forward(from, at + "linear1", at + "linear2", c),
-                read_layer_norm<T>(from, at + "norm1", E, c.layer_norm_eps),
-                read_layer_norm<T>(from, at + "norm2", E, c.layer_norm_eps), c.norm_first};
+                                                        at + names.self_attn),
+                feed_forward(from, at + names.linear1, at + names.linear2, c),
+                read_layer_norm<T>(from, at + names.norm1, E, c.layer_norm_eps),
+                read_layer_norm<T>(from, at + names.norm2, E, c.layer_norm_eps), c.norm_first};
     }
 
     /// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`

@@ -199,17 +199,10 @@ public:
     /// self_attention, ln_2, mlp.0, mlp.3}`, `encoder.ln`, `heads.head`.
     static basic_vision_transformer load_torchvision(checkpoint& from, const vit_config& c, const std::string& at = "") {
         std::vector<basic_transformer_encoder_layer<T>> layers;
-        const std::size_t E = c.hidden;
-        for (std::size_t i = 0; i < c.layers; ++i) {
-            const std::string layer = at + "encoder_layers_encoder_layer_" + std::to_string(i) + "_";
-            auto attention = basic_multi_head_attention<T>::load_npy(from, {.embed_dim = E, .num_heads = c.heads, .bias = c.qkv_bias},
-                                                                     layer + "self_attention_");
-            auto one = read_linear<T>(from, layer + "mlp_0", E, c.mlp), two = read_linear<T>(from, layer + "mlp_3", c.mlp, E);
-            auto norm1 = read_layer_norm<T>(from, layer + "ln_1", E, 1e-6), norm2 = read_layer_norm<T>(from, layer + "ln_2", E, 1e-6);
-            layers.emplace_back(std::move(attention),
-                                basic_feed_forward<T>(one.weight(), one.bias(), two.weight(), two.bias(), activation::gelu),
-                                std::move(norm1), std::move(norm2), true);
-        }
+        const encoder_layer_names names{"self_attention_", "mlp_0", "mlp_3", "ln_1", "ln_2"};
+        for (std::size_t i = 0; i < c.layers; ++i)
+            layers.push_back(basic_transformer_encoder_layer<T>::load_npy(
+                from, layer_config(c), at + "encoder_layers_encoder_layer_" + std::to_string(i) + "_", names));
         return parts(from, c, at, {"conv_proj", "class_token", "encoder_pos_embedding", "encoder_ln", "heads_head"},
                      std::move(layers), torchvision_position_resampling);
     }
@@ -223,11 +216,8 @@ public:
     /// not part of this architecture: their entries are unexpected.
     static basic_vision_transformer load_timm(checkpoint& from, const vit_config& c, const std::string& at = "") {
         std::vector<basic_transformer_encoder_layer<T>> layers;
-        const encoder_layer_config layer{.embed_dim = c.hidden, .num_heads = c.heads, .feedforward = c.mlp,
-                                         .kind = activation::gelu, .norm_first = true, .layer_norm_eps = 1e-6,
-                                         .bias = c.qkv_bias};
         for (std::size_t i = 0; i < c.layers; ++i)
-            layers.push_back(basic_transformer_encoder_layer<T>::load_timm(from, layer, at + "blocks_" + std::to_string(i) + "_"));
+            layers.push_back(basic_transformer_encoder_layer<T>::load_timm(from, layer_config(c), at + "blocks_" + std::to_string(i) + "_"));
         return parts(from, c, at, {"patch_embed_proj", "cls_token", "pos_embed", "norm", "head"}, std::move(layers),
                      timm_position_resampling);
     }
@@ -254,6 +244,12 @@ private:
     std::optional<linear_layer<T>> head_;
     resize_options position_resampling_;
     std::size_t grid_ = 0;
+
+    /// The encoder layers of `c`, in either layout: norm first, GELU, layer norms of eps 1e-6.
+    static encoder_layer_config layer_config(const vit_config& c) {
+        return {.embed_dim = c.hidden, .num_heads = c.heads, .feedforward = c.mlp, .kind = activation::gelu,
+                .norm_first = true, .layer_norm_eps = 1e-6, .bias = c.qkv_bias};
+    }
 
     /// The names of the parts around the layers in one layout.
     struct part_names {
