@@ -49,6 +49,47 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(reductions_match_double_loops, T, test::value_type
     });
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(accumulated_rows_match_double_loops, T, test::value_types) {
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        for (std::size_t n : test::awkward_lengths)
+            for (std::size_t count : {0, 1, 2, 3, 7}) {
+                BOOST_TEST_CONTEXT("arch " << Arch::name() << ", n = " << n << ", rows = " << count) {
+                    // `count` of 9 rows of n values, picked out of order (a gather), one past
+                    // the accumulator's n values left for a guard that must stay untouched.
+                    const auto table = random_vector<T>(9 * n + 1, 3 + n);
+                    const auto w = random_vector<T>(count, 13 + count);
+                    const std::size_t picked[] = {4, 0, 8, 4, 2, 7, 1};
+                    auto acc = random_vector<T>(n + 1, 29 + n);
+                    const auto acc0 = acc;
+                    simd::accumulate_rows<Arch>(w.data(), count, [&](std::size_t t) { return table.data() + picked[t] * n; },
+                                                acc.data(), n);
+                    for (std::size_t c = 0; c < n; ++c) {
+                        double expected = acc0[c], mass = std::abs(double(acc0[c]));
+                        for (std::size_t t = 0; t < count; ++t) {
+                            expected += double(w[t]) * table[picked[t] * n + c];
+                            mass += std::abs(double(w[t]) * table[picked[t] * n + c]);
+                        }
+                        BOOST_TEST(std::abs(acc[c] - expected) <= 4 * eps<T>() * (mass + 1));
+                    }
+                    BOOST_TEST(acc[n] == acc0[n]);
+                }
+            }
+    });
+}
+
+BOOST_AUTO_TEST_CASE(accumulated_rows_by_hand) {
+    // acc = (1, 1, 1) + 2 (1, 2, 3) - 1 (4, 5, 6) + 0.25 (2, 0, -2) = (-0.5, 0, 0.5).
+    const float rows[3][3] = {{1, 2, 3}, {4, 5, 6}, {2, 0, -2}};
+    const float w[3] = {2, -1, 0.25f};
+    float acc[4] = {1, 1, 1, 9};
+    simd::accumulate_rows(w, 3, [&](std::size_t t) { return rows[t]; }, acc, 3);
+    BOOST_TEST(acc[0] == -0.5f);   // 1 + 2 - 4 + 0.5
+    BOOST_TEST(acc[1] == 0.0f);    // 1 + 4 - 5 + 0
+    BOOST_TEST(acc[2] == 0.5f);    // 1 + 6 - 6 - 0.5
+    BOOST_TEST(acc[3] == 9.0f);   // past n: untouched
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(updates_match_double_loops, T, test::value_types) {
     test::for_each_arch([](auto arch) {
         using Arch = decltype(arch);

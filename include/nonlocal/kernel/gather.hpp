@@ -62,7 +62,7 @@ void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
                     total += weights[t];
                 }
             }
-            for (std::size_t t = 0; t < len; ++t) simd::axpy<Arch>(weights[t], v.row(neighbours[t]).data(), acc, dv);
+            simd::accumulate_rows<Arch>(weights, len, [&](std::size_t t) { return v.row(neighbours[t]).data(); }, acc, dv);
             len = 0;
         };
         // Chunks span ranges, so that a neighborhood of many short ranges (a sparse pattern, a

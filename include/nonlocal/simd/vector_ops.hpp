@@ -229,6 +229,64 @@ void axpy(T alpha, const T* x, T* y, std::size_t n) noexcept {
     for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
+/// accumulate_rows' step: acc[0, V W) += sum_t w[t] row(t)[offset, offset + V W), V vectors of W lanes, the last holding only
+/// `last_lanes` of them when `Partial`.
+template <std::size_t V, bool Partial, class Arch, class T, class Row>
+void accumulate_block(const T* w, std::size_t count, const Row& row, std::size_t offset, T* acc,
+                      std::size_t last_lanes) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size;
+    const auto load = [&](const T* p, std::size_t v) {
+        if constexpr (Partial) return v + 1 == V ? load_lanes<batch>(p + v * W, last_lanes) : batch::load_unaligned(p + v * W);
+        else return batch::load_unaligned(p + v * W);
+    };
+    batch even[V], odd[V];
+    for (std::size_t v = 0; v < V; ++v) even[v] = load(acc, v), odd[v] = batch(T(0));
+    std::size_t t = 0;
+    for (; t + 2 <= count; t += 2) {
+        const T *r0 = row(t) + offset, *r1 = row(t + 1) + offset;
+        const batch w0(w[t]), w1(w[t + 1]);
+        for (std::size_t v = 0; v < V; ++v) {
+            even[v] = xsimd::fma(w0, load(r0, v), even[v]);
+            odd[v] = xsimd::fma(w1, load(r1, v), odd[v]);
+        }
+    }
+    if (t < count) {
+        const T* r0 = row(t) + offset;
+        for (std::size_t v = 0; v < V; ++v) even[v] = xsimd::fma(batch(w[t]), load(r0, v), even[v]);
+    }
+    for (std::size_t v = 0; v < V; ++v) {
+        const batch sum = even[v] + odd[v];
+        if (Partial && v + 1 == V) store_lanes(sum, last_lanes, acc + v * W);
+        else sum.store_unaligned(acc + v * W);
+    }
+}
+
+/// acc[0, n) += sum_{t < count} w[t] row(t)[0, n), where `row(t)` points at a row of n values
+/// (a weighted sum of gathered rows). The accumulator stays in registers across the rows, up to
+/// 4 vectors of it at a time, in two sets taking alternate rows: up to 8 independent FMAs in
+/// flight for a 4-cycle latency on 2 ports, where an axpy per row would chain every row's update
+/// through a store and a load of the accumulator.
+template <class Arch = default_arch, class T, class Row>
+void accumulate_rows(const T* w, std::size_t count, const Row& row, T* acc, std::size_t n) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    constexpr std::size_t W = batch::size, V = 4;
+    std::size_t c = 0;
+    for (; c + V * W <= n; c += V * W) accumulate_block<V, false, Arch>(w, count, row, c, acc + c, W);
+    const std::size_t rest = n - c, lanes = rest % W, vectors = (rest + W - 1) / W;
+    const auto block = [&]<std::size_t Vs>(std::integral_constant<std::size_t, Vs>) {
+        if (lanes == 0) accumulate_block<Vs, false, Arch>(w, count, row, c, acc + c, W);
+        else accumulate_block<Vs, true, Arch>(w, count, row, c, acc + c, lanes);
+    };
+    switch (vectors) {
+    case 1: block(std::integral_constant<std::size_t, 1>{}); break;
+    case 2: block(std::integral_constant<std::size_t, 2>{}); break;
+    case 3: block(std::integral_constant<std::size_t, 3>{}); break;
+    case 4: block(std::integral_constant<std::size_t, 4>{}); break;   // 3 full vectors and a part
+    default: break;                                                     // nothing left
+    }
+}
+
 /// `y[t] += a[t] * b[t]` for t in [0, n); `Sign` = -1 subtracts instead.
 template <int Sign = 1, class Arch = default_arch, class T>
 void multiply_add(const T* a, const T* b, T* y, std::size_t n) noexcept {
