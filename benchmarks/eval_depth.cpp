@@ -1,6 +1,8 @@
 // The depth protocols of ../shared/data/README.md on Aloe:
 //   guided upsampling x4, x8, x16: ground truth kept at (s r, s c) where non-zero,
 //     the full-resolution left image as guide;
+//   noisy upsampling x4, x8, x16: the same samples plus N(0, sigma^2), sigma 2, 4 and 8
+//     (fixed seeds), with the noise estimate_noise finds in them;
 //   hole filling with noise: ground truth + N(0, 2^2) (fixed seed), a random 30 %
 //     of the pixels and all unknown ones dropped;
 // First, where the guide's colour edges lie against the ground truth's depth steps (how
@@ -11,14 +13,14 @@
 // variants of them, and where the error of the defaults and of the separable model lies
 // (near depth steps or not, in errors above 10 units or not, over or under). With OpenCV
 // (ximgproc) in the same run: bicubic,
-// joint bilateral and guided filter, each over a few parameters, and the fast global
+// joint bilateral and guided filter, each over a few parameters, the fast global
 // smoother (normalised: FGS(d c) / FGS(c)) over a grid of 63 settings and a finer one
-// around the best, each with its best reported; and, to
+// around the best, and the fast bilateral solver over 54, each with its best reported; and, to
 // show what the edge-sharpening median of nonlocal's tasks does on its own, the
 // best FGS result through that median; then the defaults' RMSE over the best peer's
 // and their time over FGS's.
 //
-//   build/release/benchmarks/eval_depth [DATA_DIR]
+//   build/release/benchmarks/eval_depth [DATA_DIR [PROTOCOL...]]   (upsampling noisy holes stereo tof)
 #define STB_IMAGE_IMPLEMENTATION
 #include "images.hpp"
 #include "sensor_protocols.hpp"
@@ -30,6 +32,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -385,6 +388,47 @@ std::pair<result, depth_map> fgs_sweep(const depth_map& sparse, const depth_map&
     return {fgs, best};
 }
 
+/// The fast bilateral solver (Barron & Poole 2016; OpenCV contrib's) on the two targets its users
+/// give it: the observations with confidence 1 where observed and 0 elsewhere, and the dense first
+/// fill `dense` (bicubic when upsampling) with confidence 1 everywhere. Over sigma_spatial 4 to 16,
+/// sigma_luma = sigma_chroma 2 to 8 and lambda 4 to 64, by factors of 2 and 4 (its defaults: 8, 8,
+/// 8, 128; a first sweep from 8, 4 and 32 up found its best at the lowest sigma_spatial and lambda on noisy
+/// upsampling), the best timed over three runs. OpenCV's solver prints its iterations on std::cout: silenced here.
+result fbs_sweep(const depth_map& sparse, const cv::Mat& dense, const depth_map& truth, const cv::Mat& bgr) {
+    const cv::Mat d = as_mat(sparse);
+    cv::Mat mask, ones(d.size(), CV_32F, cv::Scalar(1));
+    cv::threshold(d, mask, 0, 1, cv::THRESH_BINARY);
+    const auto solve = [&](bool on_fill, double spatial, double colour, double lambda) {
+        std::streambuf* const out = std::cout.rdbuf(nullptr);
+        cv::Mat y;
+        cv::ximgproc::fastBilateralSolverFilter(bgr, on_fill ? dense : d, on_fill ? ones : mask, y, spatial, colour, colour, lambda);
+        std::cout.rdbuf(out);
+        return y;
+    };
+    const std::vector<double> spatials = {4, 8, 16}, colours = {2, 4, 8}, lambdas = {4, 16, 64};
+    result fbs;
+    bool best_on_fill = false;
+    double best[3] = {0, 0, 0};
+    for (bool on_fill : {false, true})
+        for (double spatial : spatials)
+            for (double colour : colours)
+                for (double lambda : lambdas) {
+                    cv::Mat y;
+                    const double t = seconds([&] { y = solve(on_fill, spatial, colour, lambda); }, 1);
+                    const double before = fbs.rmse;
+                    fbs.keep_best(from_mat(y), truth, "", t);
+                    if (fbs.rmse < before) best_on_fill = on_fill, best[0] = spatial, best[1] = colour, best[2] = lambda;
+                }
+    char setting[160];
+    const auto at_edge = [](double v, const std::vector<double>& grid) { return v == grid.front() || v == grid.back(); };
+    std::snprintf(setting, sizeof setting, "OpenCV FBS sigma %g/%g/%g lambda %g%s%s", best[0], best[1], best[1], best[2],
+                  best_on_fill ? ", on the first fill" : "",
+                  at_edge(best[0], spatials) || at_edge(best[1], colours) || at_edge(best[2], lambdas) ? " (edge of the sweep)" : "");
+    fbs.method = setting;
+    fbs.seconds = seconds([&] { solve(best_on_fill, best[0], best[1], best[2]); }, 3);
+    return fbs;
+}
+
 /// The peers on sparse observations `sparse` (0 = missing) with guide `bgr`, each over a sweep
 /// of its parameters: `low` the low-resolution map when upsampling (the local filters then
 /// start from bicubic), `sensor` for the real-sensor protocols (row interpolation, FGS after
@@ -434,6 +478,7 @@ std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const
     out.push_back(jbf), out.push_back(gf);
     const auto [fgs, fgs_best] = fgs_sweep(sparse, truth, bgr, "OpenCV FGS");
     out.push_back(fgs);
+    out.push_back(fbs_sweep(sparse, dense, truth, bgr));
     if (sensor) out.push_back(fgs_sweep(observed_median(sparse), truth, bgr, "OpenCV FGS after a 5 x 5 median,").first);
     // For comparison, not a peer: the best FGS result through the median nonlocal's tasks
     // apply (the same radius for the same observations).
@@ -496,6 +541,37 @@ int main(int argc, char** argv) {
         (void)ours;
 #endif
     }
+
+    // Noisy upsampling: the low-resolution samples with Gaussian noise of sigma 2, 4 and 8 (a
+    // time-of-flight camera's, on the 8-bit disparity scale; fixed seeds), x4 to x16.
+    for (std::size_t factor : {4, 8, 16})
+        for (float sigma : {2.f, 4.f, 8.f}) {
+            if (!wanted("noisy")) break;
+            const std::size_t lh = (std::size_t(h) + factor - 1) / factor, lw = (std::size_t(w) + factor - 1) / factor;
+            std::mt19937 gen(unsigned(factor * 100 + sigma));
+            std::normal_distribution<float> noise(0.f, sigma);
+            depth_map low = xt::zeros<float>({lh, lw}), sparse = xt::zeros<float>(truth.shape());
+            for (std::size_t r = 0; r < lh; ++r)
+                for (std::size_t cc = 0; cc < lw; ++cc) {
+                    const float t = truth(r * factor, cc * factor);
+                    low(r, cc) = sparse(r * factor, cc * factor) = t > 0 ? std::max(t + noise(gen), 0.5f) : 0.f;
+                }
+            const std::string task = "x" + std::to_string(factor) + " s" + std::to_string(int(sigma));
+            std::printf("%-10s the samples' noise estimated from them: sigma %.2f (true %.0f)\n", task.c_str(),
+                        nonlocal::estimate_noise(low).sigma, sigma);
+            const std::vector<variant> variants = {
+                {"", {}}, {"", with({}, [](nonlocal::depth_options& o) { o.model = nonlocal::depth_model::separable; })},
+                {"", with({}, [](nonlocal::depth_options& o) { o.model = nonlocal::depth_model::ar; })}};
+            const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, variants,
+                                            [&](const nonlocal::depth_options& o) { return nonlocal::upsample_depth(low, guide, factor, o); });
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+            const auto others = peers(sparse, truth, bgr, &low);
+            for (const auto& r : others) print(task.c_str(), r);
+            summary(task.c_str(), ours, others);
+#else
+            (void)ours;
+#endif
+        }
 
     if (wanted("holes")) {   // hole filling with noise
         std::mt19937 gen(2014);

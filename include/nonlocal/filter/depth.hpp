@@ -33,8 +33,8 @@
 ///
 /// The parts: `depth/options.hpp` (the parameters), `depth/observations.hpp` (what a task
 /// observes), `depth/estimators.hpp` (one class per model), `depth/robust.hpp`,
-/// `depth/flying_pixels.hpp` and `depth/occlusion.hpp` (what real sensors need); this header
-/// holds the tasks.
+/// `depth/flying_pixels.hpp`, `depth/occlusion.hpp` and `depth/noise.hpp` (what real sensors
+/// need); this header holds the tasks.
 
 #include <algorithm>
 #include <cstddef>
@@ -50,6 +50,7 @@
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/depth/estimators.hpp"
 #include "nonlocal/depth/flying_pixels.hpp"
+#include "nonlocal/depth/noise.hpp"
 #include "nonlocal/depth/observations.hpp"
 #include "nonlocal/depth/options.hpp"
 #include "nonlocal/depth/robust.hpp"

@@ -1,0 +1,103 @@
+// depth/noise.hpp: the noise of a depth map estimated from the map, on synthetic depth whose
+// noise is known (three levels, with and without wrong measurements, missing pixels and depth
+// steps), on noise-free maps, and by hand.
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <nonlocal/depth/noise.hpp>
+
+#include "support.hpp"
+
+using namespace nonlocal;
+
+BOOST_AUTO_TEST_SUITE(test_depth_noise)
+
+namespace {
+
+/// A slanted floor, a sphere's cap in front of it and two boxes standing out by 40 and 80 units:
+/// planes, curvature and depth steps, 180 x 240, depths 60 to 250.
+xt::xtensor<double, 2> scene() {
+    xt::xtensor<double, 2> d = xt::empty<double>({std::size_t(180), std::size_t(240)});
+    for (std::size_t r = 0; r < d.shape(0); ++r)
+        for (std::size_t c = 0; c < d.shape(1); ++c) {
+            const double x = double(c), y = double(r);
+            double depth = 200 - 0.3 * x + 0.2 * y;
+            const double dx = x - 170, dy = y - 60, radius = 45;
+            if (dx * dx + dy * dy < radius * radius) depth = 120 - std::sqrt(radius * radius - dx * dx - dy * dy);
+            if (x >= 20 && x < 90 && y >= 100 && y < 160) depth -= 40;
+            if (x >= 60 && x < 100 && y >= 20 && y < 80) depth -= 80;
+            d(r, c) = depth;
+        }
+    return d;
+}
+
+/// `truth` plus Gaussian noise of `sigma`, a fraction `wrong` of the pixels replaced by any depth
+/// in [1, 255] and a fraction `missing` set to 0.
+xt::xtensor<double, 2> observed(const xt::xtensor<double, 2>& truth, double sigma, double wrong, double missing, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<double> noise(0, sigma);
+    std::uniform_real_distribution<double> any(1, 255), u(0, 1);
+    xt::xtensor<double, 2> d = truth;
+    for (double& v : d) {
+        v += noise(gen);
+        if (u(gen) < wrong) v = any(gen);
+        if (u(gen) < missing) v = 0;
+    }
+    return d;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(three_noise_levels_within_15_percent) {
+    const auto truth = scene();
+    for (double sigma : {0.5, 2.0, 8.0})
+        for (double wrong : {0.0, 0.2}) {
+            BOOST_TEST_CONTEXT("sigma " << sigma << ", wrong measurements " << wrong) {
+                const noise_estimate e = estimate_noise(observed(truth, sigma, wrong, 0.0, unsigned(17 * sigma + 100 * wrong)));
+                BOOST_TEST(std::abs(e.sigma / sigma - 1) <= 0.15, "estimated " << e.sigma);
+                BOOST_TEST(e.samples == (180u - 2) * (240u - 2));
+                if (wrong > 0) BOOST_TEST(e.left_out >= 0.15);   // the wrong measurements, at least
+            }
+        }
+}
+
+BOOST_AUTO_TEST_CASE(missing_pixels_leave_fewer_samples_not_another_scale) {
+    // 10 % missing: a 3 x 3 window is observed with probability 0.9^9, 39 %.
+    const noise_estimate e = estimate_noise(observed(scene(), 3.0, 0.0, 0.1, 5));
+    BOOST_TEST(std::abs(e.sigma / 3 - 1) <= 0.15, "estimated " << e.sigma);
+    BOOST_TEST(e.samples > 0.3 * 178 * 238);
+    BOOST_TEST(e.samples < 0.5 * 178 * 238);
+}
+
+BOOST_AUTO_TEST_CASE(noise_free_maps_have_none) {
+    // A plane: each pixel is the median of its neighbours, up to rounding.
+    xt::xtensor<float, 2> plane = xt::empty<float>({std::size_t(40), std::size_t(50)});
+    for (std::size_t r = 0; r < 40; ++r)
+        for (std::size_t c = 0; c < 50; ++c) plane(r, c) = float(60 + 0.2 * double(c) + 0.1 * double(r));
+    BOOST_TEST(estimate_noise(plane).sigma < 1e-4);
+    // An 8-bit disparity map of the scene (integers): most residuals are 0, so is the noise.
+    xt::xtensor<double, 2> levels = xt::round(scene());
+    BOOST_TEST(estimate_noise(levels).sigma == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(by_hand) {
+    // One residual, 5 - 1 = 4: whatever part of it the mixture calls noise, the noise's scale is
+    // sqrt(p 4^2 / p) = 4, over the residual's scale for unit noise, 1.0809: 3.7006.
+    const xt::xtensor<double, 2> d = {{1, 1, 1}, {1, 5, 1}, {1, 1, 1}};
+    const noise_estimate e = estimate_noise(d);
+    BOOST_TEST(e.samples == 1u);
+    BOOST_TEST(std::abs(e.sigma - 3.7006) < 1e-3);
+    // Missing (0, NaN) neighbours leave no sample; so do maps without an interior.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    BOOST_TEST(estimate_noise(xt::xtensor<double, 2>{{1, 1, 1}, {1, 5, nan}, {1, 1, 1}}).samples == 0u);
+    BOOST_TEST(estimate_noise(xt::xtensor<double, 2>{{1, 0, 1}, {1, 5, 1}, {1, 1, 1}}).samples == 0u);
+    BOOST_TEST(estimate_noise(xt::xtensor<double, 2>{{1, 2, 3, 4}}).sigma == 0.0);
+    BOOST_TEST(estimate_noise(xt::xtensor<double, 2>::from_shape({0, 0})).samples == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(refuses_what_is_not_a_map) {
+    test::check_invalid([] { estimate_noise(xt::xtensor<double, 1>{1, 2, 3}); }, "estimate_noise", "depth must be [H, W], got [3]");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
