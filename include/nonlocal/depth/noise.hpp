@@ -32,11 +32,14 @@ namespace nonlocal {
 /// What `estimate_noise` found.
 struct noise_estimate {
     double sigma = 0;            ///< standard deviation of the observations' noise, in depth units
-    std::size_t samples = 0;     ///< observations whose 3 x 3 window is observed: the residuals it used
+    std::size_t samples = 0;     ///< observations with an observed 3 x 3 window it used (on a large map, of every few rows and columns)
     double left_out = 0;         ///< estimated fraction of those residuals that are not noise (steps, wrong measurements)
 };
 
 namespace detail {
+
+/// The most windows a map's estimate visits: a megapixel map costs little more than a small one.
+inline constexpr std::size_t max_visited_windows = std::size_t(1) << 17;
 
 /// The most residuals the noise's mixture is fitted on.
 inline constexpr std::size_t max_fitted_residuals = std::size_t(1) << 16;
@@ -47,9 +50,12 @@ inline constexpr double median8_residual_scale = 1.0809;
 /// The noise of the observations `d` (`height` x `width`, 0 or not finite where missing).
 template <class T>
 noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width) {
+    // On a large map every s-th row and column of them, s the least that visits at most 2^17.
+    const double interior = height > 2 && width > 2 ? double(height - 2) * double(width - 2) : 0.0;
+    const std::size_t step = std::max<std::size_t>(1, std::size_t(std::ceil(std::sqrt(interior / double(max_visited_windows)))));
     std::vector<double> residuals;
-    for (std::size_t r = 1; r + 1 < height; ++r)
-        for (std::size_t c = 1; c + 1 < width; ++c) {
+    for (std::size_t r = 1; r + 1 < height; r += step)
+        for (std::size_t c = 1; c + 1 < width; c += step) {
             const double centre = double(d[r * width + c]);
             if (!valid_depth(centre)) continue;
             double around[8];
@@ -76,7 +82,7 @@ noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width)
     if (s == 0) return e;   // most residuals are 0: noise below the map's precision
     const double largest = *std::max_element(residuals.begin(), residuals.end());
     // The fit on at most 2^16 of them, evenly spread over the map: its scale is then within about
-    // 0.3 % of the fit on all, and a megapixel map costs no more than a small one.
+    // 0.3 % of the fit on all.
     if (const std::size_t stride = residuals.size() / max_fitted_residuals + 1; stride > 1) {
         std::size_t kept = 0;
         for (std::size_t i = 0; i < residuals.size(); i += stride) residuals[kept++] = residuals[i];

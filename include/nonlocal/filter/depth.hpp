@@ -181,9 +181,13 @@ depth_result fill(const xt::xexpression<D>& depth, const double* confidence, con
     });
     observed_depth observed(H, W);
     observed.observe_all(d.data(), confidence);
-    return in_precision(o, [&]<class T>() {
-        return refine_with_passes<T>(compared_channels(guide_planes<T>(guide, where), o), observed, o, where, clock);
+    const double noise = o.noise >= 0 ? o.noise : estimate_noise(d.data(), H, W).sigma;
+    const depth_options weighted = for_noise(o, noise, observed.range());
+    depth_result result = in_precision(o, [&]<class T>() {
+        return refine_with_passes<T>(compared_channels(guide_planes<T>(guide, where), o), observed, weighted, where, clock);
     });
+    result.noise = noise;
+    return result;
 }
 }  // namespace detail
 
@@ -242,13 +246,14 @@ depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpressio
 namespace detail {
 /// `upsample_depth` once the sizes are checked: coarse to fine while the factor is
 /// even and above `o.stage_factor`, `confidence` per pixel of `low` (null: 1 everywhere)
-/// observed at the first stage.
+/// observed at the first stage, whose options are `first` (`o` weighted for the noise of
+/// `low`; the later stages refine a smooth result).
 template <class T>
 depth_result upsample(const xt::xtensor<double, 2>& low, const double* confidence, const image_planes<T>& g,
-                      std::size_t factor, const depth_options& o, const stopwatch& clock) {
+                      std::size_t factor, const depth_options& first, const depth_options& o, const stopwatch& clock) {
     if (factor > o.stage_factor && factor % 2 == 0) {
-        const depth_result coarse = upsample(low, confidence, half_resolution(g), factor / 2, o, clock);
-        depth_result fine = upsample(xt::xtensor<double, 2>(xt::cast<double>(coarse.depth)), nullptr, g, 2, o, clock);
+        const depth_result coarse = upsample(low, confidence, half_resolution(g), factor / 2, first, o, clock);
+        depth_result fine = upsample(xt::xtensor<double, 2>(xt::cast<double>(coarse.depth)), nullptr, g, 2, o, o, clock);
         fine.report = one_report("coarse to fine, " + fine.report.method, coarse.report, fine.report);
         fine.rejected = coarse.rejected, fine.flying = coarse.flying;
         return fine;
@@ -257,7 +262,7 @@ depth_result upsample(const xt::xtensor<double, 2>& low, const double* confidenc
     for (std::size_t r = 0; r < low.shape(0); ++r)
         for (std::size_t c = 0; c < low.shape(1); ++c)
             observed.observe(factor * r * g.width + factor * c, low(r, c), confidence ? confidence[r * low.shape(1) + c] : 1.0);
-    return refine_with_passes<T>(g, observed, o, "upsample_depth", clock);
+    return refine_with_passes<T>(g, observed, first, "upsample_depth", clock);
 }
 }  // namespace detail
 
@@ -279,11 +284,18 @@ depth_result upsample(const xt::xexpression<D>& low, const double* confidence, c
                     });
     xt::xtensor<double, 2> values = xt::empty<double>({h, w});
     std::copy(d.data(), d.data() + h * w, values.begin());
-    return detail::in_precision(o, [&]<class T>() {
+    const double noise = o.noise >= 0 ? o.noise : detail::estimate_noise(values.data(), h, w).sigma;
+    double lowest = std::numeric_limits<double>::infinity(), highest = -lowest;
+    for (const double v : values)
+        if (detail::valid_depth(v)) lowest = std::min(lowest, v), highest = std::max(highest, v);
+    const depth_options first = detail::for_noise(o, noise, highest - lowest);
+    depth_result result = detail::in_precision(o, [&]<class T>() {
         return detail::upsample<T>(values, confidence,
                                    detail::compared_channels(detail::guide_planes<T>(guide, "upsample_depth"), o), factor,
-                                   o, clock);
+                                   first, o, clock);
     });
+    result.noise = noise;
+    return result;
 }
 }  // namespace detail
 
