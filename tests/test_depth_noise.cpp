@@ -1,11 +1,13 @@
 // depth/noise.hpp: the noise of a depth map estimated from the map, on synthetic depth whose
 // noise is known (three levels, with and without wrong measurements, missing pixels and depth
-// steps), on noise-free maps, and by hand.
+// steps), on noise-free maps, and by hand; and the depth tasks weighing noisy observations
+// less (`depth_options::noise`).
 #include <cmath>
 #include <limits>
 #include <random>
 
 #include <nonlocal/depth/noise.hpp>
+#include <nonlocal/filter/depth.hpp>
 
 #include "support.hpp"
 
@@ -98,6 +100,112 @@ BOOST_AUTO_TEST_CASE(by_hand) {
 
 BOOST_AUTO_TEST_CASE(refuses_what_is_not_a_map) {
     test::check_invalid([] { estimate_noise(xt::xtensor<double, 1>{1, 2, 3}); }, "estimate_noise", "depth must be [H, W], got [3]");
+}
+
+namespace {
+
+/// A flat region at depth 100 (a plane facing the camera) and its smoothly shaded guide, 128 x 128.
+struct plane_scene {
+    xt::xtensor<float, 2> truth = xt::empty<float>({std::size_t(128), std::size_t(128)});
+    xt::xtensor<float, 3> guide = xt::empty<float>({std::size_t(128), std::size_t(128), std::size_t(3)});
+    plane_scene() {
+        for (std::size_t r = 0; r < 128; ++r)
+            for (std::size_t c = 0; c < 128; ++c) {
+                truth(r, c) = 100.f;
+                for (std::size_t k = 0; k < 3; ++k) guide(r, c, k) = float(90 + 10 * k + 0.3 * double(c + r));
+            }
+    }
+    /// The samples of an upsampling by 8 with Gaussian noise of `sigma`.
+    xt::xtensor<float, 2> samples(float sigma) const {
+        std::mt19937 gen(8);
+        std::normal_distribution<float> noise(0.f, sigma);
+        xt::xtensor<float, 2> low = xt::empty<float>({std::size_t(16), std::size_t(16)});
+        for (std::size_t r = 0; r < 16; ++r)
+            for (std::size_t c = 0; c < 16; ++c) low(r, c) = truth(8 * r, 8 * c) + noise(gen);
+        return low;
+    }
+};
+
+/// The RMS of x - (left + right) / 2 four pixels away along rows and columns: 0 on a plane, large
+/// where blotches of the samples' spacing (8) sit.
+double roughness(const xt::xtensor<float, 2>& x) {
+    double sum = 0;
+    std::size_t n = 0;
+    for (std::size_t r = 4; r + 4 < x.shape(0); ++r)
+        for (std::size_t c = 4; c + 4 < x.shape(1); ++c) {
+            const double across = x(r, c) - (x(r, c - 4) + x(r, c + 4)) / 2, down = x(r, c) - (x(r - 4, c) + x(r + 4, c)) / 2;
+            sum += across * across + down * down, n += 2;
+        }
+    return std::sqrt(sum / double(n));
+}
+
+double rmse(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 2>& truth) {
+    return std::sqrt(double(xt::mean(xt::square(x - truth))()));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(noisy_samples_leave_no_blotches_on_a_plane) {
+    const plane_scene s;
+    const auto low = s.samples(4.f);
+    for (auto model : {depth_model::normalised, depth_model::separable, depth_model::ar}) {
+        BOOST_TEST_CONTEXT("model " << int(model)) {
+            depth_options o{.model = model};
+            const depth_result weighed = upsample_depth(low, s.guide, 8, o);
+            o.noise = 0;
+            const depth_result exact = upsample_depth(low, s.guide, 8, o);
+            BOOST_TEST(std::abs(weighed.noise / 4 - 1) <= 0.15, "noise taken " << weighed.noise);
+            BOOST_TEST(exact.noise == 0.0);
+            BOOST_TEST(exact.data_weight == 1.0);
+            // Taken as exact, each sample's noise stays as a blotch around it; on a flat region
+            // the held-out samples call for a weaker data term, and the samples are averaged into
+            // a surface close to the plane.
+            BOOST_TEST(weighed.data_weight < 1.0);
+            BOOST_TEST(roughness(weighed.depth) < 0.1 * 4, "roughness " << roughness(weighed.depth));
+            BOOST_TEST(roughness(weighed.depth) < 0.5 * roughness(exact.depth), "roughness " << roughness(exact.depth) << " taken as exact");
+            BOOST_TEST(rmse(weighed.depth, s.truth) < rmse(exact.depth, s.truth));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(exact_samples_keep_their_precision) {
+    // A slanted plane, whose samples a weaker data term would only blur: sampled exactly, the
+    // noise found is 0 and the result that of the samples taken as exact.
+    plane_scene s;
+    for (std::size_t r = 0; r < 128; ++r)
+        for (std::size_t c = 0; c < 128; ++c) s.truth(r, c) = float(100 + 0.2 * double(c) + 0.1 * double(r));
+    const auto low = s.samples(0.f);
+    const depth_result estimated = upsample_depth(low, s.guide, 8);
+    BOOST_TEST(estimated.noise < 1e-3);
+    depth_options exact;
+    exact.noise = 0;
+    BOOST_TEST(xt::amax(xt::abs(estimated.depth - upsample_depth(low, s.guide, 8, exact).depth))() < 1e-3);
+    // Integer depth has noise 0; filling takes the noise as a report only.
+    const xt::xtensor<float, 2> levels = xt::round(s.truth);
+    xt::xtensor<float, 2> holes = levels;
+    for (std::size_t i = 0; i < holes.size(); i += 3) holes.data()[i] = 0;
+    const depth_result filled = fill_depth(holes, s.guide);
+    BOOST_TEST(filled.noise == 0.0);
+    BOOST_TEST(filled.data_weight == 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_given_noise_is_taken_as_it_is) {
+    const plane_scene s;
+    depth_options o;
+    o.noise = 2.5;
+    BOOST_TEST(upsample_depth(s.samples(4.f), s.guide, 8, o).noise == 2.5);
+    depth_options f = fill_options();
+    f.noise = 1.5;
+    BOOST_TEST(denoise_depth(s.truth, s.guide, f).noise == 1.5);
+}
+
+BOOST_AUTO_TEST_CASE(bad_noise_options_are_named) {
+    const plane_scene s;
+    depth_options o;
+    o.noise = std::numeric_limits<double>::quiet_NaN();
+    test::check_invalid([&] { upsample_depth(s.samples(1.f), s.guide, 8, o); }, "upsample_depth", "depth_options::noise must be finite");
+    o.noise = std::numeric_limits<double>::infinity();
+    test::check_invalid([&] { fill_depth(s.truth, s.guide, o); }, "fill_depth", "depth_options::noise must be finite", "got inf");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -61,15 +61,9 @@ xt::xtensor<float, 2> read_confidence(const std::string& path, const std::array<
     return confidence;
 }
 
-/// A pair's result and the noise of its observations, estimated from them.
-struct refined {
-    nonlocal::depth_result result;
-    nonlocal::noise_estimate noise;
-};
-
 /// Reads a pair, refines it and writes the result; the exceptions of the library and of the
 /// image files pass through.
-refined refine_pair(const nonlocal::tools::depth_pair& pair, const refinement& how) {
+nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, const refinement& how) {
     const auto guide = nonlocal::tools::without_alpha(nonlocal::tools::read_image(pair.guide));
     const xt::xtensor<float, 2> depth = nonlocal::io::read_depth(pair.depth);
     const std::optional<xt::xtensor<float, 2>> confidence =
@@ -92,20 +86,20 @@ refined refine_pair(const nonlocal::tools::depth_pair& pair, const refinement& h
     // Written whole or not at all: an interrupted run leaves no partial output that
     // --skip-existing would take for a finished one.
     nonlocal::io::write_depth(pair.out, result.depth);
-    return {std::move(result), nonlocal::estimate_noise(depth)};
+    return result;
 }
 
 /// "solver pcg: 10 iterations, relative residual 9e-05, converged, solve 0.3 s, total 0.5 s;
-/// noise 1.2; 12 observations rejected, 3 flying pixels re-estimated -> OUT" (the noise when
-/// some observations have an observed 3 x 3 window, the last part when there are any)
-std::string describe(const refined& pair, const std::string& out_path) {
-    const auto& [result, noise] = pair;
+/// noise 1.2, data weight 0.25; 12 observations rejected, 3 flying pixels re-estimated -> OUT"
+/// (the noise when there is some, the weight when not 1, the last part when there are any)
+std::string describe(const nonlocal::depth_result& result, const std::string& out_path) {
     const auto& r = result.report;
     std::ostringstream s;
     s << "solver " << r.method << ": " << r.iterations << " iterations, relative residual " << r.relative_residual
       << (r.converged ? ", converged" : ", NOT converged") << ", solve " << r.seconds << " s, total "
       << result.seconds << " s";
-    if (noise.samples > 0) s << "; noise " << noise.sigma;
+    if (result.noise > 0) s << "; noise " << result.noise;
+    if (result.data_weight != 1) s << ", data weight " << result.data_weight;
     if (result.rejected > 0 || result.flying > 0)
         s << "; " << result.rejected << " observations rejected, " << result.flying << " flying pixels re-estimated";
     s << " -> " << out_path;
@@ -122,23 +116,21 @@ std::string pair_fields(const nonlocal::tools::depth_pair& pair) {
 
 /// A result's fields in its --report line: the solve's method, iterations, relative residual,
 /// the seconds, the observations the robust term rejected, the flying pixels, the robust
-/// term's rounds and the observations' noise (`estimate_noise`: sigma, and the residuals it
-/// was estimated from).
-std::string solve_fields(const refined& pair) {
-    const auto& [result, noise] = pair;
+/// term's rounds, the observations' noise and the data term's weight chosen for it.
+std::string solve_fields(const nonlocal::depth_result& result) {
     std::ostringstream fields;
     fields << ", \"method\": " << nonlocal::tools::json_quoted(result.report.method)
            << ", \"iterations\": " << result.report.iterations << ", \"relative_residual\": " << result.report.relative_residual
            << ", \"seconds\": " << result.seconds << ", \"rejected\": " << result.rejected
            << ", \"flying\": " << result.flying << ", \"robust_iterations\": " << result.robust_iterations
-           << ", \"noise\": " << noise.sigma << ", \"noise_samples\": " << noise.samples;
+           << ", \"noise\": " << result.noise << ", \"data_weight\": " << result.data_weight;
     return fields.str();
 }
 
 /// A pair refined and written, as the batch runner takes it.
 nonlocal::tools::item_outcome refine_item(const nonlocal::tools::depth_pair& pair, const refinement& how) {
-    const refined result = refine_pair(pair, how);
-    return {describe(result, pair.out), result.result.report.converged, solve_fields(result)};
+    const nonlocal::depth_result result = refine_pair(pair, how);
+    return {describe(result, pair.out), result.report.converged, solve_fields(result)};
 }
 
 }  // namespace
@@ -162,7 +154,7 @@ int main(int argc, char** argv) {
     nonlocal::tools::batch_command_line batch;
     batch.add_to(app, "pairs", "GUIDE DEPTH [CONFIDENCE] OUT",
                  "line, guide, depth, confidence (when listed), out, status, method, iterations, relative_residual, seconds, "
-                 "rejected, flying, robust_iterations, noise, noise_samples, error",
+                 "rejected, flying, robust_iterations, noise, data_weight, error",
                  speech);
     batch.batch->excludes(guide_option)->excludes(depth_option)->excludes(out_option)->excludes(confidence_option);
     std::vector<std::string> summary_paths;
@@ -202,6 +194,11 @@ int main(int argc, char** argv) {
     auto* epsilon = app.add_option("--epsilon-scale", options.epsilon_scale,
                                    "normalised model: eps = this x observed fraction (mode denoise: 0.25 unless given)")
                         ->check(nonlocal::tools::above_zero())->capture_default_str();
+    app.add_option("--noise", options.noise,
+                   "the observations' noise (a standard deviation, in depth units); default: estimated from them "
+                   "(printed with the result); 0: exact. Upsampling noisy samples chooses the data term's weight by "
+                   "holding a quarter of them out")
+        ->check(nonlocal::tools::at_least(0));
     app.add_option("--separable-passes", options.separable_passes,
                    "model separable: passes of line solves along every stencil direction")
         ->check(nonlocal::tools::at_least(1))->capture_default_str();
@@ -334,18 +331,18 @@ int main(int argc, char** argv) {
         if (!speech.quiet) std::cout << describe(result, out_path) << '\n';
         if (preview_option->count()) {
             const auto observed = [](float v) { return v > 0; };
-            const nonlocal::tools::value_range range = nonlocal::tools::finite_range(result.result.depth, observed);
+            const nonlocal::tools::value_range range = nonlocal::tools::finite_range(result.depth, observed);
             nonlocal::tools::write_whole(preview_path, [&](const std::string& partial) {
-                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(result.result.depth, range.lo, range.hi, observed));
+                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(result.depth, range.lo, range.hi, observed));
                 nonlocal::tools::write_png(partial, rgb, 8);
             });
             if (!speech.quiet)
                 std::cout << "preview: depth " << range.lo << " (blue) to " << range.hi << " (red) -> " << preview_path << '\n';
         }
         speech.record(nonlocal::tools::report_line(0, pair_fields(single),
-                                                   result.result.report.converged ? "refined" : "not converged",
+                                                   result.report.converged ? "refined" : "not converged",
                                                    solve_fields(result), ""));
-        return result.result.report.converged ? 0 : 2;
+        return result.report.converged ? 0 : 2;
     } catch (const std::exception& e) {
         std::cerr << "nonlocal-refine: " << e.what() << '\n';
         if (!batch.given()) {

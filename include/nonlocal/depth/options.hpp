@@ -137,16 +137,13 @@ struct depth_options {
     /// than three pixels, so it is off by default (see the performance page for both sides).
     bool median_of_observations = false;
     /// The observations' noise, a standard deviation in depth units: negative (the default)
-    /// estimates it from them (`estimate_noise`: from the low-resolution map when upsampling),
-    /// 0 takes them as exact. Noisy observations weigh less against the smoothness, so that the
-    /// result averages more of them: the data term's weight (eps of the normalised and separable
-    /// models, the AR model's lambda) is divided by 1 + (noise /
-    /// (noise_scale x the observed depth range))^2. `depth_result::noise` says what was used.
+    /// estimates it from them (`estimate_noise`; from the low-resolution map when upsampling),
+    /// 0 takes them as exact. When upsampling noisy samples (noise above 0, given or estimated),
+    /// the data term's weight (eps of the normalised and separable models, the AR model's
+    /// lambda) is chosen from the samples: the largest of 1, 1/2, 1/4, ... down to 1/32 whose
+    /// result predicts a quarter of them, held out, better than the next (see
+    /// `upsample_depth`). `depth_result::noise` and `depth_result::data_weight` say what was used.
     double noise = -1;
-    /// Noise of this fraction of the observed depth range halves the data term's weight. Chosen on
-    /// noisy upsampling of Aloe (x4 to x16, noise 2 to 8 on its range of 168), where the error's
-    /// minimum over the weight lay at a factor of about 1/2 for noise 4 and 1/5 for noise 8.
-    double noise_scale = 0.025;
     depth_solver solver = depth_solver::pcg_multigrid;   ///< of the normalised and AR models
     int threads = 1;                                               ///< of the solver's passes over the pixels
     bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
@@ -176,6 +173,7 @@ struct depth_result {
     std::size_t flying = 0;              ///< observations taken as flying pixels and re-estimated
     std::size_t robust_iterations = 0;   ///< re-estimates of the robust data term
     double noise = 0;                    ///< the observations' noise the task took (`depth_options::noise`)
+    double data_weight = 1;              ///< the data term's weight chosen for that noise, against the options'
 };
 
 /// The most memory a depth task takes per pixel of its guide beyond its inputs, at the
@@ -225,18 +223,14 @@ inline void check_options(const depth_options& o, std::string_view where) {
     need(not_negative(o.robust_tolerance), "robust_tolerance", "finite and at least 0", o.robust_tolerance);
     need(!std::isnan(o.noise) && o.noise < std::numeric_limits<double>::infinity(), "noise",
          "finite (negative: estimated from the observations)", o.noise);
-    need(positive(o.noise_scale), "noise_scale", "finite and positive", o.noise_scale);
     need(o.threads >= 1, "threads", "at least 1", o.threads);
     need(o.solve.tolerance >= 0, "solve.tolerance", "at least 0", o.solve.tolerance);
     require(wrong.empty(), where, [&] { return wrong; });
 }
 
-/// The options of a task whose observations have noise `sigma` over a depth range `range`: the
-/// data term's weight divided by 1 + (sigma / (noise_scale x range))^2 (`depth_options::noise`).
-inline depth_options for_noise(depth_options o, double sigma, double range) {
-    if (!(sigma > 0) || !(range > 0)) return o;
-    const double ratio = sigma / (o.noise_scale * range), weaker = 1 + ratio * ratio;
-    o.epsilon_scale /= weaker, o.lambda /= weaker;   // eps: the normalised and separable models' data term
+/// The options with the data term's weight times `weight` (`depth_options::noise`).
+inline depth_options with_data_weight(depth_options o, double weight) {
+    o.epsilon_scale *= weight, o.lambda *= weight;   // eps: the normalised and separable models' data term
     return o;
 }
 

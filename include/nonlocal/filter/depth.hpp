@@ -37,6 +37,7 @@
 /// need); this header holds the tasks.
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <limits>
 #include <optional>
@@ -181,12 +182,10 @@ depth_result fill(const xt::xexpression<D>& depth, const double* confidence, con
     });
     observed_depth observed(H, W);
     observed.observe_all(d.data(), confidence);
-    const double noise = o.noise >= 0 ? o.noise : estimate_noise(d.data(), H, W).sigma;
-    const depth_options weighted = for_noise(o, noise, observed.range());
     depth_result result = in_precision(o, [&]<class T>() {
-        return refine_with_passes<T>(compared_channels(guide_planes<T>(guide, where), o), observed, weighted, where, clock);
+        return refine_with_passes<T>(compared_channels(guide_planes<T>(guide, where), o), observed, o, where, clock);
     });
-    result.noise = noise;
+    result.noise = o.noise >= 0 ? o.noise : estimate_noise(d.data(), H, W).sigma;
     return result;
 }
 }  // namespace detail
@@ -246,8 +245,8 @@ depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpressio
 namespace detail {
 /// `upsample_depth` once the sizes are checked: coarse to fine while the factor is
 /// even and above `o.stage_factor`, `confidence` per pixel of `low` (null: 1 everywhere)
-/// observed at the first stage, whose options are `first` (`o` weighted for the noise of
-/// `low`; the later stages refine a smooth result).
+/// observed at the first stage, whose options are `first` (`o` with the data term's weight
+/// chosen for the noise of `low`; the later stages refine a smooth result).
 template <class T>
 depth_result upsample(const xt::xtensor<double, 2>& low, const double* confidence, const image_planes<T>& g,
                       std::size_t factor, const depth_options& first, const depth_options& o, const stopwatch& clock) {
@@ -267,6 +266,39 @@ depth_result upsample(const xt::xtensor<double, 2>& low, const double* confidenc
 }  // namespace detail
 
 namespace detail {
+/// The weight of the data term of noisy observations `values` (0 or not finite where missing),
+/// against the options': the largest of 1, 1/2, 1/4, ... down to 1/32 whose result predicts the
+/// observations of odd rows and odd columns, held out, from the others better than the next
+/// one's does. A held-out observation's expected squared error is the result's there plus the
+/// noise's variance, independent of the result: the weight of least held-out error is that of
+/// least error, as far as three quarters of the observations tell. `predict(kept, w)` refines the
+/// observations kept (the held-out ones missing) with the data term's weight times w; observation
+/// (r, c) lies at `at(r, c)` of its result. 1 when fewer than 16 observations would be held out.
+template <class Predict, class At>
+double data_weight_by_hold_out(const xt::xtensor<double, 2>& values, Predict&& predict, At&& at) {
+    xt::xtensor<double, 2> kept = values;
+    std::vector<std::array<std::size_t, 2>> held;
+    std::size_t observed = 0;
+    for (std::size_t r = 0; r < values.shape(0); ++r)
+        for (std::size_t c = 0; c < values.shape(1); ++c) {
+            observed += valid_depth(values(r, c));
+            if (r % 2 == 1 && c % 2 == 1 && valid_depth(values(r, c))) held.push_back({r, c}), kept(r, c) = 0;
+        }
+    if (held.size() < 16 || held.size() == observed) return 1.0;
+    double best = 1, least = std::numeric_limits<double>::infinity();
+    for (double w = 1; w >= 1.0 / 32; w /= 2) {
+        const auto x = predict(kept, w);
+        double error = 0;
+        for (const auto& [r, c] : held) {
+            const double e = double(x.data()[at(r, c)]) - values(r, c);
+            error += e * e;
+        }
+        if (!(error < least)) break;
+        best = w, least = error;
+    }
+    return best;
+}
+
 /// `upsample_depth` with `confidence` per pixel of `low` (null: 1 everywhere).
 template <class D, class G>
 depth_result upsample(const xt::xexpression<D>& low, const double* confidence, const xt::xexpression<G>& guide,
@@ -285,17 +317,15 @@ depth_result upsample(const xt::xexpression<D>& low, const double* confidence, c
     xt::xtensor<double, 2> values = xt::empty<double>({h, w});
     std::copy(d.data(), d.data() + h * w, values.begin());
     const double noise = o.noise >= 0 ? o.noise : detail::estimate_noise(values.data(), h, w).sigma;
-    double lowest = std::numeric_limits<double>::infinity(), highest = -lowest;
-    for (const double v : values)
-        if (detail::valid_depth(v)) lowest = std::min(lowest, v), highest = std::max(highest, v);
-    const depth_options first = detail::for_noise(o, noise, highest - lowest);
-    depth_result result = detail::in_precision(o, [&]<class T>() {
-        return detail::upsample<T>(values, confidence,
-                                   detail::compared_channels(detail::guide_planes<T>(guide, "upsample_depth"), o), factor,
-                                   first, o, clock);
+    return detail::in_precision(o, [&]<class T>() {
+        const auto g = detail::compared_channels(detail::guide_planes<T>(guide, "upsample_depth"), o);
+        const double weight = noise > 0 ? detail::data_weight_by_hold_out(values, [&](const xt::xtensor<double, 2>& kept, double w) {
+            return detail::upsample<T>(kept, confidence, g, factor, detail::with_data_weight(o, w), o, clock).depth;
+        }, [&](std::size_t r, std::size_t c) { return factor * r * g.width + factor * c; }) : 1.0;
+        depth_result result = detail::upsample<T>(values, confidence, g, factor, detail::with_data_weight(o, weight), o, clock);
+        result.noise = noise, result.data_weight = weight;
+        return result;
     });
-    result.noise = noise;
-    return result;
 }
 }  // namespace detail
 
@@ -304,8 +334,10 @@ depth_result upsample(const xt::xexpression<D>& low, const double* confidence, c
 /// [factor (h - 1) + 1, factor h] and likewise for W. An even factor above
 /// `o.stage_factor` (8 by default) goes coarse to fine, which converges in fewer
 /// iterations: by factor / 2 onto the guide at half resolution (3 x 3 box means at
-/// the even pixels), then by 2 from that result, recursively. Throws
-/// `std::invalid_argument` as `fill_depth` does, or when the sizes do not fit.
+/// the even pixels), then by 2 from that result, recursively. Noisy samples (`o.noise`,
+/// estimated from `low` by default) get the data term's weight their held-out quarter calls for
+/// (`depth_options::noise`). Throws `std::invalid_argument` as `fill_depth` does, or when the
+/// sizes do not fit.
 template <class D, class G>
 depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression<G>& guide, std::size_t factor,
                             const depth_options& o = {}) {
