@@ -9,6 +9,11 @@
 //   peer_opencv_fgs_upsample/x:8|16: OpenCV ximgproc's fast global smoother on the same
 //     task when found, normalised (FGS(d m) / FGS(m)) at the parameters eval_depth finds best
 //     on Aloe (x8: lambda 17.8, sigma 11.3; x16: lambda 53.3, sigma 16);
+//   depth_upsample_noisy/model:0|2: the x8 task with noise of sigma 8 on the samples (eval_depth's
+//     noisy protocol), at the defaults: the noise estimated, the data term's weight chosen by
+//     holding a quarter of the samples out (counter data_weight), normalised or separable model;
+//     peer_opencv_fbs_upsample_noisy: OpenCV's fast bilateral solver on that task, at the setting
+//     eval_depth finds best;
 //   depth_sensor/protocol:0|1/model:0|2: fill_depth on the real-sensor protocols of
 //     eval_depth with their options (0: stereo, the robust term's re-estimate and holes
 //     filled from the far side; 1: time of flight, the median of the observations), in the
@@ -39,6 +44,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -164,6 +170,51 @@ void peer_opencv_fgs_upsample(benchmark::State& state) {
     time_normalised_fgs(state, sparse, mask, factor == 8 ? 17.8 : 53.3, factor == 8 ? 11.3 : 16);
 }
 BENCHMARK(peer_opencv_fgs_upsample)->ArgName("x")->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
+/// Aloe's x8 samples with Gaussian noise of sigma 8 (eval_depth's noisy protocol x8 s8).
+const xt::xtensor<float, 2>& noisy_samples() {
+    static const xt::xtensor<float, 2> low = [] {
+        xt::xtensor<float, 2> d = subsample(aloe().truth, 8);
+        std::mt19937 gen(808);
+        std::normal_distribution<float> noise(0.f, 8.f);
+        for (float& v : d) v = v > 0 ? std::max(v + noise(gen), 0.5f) : 0.f;
+        return d;
+    }();
+    return low;
+}
+
+void depth_upsample_noisy(benchmark::State& state) {
+    const nonlocal::depth_options o{.model = nonlocal::depth_model(state.range(0))};
+    double weight = 1;
+    for (auto _ : state) {
+        auto out = nonlocal::upsample_depth(noisy_samples(), aloe().guide, 8, o);
+        weight = out.data_weight;
+        benchmark::DoNotOptimize(out.depth.data());
+    }
+    state.counters["data_weight"] = weight;
+}
+BENCHMARK(depth_upsample_noisy)->ArgName("model")->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+/// OpenCV's fast bilateral solver on the noisy x8 task, at the setting eval_depth finds best:
+/// the bicubic upsampling of the samples with confidence 1 everywhere.
+void peer_opencv_fbs_upsample_noisy(benchmark::State& state) {
+    cv::setNumThreads(1);
+    const auto& low = noisy_samples();
+    const cv::Mat guide = aloe_bgr();
+    cv::Mat bicubic, ones(guide.size(), CV_32F, cv::Scalar(1));
+    cv::resize(cv::Mat(int(low.shape(0)), int(low.shape(1)), CV_32F, const_cast<float*>(low.data())), bicubic, guide.size(), 0,
+               0, cv::INTER_CUBIC);
+    std::streambuf* const out = std::cout.rdbuf(nullptr);   // the solver prints its iterations
+    for (auto _ : state) {
+        cv::Mat depth;
+        cv::ximgproc::fastBilateralSolverFilter(guide, bicubic, ones, depth, FBS_SPATIAL, FBS_COLOUR, FBS_COLOUR, FBS_LAMBDA);
+        benchmark::DoNotOptimize(depth.data);
+    }
+    std::cout.rdbuf(out);
+}
+BENCHMARK(peer_opencv_fbs_upsample_noisy)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
 /// The observations of a real-sensor protocol on Aloe's ground truth (0: stereo, 1: time of flight).

@@ -152,15 +152,19 @@ BOOST_AUTO_TEST_CASE(joint_bilateral_matches_the_composition) {
 BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> img = xt::zeros<float>({8, 9}), empty = xt::zeros<float>({0, 9});
     nlm_options o;
-    test::check_invalid([&] { nlm_denoise(img, o); }, "nlm_denoise", "h > 0, or sigma > 0");
+    test::check_invalid([&] { nlm_denoise(img, o); }, "nlm_denoise",
+                        "nlm_options::h must be above 0, or sigma above 0 to derive it (h = h_per_sigma x sigma), got 0");
     o.h = -1;
-    test::check_invalid([&] { nlm_denoise(img, o); }, "h = -1");
+    test::check_invalid([&] { nlm_denoise(img, o); }, "nlm_options::h must be finite and at least 0 (0: h_per_sigma x sigma), got -1");
     o.h = 5, o.sigma = std::nan("");
-    test::check_invalid([&] { nlm_denoise(img, o); }, "sigma = nan");
+    test::check_invalid([&] { nlm_denoise(img, o); }, "nlm_options::sigma must be finite and at least 0 (0: unknown), got nan");
+    o.sigma = 0, o.h = 0, o.h_per_sigma = -1;   // every wrong field named at once
+    test::check_invalid([&] { nlm_denoise(img, o); }, "nlm_options::h_per_sigma must be finite and positive, got -1; nlm_options::h must be above 0");
+    o.h = 5, o.h_per_sigma = 0.65;
     o.sigma = 0;
     test::check_invalid([&] { nlm_denoise(empty, o); }, "image is empty", "[0, 9]");
     o.patch_radius = 10;
-    test::check_invalid([&] { nlm_denoise(img, o); }, "patch_radius = 10 exceeds", "8 x 9 image");
+    test::check_invalid([&] { nlm_denoise(img, o); }, "nlm_options::patch_radius = 10 exceeds", "8 x 9 image");
     // Windows beyond the image are the image: radius 100 gives radius 9's result.
     o.patch_radius = 1, o.search_radius = 100;
     const auto noisy = test::random_tensor<float, 2>({8, 9}, 3, 0, 50);
@@ -171,7 +175,9 @@ BOOST_AUTO_TEST_CASE(bad_input) {
                       joint_bilateral(noisy, noisy, bilateral_options{9, 3.0, 10.0}), 0, 0, "bilateral radius 100 = 9");
     const xt::xtensor<float, 2> guide = xt::zeros<float>({8, 8});
     test::check_invalid([&] { joint_bilateral(img, guide); }, "values are 8 x 9 but the guide is 8 x 8");
-    test::check_invalid([&] { joint_bilateral(img, img, bilateral_options{1, 0.0, 1.0}); }, "finite and positive");
+    test::check_invalid([&] { joint_bilateral(img, img, bilateral_options{1, 0.0, -1.0}); }, "joint_bilateral",
+                        "bilateral_options::sigma_spatial must be finite and positive, got 0; "
+                        "bilateral_options::sigma_range must be finite and positive, got -1");
     xt::xtensor<float, 2> nan_img = img;
     nan_img(7, 8) = std::nanf("");
     o.search_radius = 3;

@@ -194,13 +194,9 @@ inline solve_report one_report(std::string method, const solve_report& first, co
 /// Throws `std::invalid_argument` (from `where`) unless the options are valid, naming each
 /// field that is not and its value: "depth_options::sigma_r must be finite and positive, got -1".
 inline void check_options(const depth_options& o, std::string_view where) {
-    std::string wrong;
+    field_checks fields("depth_options");
     const auto need = [&](bool ok, std::string_view field, std::string_view rule, double value) {
-        if (ok) return;
-        std::ostringstream got;
-        got << value;
-        wrong += (wrong.empty() ? "" : "; ") + std::string("depth_options::") + std::string(field) + " must be " +
-                 std::string(rule) + ", got " + got.str();
+        fields.need(ok, field, rule, value);
     };
     const auto positive = [](double x) { return std::isfinite(x) && x > 0; };
     const auto not_negative = [](double x) { return std::isfinite(x) && x >= 0; };
@@ -225,7 +221,7 @@ inline void check_options(const depth_options& o, std::string_view where) {
          "finite (negative: estimated from the observations)", o.noise);
     need(o.threads >= 1, "threads", "at least 1", o.threads);
     need(o.solve.tolerance >= 0, "solve.tolerance", "at least 0", o.solve.tolerance);
-    require(wrong.empty(), where, [&] { return wrong; });
+    fields.check(where);
 }
 
 /// The options with the data term's weight times `weight` (`depth_options::noise`).

@@ -35,4 +35,29 @@ void require(bool ok, std::string_view where, Message&& what) {
     if (!ok) fail(where, std::forward<Message>(what)());
 }
 
+/// What is wrong with the fields of an options struct, each named as a user spells it
+/// ("depth_options::sigma_r must be finite and positive, got -1"), thrown all at once by `check`.
+class field_checks {
+public:
+    explicit field_checks(std::string_view type) : type_(type) {}
+
+    /// Records `field` unless `ok`: it "must be <rule>, got <value>".
+    template <class Value>
+    field_checks& need(bool ok, std::string_view field, std::string_view rule, const Value& value) {
+        if (ok) return *this;
+        std::ostringstream got;
+        got << value;
+        wrong_ += (wrong_.empty() ? "" : "; ") + type_ + "::" + std::string(field) + " must be " + std::string(rule) +
+                  ", got " + got.str();
+        return *this;
+    }
+    /// Throws `std::invalid_argument` from `where` naming every field recorded.
+    void check(std::string_view where) const {
+        require(wrong_.empty(), where, [&] { return wrong_; });
+    }
+
+private:
+    std::string type_, wrong_;
+};
+
 }  // namespace nonlocal::detail

@@ -34,7 +34,7 @@ namespace detail {
 template <class T>
 void check_patch_radius(std::string_view where, const pixel_rows<T>& img, std::size_t radius) {
     require(radius <= std::max(img.height, img.width), where, [&] {
-        return "patch_radius = " + std::to_string(radius) + " exceeds the larger side of the " +
+        return "nlm_options::patch_radius = " + std::to_string(radius) + " exceeds the larger side of the " +
                std::to_string(img.height) + " x " + std::to_string(img.width) + " image";
     });
 }
@@ -69,12 +69,15 @@ auto nlm_denoise(const xt::xexpression<E>& image, const nlm_options& options = {
     using Pixel = detail::value_type_of<E>;
     using T = detail::compute_type<Pixel>;
     const double h = options.h > 0 ? options.h : options.h_per_sigma * options.sigma;
-    detail::require(std::isfinite(options.sigma) && options.sigma >= 0 && std::isfinite(h) && h > 0 &&
-                        options.h >= 0,
-                    "nlm_denoise", [&] {
-                        return "needs h > 0, or sigma > 0 to derive it, both finite; got h = " +
-                               std::to_string(options.h) + ", sigma = " + std::to_string(options.sigma);
-                    });
+    const auto not_negative = [](double x) { return std::isfinite(x) && x >= 0; };
+    detail::field_checks("nlm_options")
+        .need(not_negative(options.h), "h", "finite and at least 0 (0: h_per_sigma x sigma)", options.h)
+        .need(not_negative(options.sigma), "sigma", "finite and at least 0 (0: unknown)", options.sigma)
+        .need(std::isfinite(options.h_per_sigma) && options.h_per_sigma > 0, "h_per_sigma", "finite and positive",
+              options.h_per_sigma)
+        .need(!(not_negative(options.h) && not_negative(options.sigma)) || h > 0, "h",
+              "above 0, or sigma above 0 to derive it (h = h_per_sigma x sigma)", options.h)
+        .check("nlm_denoise");
     const auto img = detail::to_pixel_rows<T>(image, "nlm_denoise", "image");
     detail::check_patch_radius("nlm_denoise", img, options.patch_radius);
     const patch_distance similarity(img.height, img.width, options.patch_radius, h, options.sigma);
@@ -101,12 +104,11 @@ auto joint_bilateral(const xt::xexpression<V>& values, const xt::xexpression<G>&
                      const bilateral_options& options = {}, Ex policy = {}) {
     using Pixel = detail::value_type_of<V>;
     using T = detail::compute_type<Pixel>;
-    detail::require(std::isfinite(options.sigma_spatial) && options.sigma_spatial > 0 &&
-                        std::isfinite(options.sigma_range) && options.sigma_range > 0,
-                    "joint_bilateral", [&] {
-                        return "sigma_spatial and sigma_range must be finite and positive, got " +
-                               std::to_string(options.sigma_spatial) + " and " + std::to_string(options.sigma_range);
-                    });
+    const auto positive = [](double x) { return std::isfinite(x) && x > 0; };
+    detail::field_checks("bilateral_options")
+        .need(positive(options.sigma_spatial), "sigma_spatial", "finite and positive", options.sigma_spatial)
+        .need(positive(options.sigma_range), "sigma_range", "finite and positive", options.sigma_range)
+        .check("joint_bilateral");
     const auto v = detail::to_pixel_rows<T>(values, "joint_bilateral", "values");
     const auto g = detail::to_pixel_rows<T>(guide, "joint_bilateral", "guide");
     detail::require(v.height == g.height && v.width == g.width, "joint_bilateral", [&] {
