@@ -198,7 +198,8 @@ BENCHMARK(depth_upsample_noisy)->ArgName("model")->Arg(0)->Arg(2)->Unit(benchmar
 
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
 /// OpenCV's fast bilateral solver on the noisy x8 task, at the setting eval_depth finds best:
-/// the bicubic upsampling of the samples with confidence 1 everywhere.
+/// the bicubic upsampling of the samples with confidence 1 everywhere, sigma_spatial = sigma_luma =
+/// sigma_chroma = 8, lambda 128.
 void peer_opencv_fbs_upsample_noisy(benchmark::State& state) {
     cv::setNumThreads(1);
     const auto& low = noisy_samples();
@@ -209,7 +210,7 @@ void peer_opencv_fbs_upsample_noisy(benchmark::State& state) {
     std::streambuf* const out = std::cout.rdbuf(nullptr);   // the solver prints its iterations
     for (auto _ : state) {
         cv::Mat depth;
-        cv::ximgproc::fastBilateralSolverFilter(guide, bicubic, ones, depth, FBS_SPATIAL, FBS_COLOUR, FBS_COLOUR, FBS_LAMBDA);
+        cv::ximgproc::fastBilateralSolverFilter(guide, bicubic, ones, depth, 8, 8, 8, 128);
         benchmark::DoNotOptimize(depth.data);
     }
     std::cout.rdbuf(out);

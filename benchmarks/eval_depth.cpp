@@ -391,9 +391,9 @@ std::pair<result, depth_map> fgs_sweep(const depth_map& sparse, const depth_map&
 /// The fast bilateral solver (Barron & Poole 2016; OpenCV contrib's) on the two targets its users
 /// give it: the observations with confidence 1 where observed and 0 elsewhere, and the dense first
 /// fill `dense` (bicubic when upsampling) with confidence 1 everywhere. Over sigma_spatial 4 to 16,
-/// sigma_luma = sigma_chroma 2 to 8 and lambda 4 to 64, by factors of 2 and 4 (its defaults: 8, 8,
-/// 8, 128; a first sweep from 8, 4 and 32 up found its best at the lowest sigma_spatial and lambda on noisy
-/// upsampling), the best timed over three runs. OpenCV's solver prints its iterations on std::cout: silenced here.
+/// sigma_luma = sigma_chroma 4 to 16 and lambda 8 to 128, by factors of 2 and 4 (its defaults: 8,
+/// 8, 8, 128; earlier sweeps found its best inside these on the upsampling protocols), the best
+/// timed over three runs. OpenCV's solver prints its iterations on std::cout: silenced here.
 result fbs_sweep(const depth_map& sparse, const cv::Mat& dense, const depth_map& truth, const cv::Mat& bgr) {
     const cv::Mat d = as_mat(sparse);
     cv::Mat mask, ones(d.size(), CV_32F, cv::Scalar(1));
@@ -405,7 +405,7 @@ result fbs_sweep(const depth_map& sparse, const cv::Mat& dense, const depth_map&
         std::cout.rdbuf(out);
         return y;
     };
-    const std::vector<double> spatials = {4, 8, 16}, colours = {2, 4, 8}, lambdas = {4, 16, 64};
+    const std::vector<double> spatials = {4, 8, 16}, colours = {4, 8, 16}, lambdas = {8, 32, 128};
     result fbs;
     bool best_on_fill = false;
     double best[3] = {0, 0, 0};
@@ -524,14 +524,23 @@ int main(int argc, char** argv) {
     print_edge_registration(truth, *rgb);
     std::printf("%-10s %-56s %8s %8s %6s %6s\n", "task", "method", "RMSE", "time s", "bad-1", "bad-2");
 
-    for (std::size_t factor : {4, 8, 16}) {
-        if (!wanted("upsampling")) break;
+    // Upsampling by `factor` of the samples with Gaussian noise of `sigma` (0: none; fixed seeds),
+    // nonlocal's rows `variants` against the peers.
+    const auto upsampling = [&](std::size_t factor, float sigma, const std::vector<variant>& variants) {
         const std::size_t lh = (std::size_t(h) + factor - 1) / factor, lw = (std::size_t(w) + factor - 1) / factor;
+        std::mt19937 gen(unsigned(factor * 100 + sigma));
+        std::normal_distribution<float> noise(0.f, sigma > 0 ? sigma : 1.f);
         depth_map low = xt::zeros<float>({lh, lw}), sparse = xt::zeros<float>(truth.shape());
         for (std::size_t r = 0; r < lh; ++r)
-            for (std::size_t cc = 0; cc < lw; ++cc) low(r, cc) = sparse(r * factor, cc * factor) = truth(r * factor, cc * factor);
-        const std::string task = "x" + std::to_string(factor);
-        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, clean_variants({}),
+            for (std::size_t cc = 0; cc < lw; ++cc) {
+                const float t = truth(r * factor, cc * factor);
+                low(r, cc) = sparse(r * factor, cc * factor) = sigma > 0 && t > 0 ? std::max(t + noise(gen), 0.5f) : t;
+            }
+        const std::string task = "x" + std::to_string(factor) + (sigma > 0 ? " s" + std::to_string(int(sigma)) : "");
+        if (sigma > 0)
+            std::printf("%-10s the samples' noise estimated from them: sigma %.2f (true %.0f)\n", task.c_str(),
+                        nonlocal::estimate_noise(low).sigma, sigma);
+        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, variants,
                                         [&](const nonlocal::depth_options& o) { return nonlocal::upsample_depth(low, guide, factor, o); });
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
         const auto others = peers(sparse, truth, bgr, &low);
@@ -540,38 +549,17 @@ int main(int argc, char** argv) {
 #else
         (void)ours;
 #endif
-    }
-
-    // Noisy upsampling: the low-resolution samples with Gaussian noise of sigma 2, 4 and 8 (a
-    // time-of-flight camera's, on the 8-bit disparity scale; fixed seeds), x4 to x16.
+    };
     for (std::size_t factor : {4, 8, 16})
-        for (float sigma : {2.f, 4.f, 8.f}) {
-            if (!wanted("noisy")) break;
-            const std::size_t lh = (std::size_t(h) + factor - 1) / factor, lw = (std::size_t(w) + factor - 1) / factor;
-            std::mt19937 gen(unsigned(factor * 100 + sigma));
-            std::normal_distribution<float> noise(0.f, sigma);
-            depth_map low = xt::zeros<float>({lh, lw}), sparse = xt::zeros<float>(truth.shape());
-            for (std::size_t r = 0; r < lh; ++r)
-                for (std::size_t cc = 0; cc < lw; ++cc) {
-                    const float t = truth(r * factor, cc * factor);
-                    low(r, cc) = sparse(r * factor, cc * factor) = t > 0 ? std::max(t + noise(gen), 0.5f) : 0.f;
-                }
-            const std::string task = "x" + std::to_string(factor) + " s" + std::to_string(int(sigma));
-            std::printf("%-10s the samples' noise estimated from them: sigma %.2f (true %.0f)\n", task.c_str(),
-                        nonlocal::estimate_noise(low).sigma, sigma);
-            const std::vector<variant> variants = {
-                {"", {}}, {"", with({}, [](nonlocal::depth_options& o) { o.model = nonlocal::depth_model::separable; })},
-                {"", with({}, [](nonlocal::depth_options& o) { o.model = nonlocal::depth_model::ar; })}};
-            const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, variants,
-                                            [&](const nonlocal::depth_options& o) { return nonlocal::upsample_depth(low, guide, factor, o); });
-#if NONLOCAL_HAVE_OPENCV_XIMGPROC
-            const auto others = peers(sparse, truth, bgr, &low);
-            for (const auto& r : others) print(task.c_str(), r);
-            summary(task.c_str(), ours, others);
-#else
-            (void)ours;
-#endif
-        }
+        if (wanted("upsampling")) upsampling(factor, 0.f, clean_variants({}));
+    // Noisy upsampling: sigma 2, 4 and 8 (a time-of-flight camera's, on the 8-bit disparity scale).
+    const std::vector<variant> noisy_variants = {
+        {"", {}}, {"", with({}, [](nonlocal::depth_options& o) { o.model = nonlocal::depth_model::separable; })},
+        {"", with({}, [](nonlocal::depth_options& o) { o.model = nonlocal::depth_model::ar; })},
+        {", noise taken as 0", with({}, [](nonlocal::depth_options& o) { o.noise = 0; })}};
+    for (std::size_t factor : {4, 8, 16})
+        for (float sigma : {2.f, 4.f, 8.f})
+            if (wanted("noisy")) upsampling(factor, sigma, noisy_variants);
 
     if (wanted("holes")) {   // hole filling with noise
         std::mt19937 gen(2014);
