@@ -122,15 +122,10 @@ inline disparity_map tof_protocol(const disparity_map& d, unsigned seed = 2025) 
     return out;
 }
 
-/// What each protocol sets on `fill_options()`: for stereo, one re-estimate of the robust term
-/// and holes filled from the far side (the smaller disparities); for time of flight, the
-/// median of the observations, which rejects its outliers as well as the robust term does,
-/// and the sides of the flying pixels (docs/performance.md has each).
+/// What each protocol runs: `sensor_options` of stereo or time of flight (docs/performance.md
+/// has what each of their settings does).
 inline nonlocal::depth_options sensor_protocol_options(bool stereo) {
-    nonlocal::depth_options o = nonlocal::fill_options();
-    if (stereo) o.robust_iterations = 1, o.occlusions = nonlocal::occlusion_fill::from_smaller;
-    else o.median_of_observations = true, o.flying_pixel_sides = true;
-    return o;
+    return nonlocal::sensor_options(stereo ? nonlocal::depth_sensor::stereo : nonlocal::depth_sensor::time_of_flight);
 }
 
 /// The protocol's options with the separable model on the fast global smoother's two

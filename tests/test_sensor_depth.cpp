@@ -724,4 +724,32 @@ BOOST_AUTO_TEST_CASE(bad_confidence_maps_are_refused) {
                         "depth_options::robust_tolerance must be", "got nan");
 }
 
+BOOST_AUTO_TEST_CASE(sensor_presets_set_what_their_docs_say) {
+    const depth_options fill = fill_options();
+    const depth_options clean = sensor_options(depth_sensor::clean), stereo = sensor_options(depth_sensor::stereo),
+                        light = sensor_options(depth_sensor::structured_light),
+                        tof = sensor_options(depth_sensor::time_of_flight);
+    const auto same_as_fill = [&](const depth_options& o) {
+        return o.model == fill.model && o.depth_passes == fill.depth_passes && o.flying_pixels == fill.flying_pixels &&
+               o.connectivity == fill.connectivity && o.noise == fill.noise;
+    };
+    BOOST_TEST(same_as_fill(clean));
+    BOOST_TEST(clean.robust_iterations == 0u);
+    BOOST_TEST((clean.occlusions == occlusion_fill::blend));
+    BOOST_TEST(!clean.median_of_observations);
+    BOOST_TEST(same_as_fill(stereo));
+    BOOST_TEST(stereo.robust_iterations == 1u);
+    BOOST_TEST((stereo.occlusions == occlusion_fill::from_smaller));
+    BOOST_TEST(!stereo.median_of_observations);
+    BOOST_TEST(same_as_fill(light));
+    BOOST_TEST(light.robust_iterations == 1u);
+    BOOST_TEST((light.occlusions == occlusion_fill::from_larger));
+    BOOST_TEST(same_as_fill(tof));
+    BOOST_TEST(tof.robust_iterations == 0u);
+    BOOST_TEST((tof.occlusions == occlusion_fill::blend));
+    BOOST_TEST(tof.median_of_observations);
+    BOOST_TEST(tof.flying_pixel_sides);
+    BOOST_TEST(!stereo.flying_pixel_sides);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

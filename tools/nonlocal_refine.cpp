@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
                       ->check(nonlocal::tools::at_least(0));
     app.add_option("--sigma-d", options.sigma_d, "depth bandwidth of those weights, in depth units (0: 2 % of the range)")
         ->check(nonlocal::tools::at_least(0))->capture_default_str();
-    app.add_option("--robust-iterations", options.robust_iterations,
+    auto* robust_option = app.add_option("--robust-iterations", options.robust_iterations,
                    "re-estimates of the robust data term, which rejects wrong measurements (0: off; 1 suits sensor depth)")
         ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--robust-threshold", options.robust_threshold,
@@ -229,13 +229,21 @@ int main(int argc, char** argv) {
                    "find the pixels that straddle a depth step (time of flight) and re-estimate them: on or off "
                    "(default: on in modes fill and denoise, off in mode upsample)")
         ->check(CLI::IsMember({"on", "off"}));
-    app.add_option("--occlusions", occlusions,
+    std::string sensor;
+    auto* sensor_option =
+        app.add_option("--sensor", sensor,
+                       "what the depth comes from, which sets the options its artefacts call for (explicit options "
+                       "still win): clean (the mode's defaults); stereo (a matcher's disparity: --robust-iterations 1 "
+                       "--occlusions smaller); structured-light (distance: --robust-iterations 1 --occlusions larger); "
+                       "tof (--median-of-observations --flying-pixel-sides)")
+            ->check(CLI::IsMember({"clean", "stereo", "structured-light", "tof"}));
+    auto* occlusions_option = app.add_option("--occlusions", occlusions,
                    "holes beside a depth step: blend them from both sides, or fill them from the far side, that of "
                    "the smaller values (disparity: stereo, structured light) or of the larger ones (distance)")
         ->check(CLI::IsMember({"blend", "smaller", "larger"}))->capture_default_str();
-    app.add_flag("--median-of-observations", options.median_of_observations,
+    auto* median_option = app.add_flag("--median-of-observations", options.median_of_observations,
                  "replace each observation by the median of those in its 5 x 5 window first (noisy time-of-flight depth)");
-    app.add_flag("--flying-pixel-sides", options.flying_pixel_sides,
+    auto* sides_option = app.add_flag("--flying-pixel-sides", options.flying_pixel_sides,
                  "a flying pixel whose neighbours tell which side of the step it touches takes that side's depth "
                  "(time of flight; a ledge one or two pixels wide looks the same)");
     app.add_option("--step", options.step, "a depth step, in depth units (0: 5 % of the observed range)")
@@ -263,10 +271,8 @@ int main(int argc, char** argv) {
                                    {"--guide rgb.png --depth holes.png --out filled.png --preview filled_view.png",
                                     "--mode denoise --guide rgb.png --depth noisy.png --out clean.npy",
                                     "--mode upsample --factor 8 --guide rgb.png --depth low.png --out up.png",
-                                    "--guide left.png --depth disparity.png --out filled.png --robust-iterations 1 "
-                                    "--occlusions smaller --model separable --connectivity 4 --depth-passes 0",
-                                    "--guide rgb.png --depth tof.png --out filled.png --median-of-observations "
-                                    "--flying-pixel-sides",
+                                    "--guide left.png --depth disparity.png --out filled.png --sensor stereo",
+                                    "--guide rgb.png --depth tof.png --out filled.png --sensor tof",
                                     "--batch pairs.txt --jobs 2 --skip-existing --report run.jsonl",
                                     "--summary run-*.jsonl"},
                                    "0 done, 1 bad input or a pair failed, 2 a solve did not converge.");
@@ -316,6 +322,16 @@ int main(int argc, char** argv) {
     options.occlusions = occlusions == "smaller"  ? nonlocal::occlusion_fill::from_smaller
                          : occlusions == "larger" ? nonlocal::occlusion_fill::from_larger
                                                   : nonlocal::occlusion_fill::blend;
+    if (sensor_option->count()) {   // what the sensor's preset sets, unless given
+        const std::map<std::string, nonlocal::depth_sensor> sensors = {
+            {"clean", nonlocal::depth_sensor::clean}, {"stereo", nonlocal::depth_sensor::stereo},
+            {"structured-light", nonlocal::depth_sensor::structured_light}, {"tof", nonlocal::depth_sensor::time_of_flight}};
+        const nonlocal::depth_options preset = nonlocal::sensor_options(sensors.at(sensor));
+        if (!robust_option->count()) options.robust_iterations = preset.robust_iterations;
+        if (!occlusions_option->count()) options.occlusions = preset.occlusions;
+        if (!median_option->count()) options.median_of_observations = preset.median_of_observations;
+        if (!sides_option->count()) options.flying_pixel_sides = preset.flying_pixel_sides;
+    }
     speech.report = batch.report;
     const nonlocal::tools::depth_pair single{guide_path, depth_path, confidence_path, out_path, 0};
     try {

@@ -167,6 +167,36 @@ depth_result in_precision(const depth_options& o, F&& f) {
 /// pixels are found and re-estimated (`depth_options::flying_pixels`).
 inline depth_options fill_options() { return {.depth_passes = 1, .flying_pixels = true}; }
 
+/// Where a depth map comes from, as `sensor_options` takes it: what its depth is like.
+enum class depth_sensor {
+    clean,              ///< exact or nearly (synthetic, a fused model, ground truth)
+    stereo,             ///< a matcher's disparity: mismatches, occlusion holes where disparity is smaller
+    structured_light,   ///< distance with the projector's shadows where distance is larger, wrong codes
+    time_of_flight      ///< noise, flying pixels at steps, multipath; holes are not occlusions
+};
+
+/// `fill_options()` for the depth of `sensor`, as its artefacts call for:
+/// - `clean`: `fill_options()` as it is;
+/// - `stereo`: one re-estimate of the robust data term (`robust_iterations`), which rejects a
+///   matcher's mismatches, and holes beside depth steps filled from the smaller values
+///   (`occlusion_fill::from_smaller`: disparity, whose background is the smaller);
+/// - `structured_light`: the same, the holes filled from the larger values (distance);
+/// - `time_of_flight`: each observation first replaced by the median of its 5 x 5 window
+///   (`median_of_observations`), and the flying pixels whose neighbours tell their side given
+///   that side's depth (`flying_pixel_sides`); holes blended.
+/// Any field can be changed after; the options of each were measured on the real-sensor
+/// protocols of the performance page.
+inline depth_options sensor_options(depth_sensor sensor) {
+    depth_options o = fill_options();
+    switch (sensor) {
+    case depth_sensor::clean: break;
+    case depth_sensor::stereo: o.robust_iterations = 1, o.occlusions = occlusion_fill::from_smaller; break;
+    case depth_sensor::structured_light: o.robust_iterations = 1, o.occlusions = occlusion_fill::from_larger; break;
+    case depth_sensor::time_of_flight: o.median_of_observations = true, o.flying_pixel_sides = true; break;
+    }
+    return o;
+}
+
 namespace detail {
 /// `fill_depth` with `confidence` per pixel (null: 1 everywhere).
 template <class D, class G>
