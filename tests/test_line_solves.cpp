@@ -257,10 +257,12 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { line_solve(A, 0, std::nan(""), std::span<float>(x)); }, "line_solve", "got nan");
     test::check_invalid([&] { line_solve(A, 0, 1.0, std::span<float>(short_x)); }, "line_solve", "x has 19 entries",
                         "system of 20");
-    test::check_invalid([&] { separable_smooth(A, std::span<float>(x), {0, 1.0}); }, "separable_smooth", "passes = 0");
-    test::check_invalid([&] { separable_smooth(A, std::span<float>(x), {2, 0.0}); }, "separable_smooth", "strength = 0");
-    test::check_invalid([&] { separable_smooth(A, std::span<float>(x), {2, std::numeric_limits<double>::infinity()}); },
-                        "separable_smooth", "strength = inf");
+    test::check_invalid([&] { separable_smooth(A, std::span<float>(x), {0, 1.0}); }, "separable_smooth",
+                        "separable_options::passes must be at least 1, got 0");
+    test::check_invalid([&] { separable_smooth(A, std::span<float>(x), {2, 0.0}); }, "separable_smooth",
+                        "separable_options::strength must be finite and positive, got 0");
+    test::check_invalid([&] { separable_smooth(A, std::span<float>(x), {0, std::numeric_limits<double>::infinity()}); },
+                        "separable_smooth", "separable_options::passes must be at least 1, got 0; separable_options::strength must be finite and positive, got inf");
     // A pixel without a data term leaves its line's system singular where it holds no other.
     buffer<float> alpha = A.alpha();
     alpha[7] = 0;

@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(full_multigrid_approximates_and_converges) {
     BOOST_TEST(once.iterations == 1u);
     BOOST_TEST(!once.converged);
     BOOST_TEST(once.relative_residual > 1e-12);
-    test::check_invalid([&] { multigrid(A, {.full_cycles = 0}); }, "multigrid", "full_cycles = 0");
+    test::check_invalid([&] { multigrid(A, {.full_cycles = 0}); }, "multigrid", "multigrid_options::full_cycles must be at least 1, got 0");
     std::vector<double> short_x(5);
     test::check_invalid([&] { M.full(rhs, short_x); }, "multigrid::full", "x has 5 entries");
     test::check_invalid([&] { full_multigrid(A, rhs, short_x, M); }, "full_multigrid", "x has 5 entries");

@@ -252,7 +252,7 @@ BOOST_AUTO_TEST_CASE(zero_right_hand_sides_starts_that_meet_the_tolerance_and_br
     // Tolerances below 0 or NaN are rejected by every solver, by name.
     for (const double bad : {-1e-4, std::nan("")}) {
         const solve_options o{bad, 10};
-        const std::string got = "the tolerance must be >= 0, got " + std::to_string(bad);
+        const std::string got = std::string("solve_options::tolerance must be at least 0, got ") + (std::isnan(bad) ? "nan" : "-0.0001");
         test::check_invalid([&] { pcg(A, x, jacobi_preconditioner(A), o); }, "pcg", got);
         test::check_invalid([&] { full_multigrid(A, A.rhs, x, multigrid(A), o); }, "full_multigrid", got);
         test::check_invalid([&] { multigrid_solve(A, x, o); }, "multigrid", got);
@@ -345,14 +345,17 @@ BOOST_AUTO_TEST_CASE(multigrid_smoothers) {
                 }
             }
     }
-    test::check_invalid([&] { multigrid<>::sweep_damping({.lower = 2, .upper = 1}); }, "multigrid", "lower = 2.0");
-    test::check_invalid([&] { multigrid(p.system(8), {.smoothing_steps = 0}); }, "multigrid", "smoothing_steps = 0");
+    test::check_invalid([&] { multigrid<>::sweep_damping({.lower = 2, .upper = 1}); }, "multigrid",
+                        "multigrid_options::lower must be finite, above 0 and below upper, got 2");
+    test::check_invalid([&] { multigrid(p.system(8), {.smoothing_steps = 0}); }, "multigrid",
+                        "multigrid_options::smoothing_steps must be at least 1, got 0");
     test::check_invalid([&] { multigrid(p.system(8), {.coarse_smoothing_steps = 0}); }, "multigrid",
-                        "coarse_smoothing_steps = 0");
-    test::check_invalid([&] { multigrid<>::sweep_damping({}, 0); }, "multigrid", "got steps = 0");
-    test::check_invalid([&] { multigrid(p.system(8), {.damping = 2.5}); }, "multigrid", "damping = 2.5");
+                        "multigrid_options::coarse_smoothing_steps must be at least 1, got 0");
+    test::check_invalid([&] { multigrid<>::sweep_damping({}, 0); }, "multigrid", "at least 1 smoothing step, got 0");
+    test::check_invalid([&] { multigrid(p.system(8), {.damping = 2.5}); }, "multigrid",
+                        "multigrid_options::damping must be in (0, 2], got 2.5");
     test::check_invalid([&] { multigrid(p.system(8), {.correction_scale = std::nan("")}); }, "multigrid",
-                        "correction_scale = nan");
+                        "multigrid_options::correction_scale must be finite and positive, got nan");
 }
 
 BOOST_AUTO_TEST_CASE(single_precision_systems) {

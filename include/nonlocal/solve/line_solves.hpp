@@ -279,10 +279,10 @@ inline double separable_scale(const separable_options& o, std::size_t t) {
 /// >= 0 and every vector has an entry per pixel.
 template <class T, class Arch>
 void separable_smooth(const ar_system<T, Arch>& A, std::span<const std::span<T>> xs, const separable_options& o = {}) {
-    detail::require(o.passes >= 1 && std::isfinite(o.strength) && o.strength > 0, "separable_smooth", [&] {
-        return "needs passes >= 1 and a finite strength > 0, got passes = " + std::to_string(o.passes) +
-               ", strength = " + std::to_string(o.strength);
-    });
+    detail::field_checks("separable_options")
+        .need(o.passes >= 1, "passes", "at least 1", o.passes)
+        .need(std::isfinite(o.strength) && o.strength > 0, "strength", "finite and positive", o.strength)
+        .check("separable_smooth");
     std::vector<std::size_t> directions(A.offsets.size());
     for (std::size_t d = 0; d < directions.size(); ++d) directions[d] = d;
     detail::require_line_system(A, std::span<const std::size_t>(directions), o.strength, "separable_smooth");

@@ -98,21 +98,19 @@ public:
 
     /// The damping of each of `steps` smoothing sweeps, in the order they run (before and after).
     static std::vector<double> sweep_damping(const multigrid_options& o, std::size_t steps) {
-        detail::require(o.smoothing_steps >= 1 && o.coarse_smoothing_steps >= 1 && std::isfinite(o.lower) &&
-                            std::isfinite(o.upper) && o.lower > 0 && o.lower < o.upper && o.damping > 0 &&
-                            o.damping <= 2 && std::isfinite(o.correction_scale) && o.correction_scale > 0 &&
-                            o.full_cycles >= 1 && steps >= 1,
-                        "multigrid", [&] {
-                            return "needs smoothing_steps >= 1 and coarse_smoothing_steps >= 1 (without smoothing a "
-                                   "V-cycle is a projection, not a preconditioner), 0 < lower < upper (finite), "
-                                   "0 < damping <= 2, correction_scale > 0, full_cycles >= 1 and steps >= 1, got steps = " +
-                                   std::to_string(steps) + ", smoothing_steps = " + std::to_string(o.smoothing_steps) +
-                                   ", coarse_smoothing_steps = " + std::to_string(o.coarse_smoothing_steps) +
-                                   ", lower = " + std::to_string(o.lower) + ", upper = " + std::to_string(o.upper) +
-                                   ", damping = " + std::to_string(o.damping) +
-                                   ", correction_scale = " + std::to_string(o.correction_scale) +
-                                   ", full_cycles = " + std::to_string(o.full_cycles);
-                        });
+        // Without smoothing a V-cycle is a projection, not a preconditioner.
+        detail::field_checks("multigrid_options")
+            .need(o.smoothing_steps >= 1, "smoothing_steps", "at least 1", o.smoothing_steps)
+            .need(o.coarse_smoothing_steps >= 1, "coarse_smoothing_steps", "at least 1", o.coarse_smoothing_steps)
+            .need(std::isfinite(o.lower) && o.lower > 0 && o.lower < o.upper, "lower", "finite, above 0 and below upper",
+                  o.lower)
+            .need(std::isfinite(o.upper), "upper", "finite", o.upper)
+            .need(o.damping > 0 && o.damping <= 2, "damping", "in (0, 2]", o.damping)
+            .need(std::isfinite(o.correction_scale) && o.correction_scale > 0, "correction_scale", "finite and positive",
+                  o.correction_scale)
+            .need(o.full_cycles >= 1, "full_cycles", "at least 1", o.full_cycles)
+            .check("multigrid");
+        detail::require(steps >= 1, "multigrid", [&] { return "needs at least 1 smoothing step, got " + std::to_string(steps); });
         const std::size_t m = steps;
         std::vector<double> omega(m, o.damping);
         if (o.kind == smoother::chebyshev) {

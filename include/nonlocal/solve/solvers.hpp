@@ -84,8 +84,7 @@ void require_inputs(const ar_system<T, Arch>& A, std::span<const T> b, std::span
                     std::string_view where) {
     A.require_size(x, where);
     A.require_size(b, where, "b");
-    require(options.tolerance >= 0, where,
-            [&] { return "the tolerance must be >= 0, got " + std::to_string(options.tolerance); });
+    field_checks("solve_options").need(options.tolerance >= 0, "tolerance", "at least 0", options.tolerance).check(where);
 }
 
 /// For b = 0 (|b| = `b_norm`): x = 0, the solution, and true; the report says it converged.
