@@ -94,17 +94,9 @@ const scene& aloe() {
     return s;
 }
 
-xt::xtensor<float, 2> subsample(const xt::xtensor<float, 2>& d, std::size_t f) {
-    const std::size_t h = (d.shape(0) + f - 1) / f, w = (d.shape(1) + f - 1) / f;
-    xt::xtensor<float, 2> low = xt::empty<float>({h, w});
-    for (std::size_t r = 0; r < h; ++r)
-        for (std::size_t c = 0; c < w; ++c) low(r, c) = d(r * f, c * f);
-    return low;
-}
-
 void depth_upsample(benchmark::State& state) {
     const std::size_t factor = state.range(0);
-    const auto low = subsample(aloe().truth, factor);
+    const auto low = nonlocal::bench::upsampling_samples(aloe().truth, factor);
     std::size_t iterations = 0;
     nonlocal::depth_options o{.model = nonlocal::depth_model(state.range(1)),
                               .threads = int(state.range(2)),
@@ -174,13 +166,7 @@ BENCHMARK(peer_opencv_fgs_upsample)->ArgName("x")->Arg(8)->Arg(16)->Unit(benchma
 
 /// Aloe's x8 samples with Gaussian noise of sigma 8 (eval_depth's noisy protocol x8 s8).
 const xt::xtensor<float, 2>& noisy_samples() {
-    static const xt::xtensor<float, 2> low = [] {
-        xt::xtensor<float, 2> d = subsample(aloe().truth, 8);
-        std::mt19937 gen(808);
-        std::normal_distribution<float> noise(0.f, 8.f);
-        for (float& v : d) v = v > 0 ? std::max(v + noise(gen), 0.5f) : 0.f;
-        return d;
-    }();
+    static const xt::xtensor<float, 2> low = nonlocal::bench::upsampling_samples(aloe().truth, 8, 8.f);
     return low;
 }
 
@@ -334,7 +320,7 @@ BENCHMARK(peer_opencv_fgs_sensor_frame)
 void depth_dataset(benchmark::State& state) {
     constexpr std::size_t pairs = 4;
     const std::size_t jobs = state.range(0);
-    const auto low = subsample(aloe().truth, 8);
+    const auto low = nonlocal::bench::upsampling_samples(aloe().truth, 8);
     for (auto _ : state) {
         std::atomic<std::size_t> next{0};
         const auto work = [&] {
@@ -425,10 +411,10 @@ BENCHMARK(median_filter)->ArgName("radius")->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg
 void depth_median(benchmark::State& state) {
     const std::size_t factor = std::size_t(state.range(0));
     const nonlocal::depth_options o{.median_scale = 0};
-    const auto model = nonlocal::upsample_depth(subsample(aloe().truth, factor), aloe().guide, factor, o).depth;
+    const auto model = nonlocal::upsample_depth(nonlocal::bench::upsampling_samples(aloe().truth, factor), aloe().guide, factor, o).depth;
     const std::size_t H = model.shape(0), W = model.shape(1), radius = nonlocal::depth_options{}.median_radius(1.0 / double(factor * factor));
     float lo = 1e30f, hi = -1e30f;   // the observed range, as the task takes it
-    for (float v : subsample(aloe().truth, factor))
+    for (float v : nonlocal::bench::upsampling_samples(aloe().truth, factor))
         if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
     const float flat = float(nonlocal::depth_options{}.median_flatness) * (hi - lo);
     xt::xtensor<float, 2> out = model;

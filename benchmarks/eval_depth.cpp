@@ -530,15 +530,10 @@ int main(int argc, char** argv) {
     // Upsampling by `factor` of the samples with Gaussian noise of `sigma` (0: none; fixed seeds),
     // nonlocal's rows `variants` against the peers.
     const auto upsampling = [&](std::size_t factor, float sigma, const std::vector<variant>& variants) {
-        const std::size_t lh = (std::size_t(h) + factor - 1) / factor, lw = (std::size_t(w) + factor - 1) / factor;
-        std::mt19937 gen(unsigned(factor * 100 + sigma));
-        std::normal_distribution<float> noise(0.f, sigma > 0 ? sigma : 1.f);
-        depth_map low = xt::zeros<float>({lh, lw}), sparse = xt::zeros<float>(truth.shape());
-        for (std::size_t r = 0; r < lh; ++r)
-            for (std::size_t cc = 0; cc < lw; ++cc) {
-                const float t = truth(r * factor, cc * factor);
-                low(r, cc) = sparse(r * factor, cc * factor) = sigma > 0 && t > 0 ? std::max(t + noise(gen), 0.5f) : t;
-            }
+        const depth_map low = nonlocal::bench::upsampling_samples(truth, factor, sigma);
+        depth_map sparse = xt::zeros<float>(truth.shape());
+        for (std::size_t r = 0; r < low.shape(0); ++r)
+            for (std::size_t cc = 0; cc < low.shape(1); ++cc) sparse(r * factor, cc * factor) = low(r, cc);
         const std::string task = "x" + std::to_string(factor) + (sigma > 0 ? " s" + std::to_string(int(sigma)) : "");
         if (sigma > 0)
             std::printf("%-10s the samples' noise estimated from them: sigma %.2f (true %.0f)\n", task.c_str(),

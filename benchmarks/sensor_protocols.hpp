@@ -122,6 +122,21 @@ inline disparity_map tof_protocol(const disparity_map& d, unsigned seed = 2025) 
     return out;
 }
 
+/// The upsampling protocol's samples of `d`: pixel (f r, f c) at (r, c) of a map of ceil(H / f) x
+/// ceil(W / f), plus Gaussian noise of `sigma` where it is known (0: none; the seed f 100 + sigma,
+/// the noisy value at least 0.5).
+inline disparity_map upsampling_samples(const disparity_map& d, std::size_t f, float sigma = 0) {
+    disparity_map low = xt::empty<float>({(d.shape(0) + f - 1) / f, (d.shape(1) + f - 1) / f});
+    std::mt19937 gen(unsigned(f * 100 + sigma));
+    std::normal_distribution<float> noise(0.f, sigma > 0 ? sigma : 1.f);
+    for (std::size_t r = 0; r < low.shape(0); ++r)
+        for (std::size_t c = 0; c < low.shape(1); ++c) {
+            const float t = d(r * f, c * f);
+            low(r, c) = sigma > 0 && t > 0 ? std::max(t + noise(gen), 0.5f) : t;
+        }
+    return low;
+}
+
 /// What each protocol runs: `sensor_options` of stereo or time of flight (docs/performance.md
 /// has what each of their settings does).
 inline nonlocal::depth_options sensor_protocol_options(bool stereo) {
