@@ -20,7 +20,6 @@
 // to the input's channels.
 #include "image_io.hpp"
 
-#include <nonlocal/execution.hpp>
 #include <nonlocal/nn/checkpoint.hpp>
 #include <nonlocal/nn/mobilevit.hpp>
 #include <nonlocal/nn/nonlocal_block.hpp>
@@ -221,22 +220,11 @@ inline architecture architecture_of(const std::string& model, const std::string&
 }
 
 /// The network of MODEL in architecture `a`, loaded from `from`, as a function of the input on
-/// `threads` threads.
-inline std::function<xt::xarray<float>(const xt::xtensor<float, 4>&)> load_checkpoint(const std::string& model,
-                                                                                      const architecture& a,
-                                                                                      nn::checkpoint& from, int threads) {
-    const execution::parallel_policy policy{threads};
-    const auto wrap = [&](auto network) {
-        return [network = std::move(network), policy](const xt::xtensor<float, 4>& x) -> xt::xarray<float> { return network(x, policy); };
-    };
-    if (model == "torchvision-vit") return wrap(nn::vision_transformer::load_torchvision(from, std::get<nn::vit_config>(a.config)));
-    if (model == "timm-vit") return wrap(nn::vision_transformer::load_timm(from, std::get<nn::vit_config>(a.config)));
-    if (model == "timm-mobilevit") return wrap(nn::mobilevit::load_timm(from, std::get<nn::mobilevit_config>(a.config)));
-    if (model == "timm-mobilevit-block")
-        return wrap(nn::mobilevit_block::load_timm(from, std::get<nn::mobilevit_block_config>(a.config)));
-    const auto block = nn::nonlocal_feature_block::load_npy(from, std::get<nn::nonlocal_block_config>(a.config));
-    return wrap(block);
-}
+/// `threads` threads. Defined in checkpoints.cpp, which instantiates every network once for the
+/// programs that link it.
+std::function<xt::xarray<float>(const xt::xtensor<float, 4>&)> load_checkpoint(const std::string& model,
+                                                                               const architecture& a,
+                                                                               nn::checkpoint& from, int threads);
 
 /// The library's loader of MODEL, which names a checkpoint's problems.
 inline std::string loader_of(const std::string& model) {
@@ -247,12 +235,8 @@ inline std::string loader_of(const std::string& model) {
     return "nn::nonlocal_feature_block::load_npy";
 }
 
-/// The entries (name and shape) that MODEL in architecture `a` reads.
-inline std::vector<nn::checkpoint::entry> entries_of(const std::string& model, const architecture& a) {
-    nn::checkpoint listing = nn::checkpoint::listing();
-    load_checkpoint(model, a, listing, 1);
-    return listing.expected();
-}
+/// The entries (name and shape) that MODEL in architecture `a` reads (checkpoints.cpp).
+std::vector<nn::checkpoint::entry> entries_of(const std::string& model, const architecture& a);
 
 /// `program: --non-strict: N entries missing ...` on stderr, one line per problem.
 inline void warn_about(const std::string& program, const nn::load_report& report) {

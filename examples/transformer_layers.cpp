@@ -9,7 +9,7 @@
 // Weights are random (ViT's initialisation, N(0, 0.02)); with PREFIX and ARCH (vit_b_16, ...),
 // the ViT is torchvision's, loaded strictly from its state_dict saved as PREFIX*.npy (see
 // nn/checkpoint.hpp).
-#include <nonlocal/nonlocal.hpp>
+#include <nonlocal/nn.hpp>
 
 #include <chrono>
 #include <cstdio>

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include <nonlocal/nonlocal.hpp>
+#include <nonlocal/depth.hpp>
 
 namespace {
 

@@ -2,7 +2,7 @@
 // Literal double-precision forms of the nn layers, the oracles of test_multi_head_attention,
 // test_layer_norm, test_transformer, test_conv and test_mobilevit: loops as plain as the formulas.
 
-#include <nonlocal/nonlocal.hpp>
+#include <nonlocal/nn.hpp>
 
 #include <cmath>
 #include <functional>

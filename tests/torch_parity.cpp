@@ -6,7 +6,7 @@
 //   torch_parity PYTHON SCRIPT FOLDER
 // Exit status: 0 when every case matches within 1e-5 (1e-12 in double), 1 when one does not, 77 (a skipped test) when the script finds no torch. The ViT
 // cases are skipped with a message when torchvision is not installed.
-#include <nonlocal/nonlocal.hpp>
+#include <nonlocal/nn.hpp>
 
 #include <sys/wait.h>
 

@@ -11,7 +11,7 @@
 #include "batch_run.hpp"
 #include "image_io.hpp"
 
-#include <nonlocal/nonlocal.hpp>
+#include <nonlocal/filter/nlm.hpp>
 
 #include <CLI/CLI.hpp>
 #include <xtensor/xbuilder.hpp>

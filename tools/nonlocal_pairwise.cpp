@@ -8,7 +8,9 @@
 // with --png. Every option: docs/tools/nonlocal-pairwise.md. Exit status: 0 done, 1 bad input.
 #include "image_io.hpp"
 
-#include <nonlocal/nonlocal.hpp>
+#include <nonlocal/pairwise.hpp>
+#include <nonlocal/similarity/distance.hpp>
+#include <nonlocal/similarity/dot_product.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -19,7 +19,7 @@
 
 #include <nonlocal/io/depth.hpp>
 
-#include <nonlocal/nonlocal.hpp>
+#include <nonlocal/depth.hpp>
 
 #include <CLI/CLI.hpp>
 #include <xtensor/xview.hpp>

@@ -1,6 +1,8 @@
 #pragma once
 /// @file nonlocal.hpp
-/// Everything in nonlocal.
+/// Everything in nonlocal: the core (policies, `weighted_aggregate`, `attention`, `pairwise`),
+/// the filters, the AR system and its solvers, and the depth (`nonlocal/depth.hpp`) and network
+/// (`nonlocal/nn.hpp`) modules. `nonlocal/io/` (files) is apart: it needs libpng and libjpeg.
 
 #include "nonlocal/config.hpp"
 #include "nonlocal/buffer.hpp"
@@ -32,23 +34,9 @@
 #include "nonlocal/image/features.hpp"
 #include "nonlocal/filter/nlm.hpp"
 #include "nonlocal/filter/median.hpp"
-#include "nonlocal/filter/depth.hpp"
 #include "nonlocal/solve/ar_system.hpp"
 #include "nonlocal/solve/csr.hpp"
 #include "nonlocal/solve/solvers.hpp"
 #include "nonlocal/solve/line_solves.hpp"
-#include "nonlocal/nn/batch_norm.hpp"
-#include "nonlocal/nn/checkpoint.hpp"
-#include "nonlocal/nn/layer_entries.hpp"
-#include "nonlocal/nn/conv2d.hpp"
-#include "nonlocal/nn/inverted_residual.hpp"
-#include "nonlocal/nn/linear.hpp"
-#include "nonlocal/nn/mobilevit.hpp"
-#include "nonlocal/nn/pooling.hpp"
-#include "nonlocal/nn/position_encoding.hpp"
-#include "nonlocal/nn/resize.hpp"
-#include "nonlocal/nn/nonlocal_block.hpp"
-#include "nonlocal/nn/multi_head_attention.hpp"
-#include "nonlocal/nn/layer_norm.hpp"
-#include "nonlocal/nn/transformer.hpp"
-#include "nonlocal/nn/vision_transformer.hpp"
+#include "nonlocal/depth.hpp"
+#include "nonlocal/nn.hpp"

@@ -1,0 +1,31 @@
+// The networks of the checkpoint programs, compiled once for nonlocal_model_forward,
+// nonlocal_classify and strict_checkpoints (each network is most of a program's compile time).
+#include "checkpoints.hpp"
+
+#include <nonlocal/execution.hpp>
+
+namespace nonlocal::examples {
+
+std::function<xt::xarray<float>(const xt::xtensor<float, 4>&)> load_checkpoint(const std::string& model,
+                                                                                      const architecture& a,
+                                                                                      nn::checkpoint& from, int threads) {
+    const execution::parallel_policy policy{threads};
+    const auto wrap = [&](auto network) {
+        return [network = std::move(network), policy](const xt::xtensor<float, 4>& x) -> xt::xarray<float> { return network(x, policy); };
+    };
+    if (model == "torchvision-vit") return wrap(nn::vision_transformer::load_torchvision(from, std::get<nn::vit_config>(a.config)));
+    if (model == "timm-vit") return wrap(nn::vision_transformer::load_timm(from, std::get<nn::vit_config>(a.config)));
+    if (model == "timm-mobilevit") return wrap(nn::mobilevit::load_timm(from, std::get<nn::mobilevit_config>(a.config)));
+    if (model == "timm-mobilevit-block")
+        return wrap(nn::mobilevit_block::load_timm(from, std::get<nn::mobilevit_block_config>(a.config)));
+    const auto block = nn::nonlocal_feature_block::load_npy(from, std::get<nn::nonlocal_block_config>(a.config));
+    return wrap(block);
+}
+
+std::vector<nn::checkpoint::entry> entries_of(const std::string& model, const architecture& a) {
+    nn::checkpoint listing = nn::checkpoint::listing();
+    load_checkpoint(model, a, listing, 1);
+    return listing.expected();
+}
+
+}  // namespace nonlocal::examples
