@@ -64,25 +64,23 @@ xt::xtensor<float, 2> read_confidence(const std::string& path, const std::array<
 /// Reads a pair, refines it and writes the result; the exceptions of the library and of the
 /// image files pass through.
 nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, const refinement& how) {
-    const auto guide = nonlocal::tools::without_alpha(nonlocal::tools::read_image(pair.guide));
+    // 16-bit guides on the 8-bit scale of --sigma-r, as the library scales uint16 images.
+    const xt::xtensor<float, 3> guide = nonlocal::io::read_guide(pair.guide);
     const xt::xtensor<float, 2> depth = nonlocal::io::read_depth(pair.depth);
     const std::optional<xt::xtensor<float, 2>> confidence =
         pair.confidence.empty() ? std::nullopt
                                 : std::optional(read_confidence(pair.confidence, {depth.shape(0), depth.shape(1)}));
-    const auto refine = [&](const auto& guide_pixels) {
+    const auto refine = [&]() {
         if (confidence) {
-            if (how.mode == "upsample") return nonlocal::upsample_depth(depth, *confidence, guide_pixels, how.factor, how.options);
-            if (how.mode == "denoise") return nonlocal::denoise_depth(depth, *confidence, guide_pixels, how.options);
-            return nonlocal::fill_depth(depth, *confidence, guide_pixels, how.options);
+            if (how.mode == "upsample") return nonlocal::upsample_depth(depth, *confidence, guide, how.factor, how.options);
+            if (how.mode == "denoise") return nonlocal::denoise_depth(depth, *confidence, guide, how.options);
+            return nonlocal::fill_depth(depth, *confidence, guide, how.options);
         }
-        if (how.mode == "upsample") return nonlocal::upsample_depth(depth, guide_pixels, how.factor, how.options);
-        if (how.mode == "denoise") return nonlocal::denoise_depth(depth, guide_pixels, how.options);
-        return nonlocal::fill_depth(depth, guide_pixels, how.options);
+        if (how.mode == "upsample") return nonlocal::upsample_depth(depth, guide, how.factor, how.options);
+        if (how.mode == "denoise") return nonlocal::denoise_depth(depth, guide, how.options);
+        return nonlocal::fill_depth(depth, guide, how.options);
     };
-    // A 16-bit guide as 16-bit integers, which the library brings to the 8-bit scale of --sigma-r.
-    nonlocal::depth_result result = guide.bit_depth == 16
-                                        ? refine(xt::xtensor<std::uint16_t, 3>(xt::cast<std::uint16_t>(guide.pixels)))
-                                        : refine(guide.pixels);
+    nonlocal::depth_result result = refine();
     // Written whole or not at all: an interrupted run leaves no partial output that
     // --skip-existing would take for a finished one.
     nonlocal::io::write_depth(pair.out, result.depth);

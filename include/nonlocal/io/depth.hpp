@@ -4,8 +4,8 @@
 /// sensor's millimetres, a matcher's disparity times its scale) and .npy arrays, as the depth
 /// tasks take them. Part of `nonlocal::io` (libpng and libjpeg).
 ///
-///     const auto depth = nonlocal::io::read_depth("depth.png");             // [H, W], 0 where missing
-///     const auto guide = nonlocal::io::read_image("colour.png").pixels;     // [H, W, 3]
+///     const auto depth = nonlocal::io::read_depth("depth.png");     // [H, W], 0 where missing
+///     const auto guide = nonlocal::io::read_guide("colour.png");    // [H, W, 3] on the 8-bit scale
 ///     nonlocal::io::write_depth("filled.png", nonlocal::fill_depth(depth, guide).depth);
 
 #include <algorithm>
@@ -26,6 +26,16 @@ inline xt::xtensor<float, 2> read_depth(const std::string& path, std::size_t max
     if (img.pixels.shape(2) != 1)
         throw std::runtime_error(path + ": a depth map has one channel, this image has " + std::to_string(img.pixels.shape(2)));
     return xt::view(img.pixels, xt::all(), xt::all(), 0);
+}
+
+/// The image at `path` as the depth tasks' guide: its colour channels (`without_alpha`) as
+/// float pixels [H, W, C] on the 8-bit scale of `depth_options::sigma_r`. Values of 16 bits
+/// (a 16-bit PNG, a uint16 .npy) are multiplied by 255 / 65535, as the tasks scale a uint16
+/// guide; others are as stored. Throws std::runtime_error as `read_image` does.
+inline xt::xtensor<float, 3> read_guide(const std::string& path, std::size_t max_pixels = max_image_pixels) {
+    image img = without_alpha(read_image(path, max_pixels));
+    if (img.bit_depth == 16) img.pixels *= float(255.0 / 65535.0);
+    return std::move(img.pixels);
 }
 
 /// Writes `depth` [H, W] to `path` whole or not at all: a 16-bit grey PNG of its values
