@@ -1,4 +1,4 @@
-// nonlocal-denoise: non-local means on a PNG or JPEG, PNG out.
+// nonlocal-denoise: non-local means on a PNG, JPEG or .npy image, PNG out.
 //
 //   nonlocal-denoise INPUT OUTPUT --sigma S [--h H] [--patch-radius R] [--search-radius R]
 //                    [--threads N] [--bit-depth 8|16]
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     std::string input, output;
     denoising how;
     nonlocal::nlm_options& options = how.options;
-    auto* input_option = app.add_option("input", input, "PNG or JPEG image, 8 or 16 bit, grey or colour");
+    auto* input_option = app.add_option("input", input, "PNG (8 or 16 bit) or JPEG image, grey or colour, or a .npy array [H, W] or [H, W, C]");
     auto* output_option =
         app.add_option("output", output, "PNG file to write")->check(nonlocal::tools::path_ending_in({".png"}));
     nonlocal::tools::voice speech;

@@ -152,6 +152,14 @@ depth_result refine_with_passes(const image_planes<T>& g, observed_depth d, cons
     return result;
 }
 
+#ifdef NONLOCAL_DEPTH_EXTERN_INSTANCES
+// Compiled once, in the source that includes nonlocal/depth/instances.hpp.
+extern template depth_result refine_with_passes<float>(const image_planes<float>&, observed_depth, const depth_options&,
+                                                       std::string_view, const stopwatch&);
+extern template depth_result refine_with_passes<double>(const image_planes<double>&, observed_depth, const depth_options&,
+                                                        std::string_view, const stopwatch&);
+#endif
+
 /// f.template operator()<T>() with T = float or double, as `o.single_precision` says.
 template <class F>
 depth_result in_precision(const depth_options& o, F&& f) {
@@ -293,6 +301,13 @@ depth_result upsample(const xt::xtensor<double, 2>& low, const double* confidenc
             observed.observe(factor * r * g.width + factor * c, low(r, c), confidence ? confidence[r * low.shape(1) + c] : 1.0);
     return refine_with_passes<T>(g, observed, first, "upsample_depth", clock);
 }
+
+#ifdef NONLOCAL_DEPTH_EXTERN_INSTANCES
+extern template depth_result upsample<float>(const xt::xtensor<double, 2>&, const double*, const image_planes<float>&,
+                                             std::size_t, const depth_options&, const depth_options&, const stopwatch&);
+extern template depth_result upsample<double>(const xt::xtensor<double, 2>&, const double*, const image_planes<double>&,
+                                              std::size_t, const depth_options&, const depth_options&, const stopwatch&);
+#endif
 }  // namespace detail
 
 namespace detail {
