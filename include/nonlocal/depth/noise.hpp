@@ -41,8 +41,10 @@ namespace detail {
 /// The most windows a map's estimate visits: a megapixel map costs little more than a small one.
 inline constexpr std::size_t max_visited_windows = std::size_t(1) << 17;
 
-/// The most residuals the noise's mixture is fitted on.
-inline constexpr std::size_t max_fitted_residuals = std::size_t(1) << 16;
+/// The histogram the noise's mixture is fitted on: residuals below 16 times the robust start
+/// of the noise's scale, in 2048 bins.
+inline constexpr double residual_histogram_range = 16;
+inline constexpr std::size_t residual_histogram_bins = 2048;
 
 /// Standard deviation of a residual of unit Gaussian noise: the observation's and the median's of 8.
 inline constexpr double median8_residual_scale = 1.0809;
@@ -81,20 +83,38 @@ noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width)
     double s = 1.4826 * kth_smallest_non_negative(residuals, residuals.size() / 2);
     if (s == 0) return e;   // most residuals are 0: noise below the map's precision
     const double largest = *std::max_element(residuals.begin(), residuals.end());
-    // The fit on at most 2^16 of them, evenly spread over the map: its scale is then within about
-    // 0.3 % of the fit on all.
-    if (const std::size_t stride = residuals.size() / max_fitted_residuals + 1; stride > 1) {
-        std::size_t kept = 0;
-        for (std::size_t i = 0; i < residuals.size(); i += stride) residuals[kept++] = residuals[i];
-        residuals.resize(kept);
+    // The fit runs on a histogram of the residuals below 16 s (each bin 1/128 of s wide, its
+    // count and its residuals' sum of squares), and on the few above one by one: each round
+    // evaluates 2048 densities, not one per residual, and squares are summed exactly.
+    const double range = std::min(largest, residual_histogram_range * s);
+    const double bin_width = range / double(residual_histogram_bins);
+    std::vector<double> counts(residual_histogram_bins), square_sums(residual_histogram_bins), centres(residual_histogram_bins);
+    std::vector<double> beyond;
+    for (const double r : residuals) {
+        if (r >= range) {
+            beyond.push_back(r);
+            continue;
+        }
+        const auto bin = std::min(residual_histogram_bins - 1, std::size_t(r / bin_width));
+        counts[bin] += 1, square_sums[bin] += r * r;
     }
+    for (std::size_t b = 0; b < residual_histogram_bins; ++b)
+        centres[b] = counts[b] > 0 ? std::sqrt(square_sums[b] / counts[b]) : 0;
     double wrong = 0.1;
     for (int round = 0; round < 100; ++round) {
         const double normal = 2 / (s * std::sqrt(2 * std::numbers::pi)), uniform = 1 / largest;
-        double noise = 0, squares = 0;
-        for (const double r : residuals) {
+        const auto noise_share = [&](double r) {   // that r is noise
             const double g = (1 - wrong) * normal * std::exp(-r * r / (2 * s * s));
-            const double p = g / (g + wrong * uniform);   // that r is noise
+            return g / (g + wrong * uniform);
+        };
+        double noise = 0, squares = 0;
+        for (std::size_t b = 0; b < residual_histogram_bins; ++b)
+            if (counts[b] > 0) {
+                const double p = noise_share(centres[b]);
+                noise += p * counts[b], squares += p * square_sums[b];
+            }
+        for (const double r : beyond) {
+            const double p = noise_share(r);
             noise += p, squares += p * r * r;
         }
         if (!(squares > 0)) break;   // nothing left that looks like noise: keep the last scale

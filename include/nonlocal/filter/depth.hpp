@@ -220,10 +220,11 @@ depth_result fill(const xt::xexpression<D>& depth, const double* confidence, con
     });
     observed_depth observed(H, W);
     observed.observe_all(d.data(), confidence);
+    const double noise = o.noise >= 0 ? o.noise : estimate_noise(d.data(), H, W).sigma;   // within result.seconds
     depth_result result = in_precision(o, [&]<class T>() {
         return refine_with_passes<T>(compared_channels(guide_planes<T>(guide, where), o), observed, o, where, clock);
     });
-    result.noise = o.noise >= 0 ? o.noise : estimate_noise(d.data(), H, W).sigma;
+    result.noise = noise;
     return result;
 }
 }  // namespace detail
