@@ -14,7 +14,7 @@ function(nonlocal_layer path out)
     "6:solve/.*"
     "7:filter/.*|depth/.*"
     "8:nn/.*|io/.*"
-    "9:nonlocal.hpp|depth.hpp|nn.hpp")
+    "9:nonlocal.hpp|depth.hpp|filter.hpp|nn.hpp")
   foreach(entry ${layers})
     string(REGEX MATCH "^([0-9]):(.*)$" _ "${entry}")
     set(number ${CMAKE_MATCH_1})

@@ -11,7 +11,7 @@
 #include "batch_run.hpp"
 #include "image_io.hpp"
 
-#include <nonlocal/filter/nlm.hpp>
+#include <nonlocal/filter.hpp>
 
 #include <CLI/CLI.hpp>
 #include <xtensor/xbuilder.hpp>

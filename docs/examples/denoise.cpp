@@ -1,6 +1,6 @@
 // docs/tutorials/non-local-means.md: non-local means, the joint bilateral filter and the
 // exact median on an image drawn here (a real photograph works the same way).
-#include <nonlocal/nonlocal.hpp>
+#include <nonlocal/filter.hpp>
 
 #include <cmath>
 #include <cstdio>

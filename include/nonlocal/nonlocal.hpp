@@ -1,8 +1,8 @@
 #pragma once
 /// @file nonlocal.hpp
 /// Everything in nonlocal: the core (policies, `weighted_aggregate`, `attention`, `pairwise`),
-/// the filters, the AR system and its solvers, and the depth (`nonlocal/depth.hpp`) and network
-/// (`nonlocal/nn.hpp`) modules. `nonlocal/io/` (files) is apart: it needs libpng and libjpeg.
+/// the AR system and its solvers, and the filter (`nonlocal/filter.hpp`), depth
+/// (`nonlocal/depth.hpp`) and network (`nonlocal/nn.hpp`) modules. `nonlocal/io/` (files) is apart: it needs libpng and libjpeg.
 
 #include "nonlocal/config.hpp"
 #include "nonlocal/buffer.hpp"
@@ -32,8 +32,7 @@
 #include "nonlocal/pairwise.hpp"
 #include "nonlocal/kernel/reference.hpp"
 #include "nonlocal/image/features.hpp"
-#include "nonlocal/filter/nlm.hpp"
-#include "nonlocal/filter/median.hpp"
+#include "nonlocal/filter.hpp"
 #include "nonlocal/solve/ar_system.hpp"
 #include "nonlocal/solve/csr.hpp"
 #include "nonlocal/solve/solvers.hpp"
