@@ -162,17 +162,13 @@ std::pair<std::size_t, std::size_t> guide_size(const xt::xexpression<G>& guide) 
     return {std::size_t(shape[0]), std::size_t(shape[1])};
 }
 
-/// The guide's planes in T on the 8-bit scale of `depth_options::sigma_r`: integer guides
-/// wider than 8 bits scaled by 255 / their type's largest value (uint16: 1 / 257), other
-/// guides as they are. `std::invalid_argument` (from `where`) as `to_planes` throws.
+/// The guide's planes in T on the 8-bit scale of `depth_options::sigma_r` (`guide_scale`).
+/// `std::invalid_argument` (from `where`) as `to_planes` throws.
 template <class T, class G>
 image_planes<T> guide_planes(const xt::xexpression<G>& guide, std::string_view where) {
-    using Pixel = value_type_of<G>;
     image_planes<T> planes = to_planes<T>(guide, where, "guide");
-    if constexpr (std::is_integral_v<Pixel> && (std::numeric_limits<Pixel>::max() > 255)) {
-        const T scale = T(255.0 / double(std::numeric_limits<Pixel>::max()));
-        for (T& v : planes.values) v *= scale;
-    }
+    if constexpr (constexpr double scale = guide_scale<value_type_of<G>>(); scale != 1.0)
+        for (T& v : planes.values) v *= T(scale);
     return planes;
 }
 

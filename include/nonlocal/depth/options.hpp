@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include <xtensor/xtensor.hpp>
@@ -181,6 +182,16 @@ struct depth_result {
 /// times the pixels, plus the inputs). The suite holds the tasks to it
 /// (tests/depth_memory.cpp); the measured figures are in the performance page.
 inline constexpr std::size_t depth_task_bytes_per_pixel = 256;
+
+/// What a guide of pixel type `Pixel` is multiplied by to be on the 8-bit scale of
+/// `depth_options::sigma_r`: 255 / its largest value for integers wider than 8 bits (uint16:
+/// 1 / 257), 1 for the others.
+template <class Pixel>
+constexpr double guide_scale() {
+    if constexpr (std::is_integral_v<Pixel> && (std::numeric_limits<Pixel>::max() > 255))
+        return 255.0 / double(std::numeric_limits<Pixel>::max());
+    return 1.0;
+}
 
 namespace detail {
 

@@ -9,6 +9,7 @@
 ///     nonlocal::io::write_depth("filled.png", nonlocal::fill_depth(depth, guide).depth);
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include <xtensor/xtensor.hpp>
@@ -34,7 +35,7 @@ inline xt::xtensor<float, 2> read_depth(const std::string& path, std::size_t max
 /// guide; others are as stored. Throws std::runtime_error as `read_image` does.
 inline xt::xtensor<float, 3> read_guide(const std::string& path, std::size_t max_pixels = max_image_pixels) {
     image img = without_alpha(read_image(path, max_pixels));
-    if (img.bit_depth == 16) img.pixels *= float(255.0 / 65535.0);
+    if (img.bit_depth == 16) img.pixels *= float(guide_scale<std::uint16_t>());
     return std::move(img.pixels);
 }
 
