@@ -9,15 +9,9 @@
 
 #include "nonlocal/filter/depth.hpp"
 
-namespace nonlocal::detail {
+namespace nonlocal {
 
-template depth_result refine_with_passes<float>(const image_planes<float>&, observed_depth, const depth_options&,
-                                                std::string_view, const stopwatch&);
-template depth_result refine_with_passes<double>(const image_planes<double>&, observed_depth, const depth_options&,
-                                                 std::string_view, const stopwatch&);
-template depth_result upsample<float>(const xt::xtensor<double, 2>&, const double*, const image_planes<float>&, std::size_t,
-                                      const depth_options&, const depth_options&, const stopwatch&);
-template depth_result upsample<double>(const xt::xtensor<double, 2>&, const double*, const image_planes<double>&,
-                                       std::size_t, const depth_options&, const depth_options&, const stopwatch&);
+NONLOCAL_DEPTH_SOLVES(, float)
+NONLOCAL_DEPTH_SOLVES(, double)
 
-}  // namespace nonlocal::detail
+}  // namespace nonlocal

@@ -152,14 +152,6 @@ depth_result refine_with_passes(const image_planes<T>& g, observed_depth d, cons
     return result;
 }
 
-#ifdef NONLOCAL_DEPTH_EXTERN_INSTANCES
-// Compiled once, in the source that includes nonlocal/depth/instances.hpp.
-extern template depth_result refine_with_passes<float>(const image_planes<float>&, observed_depth, const depth_options&,
-                                                       std::string_view, const stopwatch&);
-extern template depth_result refine_with_passes<double>(const image_planes<double>&, observed_depth, const depth_options&,
-                                                        std::string_view, const stopwatch&);
-#endif
-
 /// f.template operator()<T>() with T = float or double, as `o.single_precision` says.
 template <class F>
 depth_result in_precision(const depth_options& o, F&& f) {
@@ -302,13 +294,6 @@ depth_result upsample(const xt::xtensor<double, 2>& low, const double* confidenc
             observed.observe(factor * r * g.width + factor * c, low(r, c), confidence ? confidence[r * low.shape(1) + c] : 1.0);
     return refine_with_passes<T>(g, observed, first, "upsample_depth", clock);
 }
-
-#ifdef NONLOCAL_DEPTH_EXTERN_INSTANCES
-extern template depth_result upsample<float>(const xt::xtensor<double, 2>&, const double*, const image_planes<float>&,
-                                             std::size_t, const depth_options&, const depth_options&, const stopwatch&);
-extern template depth_result upsample<double>(const xt::xtensor<double, 2>&, const double*, const image_planes<double>&,
-                                              std::size_t, const depth_options&, const depth_options&, const stopwatch&);
-#endif
 }  // namespace detail
 
 namespace detail {
@@ -374,6 +359,22 @@ depth_result upsample(const xt::xexpression<D>& low, const double* confidence, c
     });
 }
 }  // namespace detail
+
+/// The depth tasks' solves in precision T, as explicit instantiations after `prefix`: declared
+/// (`extern`) here when NONLOCAL_DEPTH_EXTERN_INSTANCES is defined, defined by
+/// nonlocal/depth/instances.hpp. They precede every use: the tasks are templates, instantiated
+/// only in the program's own code.
+#define NONLOCAL_DEPTH_SOLVES(prefix, T)                                                                          \
+    prefix template depth_result detail::refine_with_passes<T>(const detail::image_planes<T>&, detail::observed_depth, \
+                                                              const depth_options&, std::string_view,              \
+                                                              const detail::stopwatch&);                           \
+    prefix template depth_result detail::upsample<T>(const xt::xtensor<double, 2>&, const double*,                \
+                                                    const detail::image_planes<T>&, std::size_t, const depth_options&, \
+                                                    const depth_options&, const detail::stopwatch&);
+#ifdef NONLOCAL_DEPTH_EXTERN_INSTANCES
+NONLOCAL_DEPTH_SOLVES(extern, float)
+NONLOCAL_DEPTH_SOLVES(extern, double)
+#endif
 
 /// Upsamples `low` [h, w] by `factor` onto the grid of `guide` [H, W(, C)]: pixel
 /// (r, c) of `low` is observed at (factor r, factor c); H and W must lie in
