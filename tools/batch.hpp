@@ -13,6 +13,7 @@
 #include "shard.hpp"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -20,6 +21,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nonlocal::tools {
@@ -79,6 +81,8 @@ void for_each_list_entry(const std::string& path, const std::vector<std::string>
         for (std::string field; fields >> std::quoted(field);) f.push_back(field);
         if (!closes_its_quotes(text)) throw std::runtime_error(where(line) + "a quote is not closed");
         if (f.empty() || f[0].starts_with('#')) f.clear();
+        for (const std::string& field : f)
+            if (field.find('\0') != std::string::npos) throw std::runtime_error(where(line) + "a path holds a NUL byte");
         return f;
     };
     std::vector<std::pair<std::uint64_t, std::size_t>> written;   // (hash of the output's key, its line)
@@ -147,13 +151,55 @@ inline void require_distinct_output(const std::string& out, const std::vector<st
     }
 }
 
+/// The items of a list as a shard keeps them, packed: an item's `Fields` paths in one buffer
+/// shared by all items (each path ended by a '\\0'), and 16 bytes an item beside them, where a
+/// std::string a path would cost 32 bytes and a heap block. `items[k]` builds the k-th item,
+/// `Item{path..., line}` (an aggregate of `Fields` strings and its line in the list).
+template <class Item, std::size_t Fields>
+class packed_list {
+public:
+    /// Keeps an entry of the list (its `Fields` files, the output last).
+    void push_back(const list_entry& entry) {
+        if (entry.files.size() != Fields)
+            throw std::invalid_argument("packed_list: an entry has " + std::to_string(entry.files.size()) +
+                                        " files, expected " + std::to_string(Fields));
+        kept_.push_back({paths_.size(), entry.line});
+        for (const std::string& file : entry.files) (paths_ += file) += '\0';
+    }
+    [[nodiscard]] std::size_t size() const { return kept_.size(); }
+    [[nodiscard]] bool empty() const { return kept_.empty(); }
+    /// The k-th item kept.
+    [[nodiscard]] Item operator[](std::size_t k) const { return item(k, std::make_index_sequence<Fields>{}); }
+
+private:
+    struct kept {
+        std::size_t start, line;   // where its paths begin in paths_; its line in the list
+    };
+    template <std::size_t... I>
+    Item item(std::size_t k, std::index_sequence<I...>) const {
+        std::array<std::string, Fields> files;
+        for (std::size_t f = 0, at = kept_[k].start; f < Fields; ++f) {
+            files[f] = paths_.c_str() + at;
+            at += files[f].size() + 1;
+        }
+        return Item{std::move(files[I])..., kept_[k].line};
+    }
+    std::string paths_;
+    std::vector<kept> kept_;
+};
+
+/// Reads a list with `for_each_list_entry` and keeps the items of shard `part` packed.
+template <class Item, std::size_t Fields>
+packed_list<Item, Fields> read_packed_list(const std::string& path, const std::vector<std::string>& names,
+                                           const std::vector<std::string>& outputs, shard part) {
+    packed_list<Item, Fields> items;
+    for_each_list_entry(path, names, outputs, part, [&](list_entry&& e) { items.push_back(e); });
+    return items;
+}
+
 /// The pairs of a `nonlocal-refine --batch` list in shard `part` (the whole list is checked).
-inline std::vector<depth_pair> read_pair_list(const std::string& path, shard part = {1, 1}) {
-    std::vector<depth_pair> pairs;
-    for_each_list_entry(path, {"GUIDE", "DEPTH", "[CONFIDENCE]", "OUT"}, depth_outputs, part, [&](list_entry&& e) {
-        pairs.push_back({std::move(e.files[0]), std::move(e.files[1]), std::move(e.files[2]), std::move(e.files[3]), e.line});
-    });
-    return pairs;
+inline packed_list<depth_pair, 4> read_pair_list(const std::string& path, shard part = {1, 1}) {
+    return read_packed_list<depth_pair, 4>(path, {"GUIDE", "DEPTH", "[CONFIDENCE]", "OUT"}, depth_outputs, part);
 }
 
 }  // namespace nonlocal::tools

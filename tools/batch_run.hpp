@@ -141,11 +141,12 @@ inline std::string report_line(std::size_t line, const std::string& described, c
 }
 
 /// Runs `work(item)` (an item_outcome; it throws to fail) for `items`, the list's items in the
-/// settings' shard as its reader kept them (`for_each_list_entry`), `jobs` at a time. An item that fails is reported and the others go on;
+/// settings' shard as its reader kept them (a `packed_list`; `items[k]` an item with `out` and
+/// `line`), `jobs` at a time. An item that fails is reported and the others go on;
 /// `describe(item)` gives its fields for the report. Exit status: 1 if an item failed, else 2
 /// if a solve did not converge, else 0.
-template <class Item, class Describe, class Work>
-int run_batch(const std::string& list_path, const std::vector<Item>& items, const batch_settings& settings,
+template <class Items, class Describe, class Work>
+int run_batch(const std::string& list_path, const Items& items, const batch_settings& settings,
               const voice& speech, Describe&& describe, Work&& work) {
     std::mutex output;
     std::atomic<std::size_t> next{0}, failed{0}, unconverged{0}, skipped{0}, claimed{0};
@@ -154,7 +155,7 @@ int run_batch(const std::string& list_path, const std::vector<Item>& items, cons
     const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     const auto run = [&] {
         for (std::size_t k; (k = next.fetch_add(1)) < items.size();) {
-            const Item& item = items[k];
+            const auto item = items[k];
             std::string line, status, error;
             item_outcome outcome;
             const auto finished = [&] { return settings.skip_existing && std::filesystem::exists(item.out); };

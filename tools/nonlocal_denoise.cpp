@@ -105,11 +105,8 @@ int main(int argc, char** argv) {
         if (batch.given()) {
             // Only this shard's images are kept, as nonlocal-refine keeps its pairs.
             const auto settings = batch.settings("images", "denoised");
-            std::vector<image_item> items;
-            nonlocal::tools::for_each_list_entry(batch.list, {"INPUT", "OUTPUT"}, {".png"}, settings.part,
-                                                 [&](nonlocal::tools::list_entry&& e) {
-                                                     items.push_back({std::move(e.files[0]), std::move(e.files[1]), e.line});
-                                                 });
+            const auto items = nonlocal::tools::read_packed_list<image_item, 2>(batch.list, {"INPUT", "OUTPUT"}, {".png"},
+                                                                                 settings.part);
             return nonlocal::tools::run_batch(batch.list, items, settings, speech, fields,
                                               [&](const image_item& item) { return denoise_image(item, how); });
         }
