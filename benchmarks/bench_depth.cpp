@@ -22,8 +22,9 @@
 //     observations (normalised, at eval_depth's best parameters);
 //   depth_sensor_frame/protocol:0|1/model:0|2/width:640|1280: the same on a sensor's frame,
 //     Aloe cropped at its centre to 640 x 480 or 1280 x 720 before the protocol, with the
-//     counter pairs_per_core_hour; peer_opencv_fgs_sensor_frame/protocol:0|1/width:640|1280:
-//     OpenCV's fast global smoother on the same frames;
+//     counters pairs_per_core_hour and rmse (over the crop's known ground truth);
+//     peer_opencv_fgs_sensor_frame/protocol:0|1/width:640|1280: OpenCV's fast global smoother
+//     on the same frames, the same counters;
 //   depth_dataset/jobs:1|2: four of those x8 upsamplings, one pair per thread, 1 or 2 at a
 //     time, in pairs per second;
 //   multigrid_setup/aggregation:0|1: the hierarchy of that x8 system;
@@ -138,16 +139,17 @@ cv::Mat aloe_bgr() { return bgr_of(aloe().guide); }
 
 /// Times OpenCV's fast global smoother, normalised, on one thread: the observations `sparse`
 /// (0 elsewhere) and their `mask` each smoothed on `guide` (Aloe's), then divided.
-void time_normalised_fgs(benchmark::State& state, const cv::Mat& sparse, const cv::Mat& mask, double lambda, double sigma,
-                         const cv::Mat& guide = aloe_bgr()) {
+cv::Mat time_normalised_fgs(benchmark::State& state, const cv::Mat& sparse, const cv::Mat& mask, double lambda, double sigma,
+                            const cv::Mat& guide = aloe_bgr()) {
     cv::setNumThreads(1);
-    cv::Mat num, den;
+    cv::Mat num, den, depth;
     for (auto _ : state) {
         cv::ximgproc::fastGlobalSmootherFilter(guide, sparse, num, lambda, sigma);
         cv::ximgproc::fastGlobalSmootherFilter(guide, mask, den, lambda, sigma);
-        cv::Mat depth = num / cv::max(den, 1e-6f);
+        depth = num / cv::max(den, 1e-6f);
         benchmark::DoNotOptimize(depth.data);
     }
+    return depth;
 }
 
 /// OpenCV's fast global smoother on depth_upsample's task: the low-resolution depth on the
@@ -252,6 +254,19 @@ void count_pairs_per_core_hour(benchmark::State& state, std::chrono::steady_cloc
     state.counters["pairs_per_core_hour"] = seconds > 0 ? 3600.0 * double(state.iterations()) / seconds : 0.0;
 }
 
+/// The counter rmse: the root-mean-square error of `estimate` (row-major, the truth's size)
+/// over the pixels whose ground truth is known, as eval_depth scores.
+void count_rmse(benchmark::State& state, const float* estimate, const xt::xtensor<float, 2>& truth) {
+    double se = 0;
+    std::size_t known = 0;
+    for (std::size_t i = 0; i < truth.size(); ++i)
+        if (truth.data()[i] > 0) {
+            const double e = double(estimate[i]) - truth.data()[i];
+            se += e * e, ++known;
+        }
+    state.counters["rmse"] = known ? std::sqrt(se / double(known)) : 0.0;
+}
+
 /// A sensor's frame: Aloe's guide and truth cropped at their centre to 640 x 480 (Kinect,
 /// RealSense) or 1280 x 720, and the observations of a real-sensor protocol on it.
 struct sensor_frame {
@@ -282,11 +297,14 @@ void depth_sensor_frame(benchmark::State& state) {
                                                           : nonlocal::bench::separable_for_sensors(stereo);
     const sensor_frame& f = frame_of(state.range(0), state.range(2));
     const auto start = std::chrono::steady_clock::now();
+    xt::xtensor<float, 2> depth;
     for (auto _ : state) {
         auto out = nonlocal::fill_depth(f.observed, f.crop.guide, o);
         benchmark::DoNotOptimize(out.depth.data());
+        depth = std::move(out.depth);
     }
     count_pairs_per_core_hour(state, start);
+    count_rmse(state, depth.data(), f.crop.truth);
 }
 BENCHMARK(depth_sensor_frame)
     ->ArgNames({"protocol", "model", "width"})
@@ -303,9 +321,10 @@ void peer_opencv_fgs_sensor_frame(benchmark::State& state) {
     cv::Mat mask;
     cv::threshold(sparse, mask, 0, 1, cv::THRESH_BINARY);
     const auto start = std::chrono::steady_clock::now();
-    time_normalised_fgs(state, sparse, mask, state.range(0) == 0 ? 3000 : 1.69, state.range(0) == 0 ? 2.83 : 45.3,
-                        bgr_of(f.crop.guide));
+    const cv::Mat depth = time_normalised_fgs(state, sparse, mask, state.range(0) == 0 ? 3000 : 1.69,
+                                              state.range(0) == 0 ? 2.83 : 45.3, bgr_of(f.crop.guide));
     count_pairs_per_core_hour(state, start);
+    count_rmse(state, depth.ptr<float>(), f.crop.truth);
 }
 BENCHMARK(peer_opencv_fgs_sensor_frame)
     ->ArgNames({"protocol", "width"})

@@ -2,6 +2,7 @@
 // noise is known (three levels, with and without wrong measurements, missing pixels and depth
 // steps), on noise-free maps, and by hand; and the depth tasks weighing noisy observations
 // less (`depth_options::noise`).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -96,6 +97,25 @@ BOOST_AUTO_TEST_CASE(by_hand) {
     BOOST_TEST(estimate_noise(xt::xtensor<double, 2>{{1, 0, 1}, {1, 5, 1}, {1, 1, 1}}).samples == 0u);
     BOOST_TEST(estimate_noise(xt::xtensor<double, 2>{{1, 2, 3, 4}}).sigma == 0.0);
     BOOST_TEST(estimate_noise(xt::xtensor<double, 2>::from_shape({0, 0})).samples == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_two_middle_of_eight_as_a_sort_gives_them) {
+    // Against std::sort on random values, on values with ties (drawn from 0..2) and by hand.
+    std::mt19937 rng(8);
+    std::uniform_real_distribution<double> any(-100, 100);
+    std::uniform_int_distribution<int> few(0, 2);
+    for (int trial = 0; trial < 20000; ++trial) {
+        double v[8], sorted[8];
+        for (int k = 0; k < 8; ++k) v[k] = sorted[k] = trial % 2 ? any(rng) : double(few(rng));
+        std::sort(sorted, sorted + 8);
+        const auto [lower, upper] = nonlocal::detail::median8_lower_and_upper(v);
+        BOOST_TEST(lower == sorted[3]);
+        BOOST_TEST(upper == sorted[4]);
+    }
+    double v[8] = {8, 1, 7, 2, 6, 3, 5, 4};
+    const auto [lower, upper] = nonlocal::detail::median8_lower_and_upper(v);
+    BOOST_TEST(lower == 4.0);
+    BOOST_TEST(upper == 5.0);
 }
 
 BOOST_AUTO_TEST_CASE(refuses_what_is_not_a_map) {

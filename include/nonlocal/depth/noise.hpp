@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <numbers>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -49,6 +50,25 @@ inline constexpr std::size_t residual_histogram_bins = 2048;
 /// Standard deviation of a residual of unit Gaussian noise: the observation's and the median's of 8.
 inline constexpr double median8_residual_scale = 1.0809;
 
+/// The 4th and 5th smallest of eight values (none NaN), without a branch: each half sorted
+/// by five compare-exchanges, then the two halves' bitonic split (the i-th of one against the
+/// (3-i)-th of the other) puts the four smallest on one side, whose largest is the 4th, and
+/// the four largest on the other, whose smallest is the 5th.
+inline std::pair<double, double> median8_lower_and_upper(double (&v)[8]) {
+    const auto exchange = [&](int i, int j) {
+        const double lo = std::min(v[i], v[j]), hi = std::max(v[i], v[j]);
+        v[i] = lo, v[j] = hi;
+    };
+    for (int h = 0; h < 8; h += 4) {
+        exchange(h, h + 1), exchange(h + 2, h + 3), exchange(h, h + 2), exchange(h + 1, h + 3), exchange(h + 1, h + 2);
+    }
+    const double lower = std::max(std::max(std::min(v[0], v[7]), std::min(v[1], v[6])),
+                                  std::max(std::min(v[2], v[5]), std::min(v[3], v[4])));
+    const double upper = std::min(std::min(std::max(v[0], v[7]), std::max(v[1], v[6])),
+                                  std::min(std::max(v[2], v[5]), std::max(v[3], v[4])));
+    return {lower, upper};
+}
+
 /// The noise of the observations `d` (`height` x `width`, 0 or not finite where missing).
 template <class T>
 noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width) {
@@ -56,6 +76,7 @@ noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width)
     const double interior = height > 2 && width > 2 ? double(height - 2) * double(width - 2) : 0.0;
     const std::size_t step = std::max<std::size_t>(1, std::size_t(std::ceil(std::sqrt(interior / double(max_visited_windows)))));
     std::vector<double> residuals;
+    residuals.reserve(std::size_t(interior) / (step * step) + height + width);
     for (std::size_t r = 1; r + 1 < height; r += step)
         for (std::size_t c = 1; c + 1 < width; c += step) {
             const double centre = double(d[r * width + c]);
@@ -70,8 +91,8 @@ noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width)
                         observed &= valid_depth(around[k++]);
                     }
             if (!observed) continue;
-            std::nth_element(around, around + 4, around + 8);
-            const double median = (around[4] + *std::max_element(around, around + 4)) / 2;
+            const auto [lower, upper] = median8_lower_and_upper(around);
+            const double median = (lower + upper) / 2;
             residuals.push_back(std::abs(centre - median));
         }
     noise_estimate e;
