@@ -164,12 +164,15 @@ BOOST_AUTO_TEST_CASE(activations_as_results_are_stored) {
 
 BOOST_AUTO_TEST_CASE(bad_convolutions_name_their_shapes) {
     const xt::xtensor<float, 4> w = xt::zeros<float>({6, 2, 3, 3});
-    test::check_invalid([&] { nn::conv2d<float>(w, {}, {.groups = 4}); }, "nn::conv2d", "weight [6, 2, 3, 3]",
-                        "groups = 4");
-    test::check_invalid([&] { nn::conv2d<float>(w, xt::zeros<float>({5})); }, "bias [5]");
-    test::check_invalid([&] { nn::conv2d<float>(w, {}, {.stride = 0}); }, "stride (0, 0)");
+    test::check_invalid([&] { nn::conv2d<float>(w, {}, {.groups = 4}); }, "nn::conv2d",
+                        "conv2d_options::groups must be positive and dividing Cout of weight [6, 2, 3, 3], got 4");
+    test::check_invalid([&] { nn::conv2d<float>(w, xt::zeros<float>({5})); }, "weight [6, 2, 3, 3]", "bias [5]");
+    test::check_invalid([&] { nn::conv2d<float>(w, {}, {.stride = {1, 0}}); },
+                        "conv2d_options::stride must be positive, got (1, 0)");
+    test::check_invalid([&] { nn::conv2d<float>(w, {}, {.dilation = 0, .groups = 0}); },
+                        "conv2d_options::groups must be positive", "got 0; conv2d_options::dilation must be positive, got (0, 0)");
     test::check_invalid([&] { nn::conv2d<float>(w, {}, {.algorithm = nn::conv_algorithm::direct}); },
-                        "one input channel per group");
+                        "conv2d_options::algorithm must be automatic or gemm unless each group has one input channel", "got direct");
     const nn::conv2d<float> conv(w, {}, {.groups = 2});
     test::check_invalid([&] { conv(xt::xtensor<float, 4>(xt::zeros<float>({1, 3, 8, 8}))); }, "x [1, 3, 8, 8]",
                         "4 channels");
@@ -259,9 +262,15 @@ BOOST_AUTO_TEST_CASE(pooling_by_hand) {
     BOOST_TEST(nn::adaptive_avg_pool2d(row, {1, 3}) == thirds);
     BOOST_TEST(nn::adaptive_avg_pool2d(x, 1)(0, 0, 0) == 7.5f);
 
-    test::check_invalid([&] { nn::max_pool2d(x, {.kernel = 2, .padding = 2}); }, "nn::max_pool2d", "x [1, 4, 4]",
-                        "padding (2, 2)");
-    test::check_invalid([&] { nn::max_pool2d(x, {.kernel = 5}); }, "hold a window");
+    // Each option named as the field it is; the shape when the options leave it no window.
+    test::check_invalid([&] { nn::max_pool2d(x, {.kernel = 2, .padding = 2}); }, "nn::max_pool2d",
+                        "pool2d_options::padding must be at most half the dilated kernel", "got (2, 2)");
+    test::check_invalid([&] { nn::max_pool2d(x, {.kernel = {0, 2}}); }, "pool2d_options::kernel must be positive, got (0, 2)");
+    test::check_invalid([&] { nn::max_pool2d(x, {.kernel = 2, .stride = {0, 1}}); },
+                        "pool2d_options::stride must be positive (or 0: the kernel), got (0, 1)");
+    test::check_invalid([&] { nn::max_pool2d(x, {.kernel = 2, .dilation = 0}); },
+                        "pool2d_options::dilation must be positive, got (0, 0)");
+    test::check_invalid([&] { nn::max_pool2d(x, {.kernel = 5}); }, "x [1, 4, 4] with kernel (5, 5)", "hold a window");
     test::check_invalid([&] { nn::avg_pool2d(x, {.kernel = 2, .dilation = 2}); }, "nn::avg_pool2d", "no dilation");
     test::check_invalid([&] { nn::adaptive_avg_pool2d(x, {0, 2}); }, "nn::adaptive_avg_pool2d", "(0, 2)");
 }

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,8 @@ struct size2 {
     constexpr size2(std::size_t both) noexcept : h(both), w(both) {}   // NOLINT: 3 means (3, 3)
     constexpr size2(std::size_t h_, std::size_t w_) noexcept : h(h_), w(w_) {}
     friend constexpr bool operator==(size2, size2) = default;
+    /// Written as "(h, w)".
+    friend std::ostream& operator<<(std::ostream& out, size2 s) { return out << '(' << s.h << ", " << s.w << ')'; }
 };
 
 /// How `conv2d` computes (see the file's comment).
@@ -81,6 +84,15 @@ struct conv2d_options {
     std::size_t groups = 1;
     conv_algorithm algorithm = conv_algorithm::automatic;
 };
+
+template <class T>
+class conv2d;
+
+/// y [B, Cout, Ho, Wo] = `c`'s convolution of x [B, Cin, H, W] on `threads` threads, by the
+/// algorithm `c`'s options and shapes choose at run time (`conv2d::apply`). Not inline: a
+/// program that compiles it once (nonlocal/nn/instances.hpp) declares it `extern` elsewhere.
+template <class Arch, class T>
+void convolve(const conv2d<T>& c, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads);
 
 /// y = a(conv2d(x, W) + b) with `nn.Conv2d`'s weight [Cout, Cin / groups, kh, kw] and bias
 /// [Cout] or none.
@@ -96,19 +108,19 @@ public:
         : weight_(std::move(weight)), bias_(std::move(bias)), options_(options), act_(act) {
         const auto& s = weight_.shape();
         const std::size_t g = options_.groups;
-        detail::require(
-            g > 0 && s[0] > 0 && s[0] % g == 0 && s[1] > 0 && s[2] > 0 && s[3] > 0 && options_.stride.h > 0 &&
-                options_.stride.w > 0 && options_.dilation.h > 0 && options_.dilation.w > 0 &&
-                (bias_.size() == 0 || bias_.size() == s[0]) &&
-                (options_.algorithm != conv_algorithm::direct || s[1] == 1),
-            "nn::conv2d", [&] {
-                return "weight " + detail::shape_string(s) + " [Cout, Cin / groups, kh, kw] with groups = " +
-                       std::to_string(g) + " dividing Cout, bias " + detail::shape_string(bias_.shape()) +
-                       " [Cout] or [0], stride (" + std::to_string(options_.stride.h) + ", " +
-                       std::to_string(options_.stride.w) + ") and dilation (" + std::to_string(options_.dilation.h) +
-                       ", " + std::to_string(options_.dilation.w) +
-                       ") positive; the direct algorithm takes one input channel per group";
-            });
+        detail::require(s[0] > 0 && s[1] > 0 && s[2] > 0 && s[3] > 0 && (bias_.size() == 0 || bias_.size() == s[0]),
+                        "nn::conv2d", [&] {
+                            return "weight " + detail::shape_string(s) + " [Cout, Cin / groups, kh, kw] not empty and bias " +
+                                   detail::shape_string(bias_.shape()) + " [Cout] or [0]";
+                        });
+        detail::field_checks("conv2d_options")
+            .need(g > 0 && s[0] % g == 0, "groups", "positive and dividing Cout of weight " + detail::shape_string(s), g)
+            .need(options_.stride.h > 0 && options_.stride.w > 0, "stride", "positive", options_.stride)
+            .need(options_.dilation.h > 0 && options_.dilation.w > 0, "dilation", "positive", options_.dilation)
+            .need(options_.algorithm != conv_algorithm::direct || s[1] == 1, "algorithm",
+                  "automatic or gemm unless each group has one input channel (weight " + detail::shape_string(s) + ")",
+                  "direct")
+            .check("nn::conv2d");
         // Each group's weights [Cout / g, K] packed once as the GEMM reads them.
         if (!direct()) {
             const std::size_t rows = s[0] / g, K = s[1] * s[2] * s[3];
@@ -175,11 +187,13 @@ public:
     /// `output_size` gives, on `threads` threads.
     template <class Arch = default_arch>
     void apply(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads = 1) const {
-        if (direct()) convolve_direct<Arch>(x, B, H, W, y, threads);
-        else convolve_gemm<Arch>(x, B, H, W, y, threads);
+        convolve<Arch>(*this, x, B, H, W, y, threads);
     }
 
 private:
+    template <class Arch, class U>
+    friend void convolve(const conv2d<U>&, const U*, std::size_t, std::size_t, std::size_t, U*, int);
+
     xt::xtensor<T, 4> weight_;
     xt::xtensor<T, 1> bias_;
     conv2d_options options_;
@@ -507,5 +521,20 @@ private:
         });
     }
 };
+
+template <class Arch, class T>
+void convolve(const conv2d<T>& c, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) {
+    if (c.direct()) c.template convolve_direct<Arch>(x, B, H, W, y, threads);
+    else c.template convolve_gemm<Arch>(x, B, H, W, y, threads);
+}
+
+/// `convolve` of T on the default architecture (float, as the networks use it): declared (`extern`) here when
+/// NONLOCAL_NN_EXTERN_INSTANCES is defined, defined by nonlocal/nn/instances.hpp.
+#define NONLOCAL_NN_CONVOLVE(prefix, T)                                                                        \
+    prefix template void convolve<default_arch, T>(const conv2d<T>&, const T*, std::size_t, std::size_t, std::size_t, \
+                                                   T*, int);
+#ifdef NONLOCAL_NN_EXTERN_INSTANCES
+NONLOCAL_NN_CONVOLVE(extern, float)
+#endif
 
 }  // namespace nonlocal::nn

@@ -106,6 +106,16 @@ struct nonlocal_block_config {
     std::size_t dimensions = 2;       ///< 2 (`NONLocalBlock2D`) or 3 (`NONLocalBlock3D`, 1 x 1 x 1 weights)
 };
 
+template <class T>
+class basic_nonlocal_feature_block;
+
+/// `basic_nonlocal_feature_block::apply`: z = the block of x [B, C, frames, H, W] on
+/// `threads` threads. Not inline: a program that compiles it once (nonlocal/nn/instances.hpp)
+/// declares it `extern` elsewhere.
+template <class Arch, class T>
+void nonlocal_block_forward(const basic_nonlocal_feature_block<T>& block, const T* x, std::size_t B, std::size_t frames,
+                            std::size_t H, std::size_t W, T* z, int threads);
+
 /// The non-local block on feature maps [B, C, H, W] or videos [B, C, T, H, W] of T (float or
 /// double), as Wang et al. build it and the widely used PyTorch re-implementation (`NONLocalBlock2D`,
 /// `NONLocalBlock3D`) lays out its weights:
@@ -164,48 +174,17 @@ public:
             return "x " + detail::shape_string(xc.shape()) + " must have " + std::to_string(channels()) +
                    " channels" + (sub_sample_ ? " and frames of at least 2 x 2 (sub-sampled)" : "");
         });
-        // Frames stacked along the height: a 1 x 1 convolution sees the same pixels.
-        const auto maps =
-            xt::adapt(xc.data(), B * C * frames * H * W, xt::no_ownership(), std::array<std::size_t, 4>{B, C, frames * H, W});
-        // The tokens [B, positions, channels] of a map [B, c, T H, W], each frame 2 x 2
-        // max-pooled first when asked.
-        const auto tokens = [&](const T* m, std::size_t c, bool pool) {
-            xt::xtensor<T, 4> pooled;
-            std::size_t P = frames * H * W;
-            if (pool) {
-                pooled = nn::max_pool2d(xt::adapt(m, B * c * P, xt::no_ownership(), std::array<std::size_t, 4>{B, c * frames, H, W}),
-                                        {.kernel = 2});
-                m = pooled.data();
-                P = frames * (H / 2) * (W / 2);
-            }
-            xt::xtensor<T, 3> t = xt::empty<T>({B, P, c});
-            detail::maps_to_tokens(m, B, c, P, t.data());
-            return t;
-        };
-        const auto map_tokens = [&](const xt::xtensor<T, 4>& m, bool pool) { return tokens(m.data(), m.shape(1), pool); };
-        const auto values = map_tokens(g_.template operator()<Arch>(maps, policy), sub_sample_);
-        const auto aggregate = [&](const auto& queries, const auto& keys, const auto& similarity, auto normalization) {
-            return weighted_aggregate<Arch>(policy, queries, keys, values, similarity, dense{}, normalization);
-        };
-        xt::xtensor<T, 3> y;
-        if (form_ == nonlocal_form::gaussian) {
-            y = aggregate(tokens(xc.data(), C, false), tokens(xc.data(), C, sub_sample_), dot_product{}, softmax{});
-        } else {
-            const auto queries = map_tokens(theta_->template operator()<Arch>(maps, policy), false);
-            const auto keys = map_tokens(phi_->template operator()<Arch>(maps, policy), sub_sample_);
-            const std::size_t e = inter_channels();
-            if (form_ == nonlocal_form::embedded_gaussian) y = aggregate(queries, keys, dot_product{}, softmax{});
-            else if (form_ == nonlocal_form::dot_product) y = aggregate(queries, keys, dot_product{}, count{});
-            else y = aggregate(queries, keys, concatenation(xt::eye<double>(e), xt::eye<double>(e), concat_weight_), count{});
-        }
-        // y [B, N, e] back to a map [B, e, T H, W], through W_z, plus x.
-        const std::size_t N = frames * H * W, e = inter_channels();
-        xt::xtensor<T, 4> y_map = xt::empty<T>({B, e, frames * H, W});
-        detail::tokens_to_maps(y.data(), B, N, e, y_map.data());
         xt::xtensor<T, R> z = xt::empty<T>(xc.shape());
-        w_z_.template apply<Arch>(y_map.data(), B, frames * H, W, z.data(), detail::thread_count(policy));
-        for (std::size_t i = 0; i < z.size(); ++i) z.data()[i] += xc.data()[i];
+        apply<Arch>(xc.data(), B, frames, H, W, z.data(), detail::thread_count(policy));
         return z;
+    }
+
+    /// z = the block of x, raw row-major arrays [B, C, frames, H, W] (frames 1 for maps
+    /// [B, C, H, W]), on `threads` threads; x has C channels and, sub-sampled, H and W at
+    /// least 2 (`operator()` checks them).
+    template <class Arch = default_arch>
+    void apply(const T* x, std::size_t B, std::size_t frames, std::size_t H, std::size_t W, T* z, int threads = 1) const {
+        nonlocal_block_forward<Arch>(*this, x, B, frames, H, W, z, threads);
     }
 
     /// Loads the PyTorch re-implementation's `NONLocalBlock2D` (`NONLocalBlock3D` when
@@ -241,6 +220,10 @@ public:
     }
 
 private:
+    template <class Arch, class U>
+    friend void nonlocal_block_forward(const basic_nonlocal_feature_block<U>&, const U*, std::size_t, std::size_t,
+                                       std::size_t, std::size_t, U*, int);
+
     nonlocal_form form_;
     conv2d<T> g_;
     std::optional<conv2d<T>> theta_, phi_;
@@ -251,5 +234,63 @@ private:
 
 /// The float block.
 using nonlocal_feature_block = basic_nonlocal_feature_block<float>;
+
+template <class Arch, class T>
+void nonlocal_block_forward(const basic_nonlocal_feature_block<T>& block, const T* x, std::size_t B, std::size_t frames,
+                            std::size_t H, std::size_t W, T* z, int threads) {
+    const std::size_t C = block.channels(), e = block.inter_channels(), N = frames * H * W;
+    const execution::parallel_policy policy{threads};
+    // Frames stacked along the height: a 1 x 1 convolution sees the same pixels.
+    const auto convolved = [&](const conv2d<T>& c) {
+        xt::xtensor<T, 4> m = xt::empty<T>({B, e, frames * H, W});
+        c.template apply<Arch>(x, B, frames * H, W, m.data(), threads);
+        return m;
+    };
+    // The tokens [B, positions, channels] of a map [B, c, T H, W], each frame 2 x 2 max-pooled
+    // first when asked.
+    const auto tokens = [&](const T* m, std::size_t c, bool pool) {
+        xt::xtensor<T, 4> pooled;
+        std::size_t P = N;
+        if (pool) {
+            pooled = nn::max_pool2d(xt::adapt(m, B * c * P, xt::no_ownership(), std::array<std::size_t, 4>{B, c * frames, H, W}),
+                                    {.kernel = 2});
+            m = pooled.data();
+            P = frames * (H / 2) * (W / 2);
+        }
+        xt::xtensor<T, 3> t = xt::empty<T>({B, P, c});
+        detail::maps_to_tokens(m, B, c, P, t.data());
+        return t;
+    };
+    const auto map_tokens = [&](const xt::xtensor<T, 4>& m, bool pool) { return tokens(m.data(), e, pool); };
+    const auto values = map_tokens(convolved(block.g_), block.sub_sample_);
+    const auto aggregate = [&](const auto& queries, const auto& keys, const auto& similarity, auto normalization) {
+        return weighted_aggregate<Arch>(policy, queries, keys, values, similarity, dense{}, normalization);
+    };
+    xt::xtensor<T, 3> y;
+    if (block.form_ == nonlocal_form::gaussian) {
+        y = aggregate(tokens(x, C, false), tokens(x, C, block.sub_sample_), dot_product{}, softmax{});
+    } else {
+        const auto queries = map_tokens(convolved(*block.theta_), false);
+        const auto keys = map_tokens(convolved(*block.phi_), block.sub_sample_);
+        if (block.form_ == nonlocal_form::embedded_gaussian) y = aggregate(queries, keys, dot_product{}, softmax{});
+        else if (block.form_ == nonlocal_form::dot_product) y = aggregate(queries, keys, dot_product{}, count{});
+        else y = aggregate(queries, keys, concatenation(xt::eye<double>(e), xt::eye<double>(e), block.concat_weight_), count{});
+    }
+    // y [B, N, e] back to a map [B, e, T H, W], through W_z, plus x.
+    xt::xtensor<T, 4> y_map = xt::empty<T>({B, e, frames * H, W});
+    detail::tokens_to_maps(y.data(), B, N, e, y_map.data());
+    block.w_z_.template apply<Arch>(y_map.data(), B, frames * H, W, z, threads);
+    for (std::size_t i = 0; i < B * C * N; ++i) z[i] += x[i];
+}
+
+/// `nonlocal_block_forward` of T on the default architecture (float): declared (`extern`) here when
+/// NONLOCAL_NN_EXTERN_INSTANCES is defined, defined by nonlocal/nn/instances.hpp.
+#define NONLOCAL_NN_NONLOCAL_BLOCK(prefix, T)                                                                          \
+    prefix template void nonlocal_block_forward<default_arch, T>(const basic_nonlocal_feature_block<T>&, const T*,      \
+                                                                 std::size_t, std::size_t, std::size_t, std::size_t, T*, \
+                                                                 int);
+#ifdef NONLOCAL_NN_EXTERN_INSTANCES
+NONLOCAL_NN_NONLOCAL_BLOCK(extern, float)
+#endif
 
 }  // namespace nonlocal::nn

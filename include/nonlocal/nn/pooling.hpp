@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <sstream>
 #include <string>
 
 #include <xtensor/xtensor.hpp>
@@ -49,17 +50,20 @@ std::array<std::size_t, 2> checked_size(const char* who, const xt::xexpression<X
     const auto& shape = x.derived_cast().shape();
     const std::size_t H = shape[R - 2], W = shape[R - 1];
     const size2 s = o.stride == size2(0) ? o.kernel : o.stride;
-    const bool fits_padding = 2 * o.padding.h <= o.dilation.h * (o.kernel.h - 1) + 1 &&
-                              2 * o.padding.w <= o.dilation.w * (o.kernel.w - 1) + 1;
-    Ho = o.kernel.h && s.h && o.dilation.h ? output_count(H, o.kernel.h, s.h, o.padding.h, o.dilation.h, o.ceil_mode) : 0;
-    Wo = o.kernel.w && s.w && o.dilation.w ? output_count(W, o.kernel.w, s.w, o.padding.w, o.dilation.w, o.ceil_mode) : 0;
-    detail::require(Ho > 0 && Wo > 0 && fits_padding, who, [&] {
-        return "x " + detail::shape_string(shape) + " with kernel (" + std::to_string(o.kernel.h) + ", " +
-               std::to_string(o.kernel.w) + "), stride (" + std::to_string(s.h) + ", " + std::to_string(s.w) +
-               "), padding (" + std::to_string(o.padding.h) + ", " + std::to_string(o.padding.w) +
-               ") and dilation (" + std::to_string(o.dilation.h) + ", " + std::to_string(o.dilation.w) +
-               "): the kernel, stride and dilation must be positive, the padding at most half the kernel, and "
-               "the padded map must hold a window";
+    detail::field_checks("pool2d_options")
+        .need(o.kernel.h > 0 && o.kernel.w > 0, "kernel", "positive", o.kernel)
+        .need(o.stride == size2(0) || (o.stride.h > 0 && o.stride.w > 0), "stride", "positive (or 0: the kernel)", o.stride)
+        .need(o.dilation.h > 0 && o.dilation.w > 0, "dilation", "positive", o.dilation)
+        .need(2 * o.padding.h <= o.dilation.h * (o.kernel.h - 1) + 1 && 2 * o.padding.w <= o.dilation.w * (o.kernel.w - 1) + 1,
+              "padding", "at most half the dilated kernel (2 padding <= dilation (kernel - 1) + 1)", o.padding)
+        .check(who);
+    Ho = output_count(H, o.kernel.h, s.h, o.padding.h, o.dilation.h, o.ceil_mode);
+    Wo = output_count(W, o.kernel.w, s.w, o.padding.w, o.dilation.w, o.ceil_mode);
+    detail::require(Ho > 0 && Wo > 0, who, [&] {
+        std::ostringstream what;
+        what << "x " << detail::shape_string(shape) << " with kernel " << o.kernel << ", padding " << o.padding
+             << " and dilation " << o.dilation << ": the padded map must hold a window";
+        return what.str();
     });
     return {H, W};
 }
