@@ -13,7 +13,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include <nonlocal/filter/depth.hpp>
+#include <nonlocal/depth/tasks.hpp>
 
 namespace nonlocal::bench {
 

@@ -1,4 +1,4 @@
-// filter/depth.hpp: the depth tasks against their definitions (the normalised
+// depth/tasks.hpp: the depth tasks against their definitions (the normalised
 // model as two dense solves, the separable model as two separable smooths, coarse-to-fine stages done by hand, the median and
 // the depth passes as their compositions), their behaviour on constant depth and
 // colour edges, concurrency, and bad input.

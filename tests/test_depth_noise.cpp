@@ -8,7 +8,7 @@
 #include <random>
 
 #include <nonlocal/depth/noise.hpp>
-#include <nonlocal/filter/depth.hpp>
+#include <nonlocal/depth/tasks.hpp>
 
 #include "support.hpp"
 

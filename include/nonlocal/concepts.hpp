@@ -22,7 +22,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "nonlocal/detail/tensor.hpp"
+#include "nonlocal/row_matrix.hpp"
 
 namespace nonlocal {
 

@@ -6,5 +6,5 @@
 /// only refine depth: they compile in about half the time. Reading and writing depth files is
 /// `nonlocal/io/depth.hpp` (target `nonlocal::io`).
 
-#include "nonlocal/filter/depth.hpp"
+#include "nonlocal/depth/tasks.hpp"
 #include "nonlocal/depth/noise.hpp"

@@ -2,7 +2,7 @@
 /// @file depth/estimators.hpp
 /// The estimators of the depth tasks (`depth_model`), each on the AR system of the guide:
 /// from the observations on the guide's grid, the depth at every pixel and how its solves
-/// went (see `filter/depth.hpp` for the models).
+/// went (see `depth/tasks.hpp` for the models).
 
 #include <algorithm>
 #include <array>

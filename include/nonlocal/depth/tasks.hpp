@@ -1,5 +1,5 @@
 #pragma once
-/// @file filter/depth.hpp
+/// @file depth/tasks.hpp
 /// Colour-guided depth refinement with the linear AR model (`solve/ar_system.hpp`):
 /// hole filling, denoising and guided upsampling. Invalid depth (0, negative or not
 /// finite) is missing; nothing is quantised. Each task compares the guide's
