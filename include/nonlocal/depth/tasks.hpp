@@ -219,6 +219,14 @@ depth_result fill(const xt::xexpression<D>& depth, const double* confidence, con
     result.noise = noise;
     return result;
 }
+
+/// `fill` with a confidence map [H, W], checked against the depth, from `where`.
+template <class D, class C, class G>
+depth_result fill(const xt::xexpression<D>& depth, const xt::xexpression<C>& confidence, const xt::xexpression<G>& guide,
+                  const depth_options& o, std::string_view where) {
+    const buffer<double> c = confidences(confidence, depth, where);
+    return fill(depth, c.data(), guide, o, where);
+}
 }  // namespace detail
 
 /// Fills the missing pixels (0, negative or not finite) of `depth` [H, W] guided by `guide`
@@ -230,9 +238,8 @@ depth_result fill(const xt::xexpression<D>& depth, const double* confidence, con
 /// is beyond float's range (the result's type), the guide holds NaN or infinity, or an option
 /// is out of its range.
 template <class D, class G>
-depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = fill_options(),
-                        std::string_view where = "fill_depth") {
-    return detail::fill(depth, nullptr, guide, o, where);
+depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide, const depth_options& o = fill_options()) {
+    return detail::fill(depth, nullptr, guide, o, "fill_depth");
 }
 
 /// `fill_depth` with a confidence per pixel, `confidence` [H, W] (finite, at least 0; 0 is
@@ -243,10 +250,8 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G
 /// confidence is negative or not finite.
 template <class D, class C, class G>
 depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<C>& confidence,
-                        const xt::xexpression<G>& guide, const depth_options& o = fill_options(),
-                        std::string_view where = "fill_depth") {
-    const buffer<double> c = detail::confidences(confidence, depth, where);
-    return detail::fill(depth, c.data(), guide, o, where);
+                        const xt::xexpression<G>& guide, const depth_options& o = fill_options()) {
+    return detail::fill(depth, confidence, guide, o, "fill_depth");
 }
 
 /// The defaults of `denoise_depth`: `fill_options()` with more smoothing (the normalised
@@ -263,14 +268,14 @@ inline depth_options denoise_options() {
 template <class D, class G>
 depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide,
                            const depth_options& o = denoise_options()) {
-    return fill_depth(depth, guide, o, "denoise_depth");
+    return detail::fill(depth, nullptr, guide, o, "denoise_depth");
 }
 
 /// `denoise_depth` with a confidence per pixel, as `fill_depth` takes it.
 template <class D, class C, class G>
 depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpression<C>& confidence,
                            const xt::xexpression<G>& guide, const depth_options& o = denoise_options()) {
-    return fill_depth(depth, confidence, guide, o, "denoise_depth");
+    return detail::fill(depth, confidence, guide, o, "denoise_depth");
 }
 
 namespace detail {
