@@ -300,6 +300,18 @@ depth_map from_mat(const cv::Mat& m) {
 }
 /// The observed pixels of each row interpolated linearly along it, the ends extended from the
 /// nearest observation; rows without any from the nearest row that has some (0 = missing).
+/// Rows that `filled` says hold nothing copied from the nearest row that holds something.
+void copy_empty_rows(depth_map& out, const std::vector<bool>& filled) {
+    const std::size_t H = out.shape(0);
+    for (std::size_t r = 0; r < H; ++r)
+        if (!filled[r])
+            for (std::size_t k = 1; k < H; ++k)
+                if (const std::size_t from = r >= k && filled[r - k] ? r - k : r + k < H && filled[r + k] ? r + k : H; from < H) {
+                    xt::view(out, r) = xt::view(out, from);
+                    break;
+                }
+}
+
 depth_map row_interpolation(const depth_map& sparse) {
     const std::size_t H = sparse.shape(0), W = sparse.shape(1);
     depth_map out = xt::zeros<float>(sparse.shape());
@@ -318,13 +330,29 @@ depth_map row_interpolation(const depth_map& sparse) {
         }
         filled[r] = last >= 0;
     }
-    for (std::size_t r = 0; r < H; ++r)
-        if (!filled[r])
-            for (std::size_t k = 1; k < H; ++k)
-                if (const std::size_t from = r >= k && filled[r - k] ? r - k : r + k < H && filled[r + k] ? r + k : H; from < H) {
-                    xt::view(out, r) = xt::view(out, from);
-                    break;
-                }
+    copy_empty_rows(out, filled);
+    return out;
+}
+
+/// The classic fill of a stereo matcher's holes: each run of missing pixels in a row takes
+/// the smaller of the two disparities that bound it (the background, which an occlusion
+/// uncovers), or the one it has at the row's ends.
+depth_map background_row_fill(const depth_map& sparse) {
+    const std::size_t H = sparse.shape(0), W = sparse.shape(1);
+    depth_map out = sparse;
+    std::vector<bool> filled(H);
+    for (std::size_t r = 0; r < H; ++r) {
+        std::ptrdiff_t last = -1;
+        for (std::size_t c = 0; c <= W; ++c) {
+            if (c < W && sparse(r, c) <= 0) continue;
+            const float left = last >= 0 ? sparse(r, std::size_t(last)) : 0.f, right = c < W ? sparse(r, c) : 0.f;
+            const float fill = left > 0 && right > 0 ? std::min(left, right) : std::max(left, right);
+            for (std::size_t k = std::size_t(last + 1); k < c; ++k) out(r, k) = fill;
+            if (c < W) last = std::ptrdiff_t(c);
+        }
+        filled[r] = last >= 0;
+    }
+    copy_empty_rows(out, filled);
     return out;
 }
 
@@ -436,11 +464,25 @@ result fbs_sweep(const depth_map& sparse, const cv::Mat& dense, const depth_map&
 /// of its parameters: `low` the low-resolution map when upsampling (the local filters then
 /// start from bicubic), `sensor` for the real-sensor protocols (row interpolation, FGS after
 /// a 5 x 5 median of the observations, the local filters start from row interpolation; else
-/// from a normalised box interpolation).
+/// from a normalised box interpolation), and `stereo` for a matcher's disparity (the
+/// background-side row fill of stereo pipelines, alone and followed by a 3 x 3 or 5 x 5 median).
 std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const cv::Mat& bgr, const depth_map* low,
-                          bool sensor = false) {
+                          bool sensor = false, bool stereo = false) {
     std::vector<result> out;
     cv::Mat dense;
+    if (stereo) {   // the stereo pipelines' own fill, alone and followed by a median
+        depth_map rows;
+        const double t = seconds([&] { rows = background_row_fill(sparse); });
+        result r;
+        r.keep_best(rows, truth, "background-side row fill", t);
+        for (int k : {3, 5}) {
+            cv::Mat smoothed;
+            const double tm = seconds([&] { cv::medianBlur(as_mat(rows), smoothed, k); });
+            r.keep_best(from_mat(smoothed), truth, "background-side row fill, then a " + std::to_string(k) + " x " +
+                                                       std::to_string(k) + " median", t + tm);
+        }
+        out.push_back(r);
+    }
     if (low) {
         result r{"bicubic"};
         const double t = seconds([&] { cv::resize(as_mat(*low), dense, cv::Size(bgr.cols, bgr.rows), 0, 0, cv::INTER_CUBIC); });
@@ -625,7 +667,7 @@ int main(int argc, char** argv) {
         const auto ours = nonlocal_rows(protocol, "fill_depth", truth, steps, sensor_variants(stereo),
                                         [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(observed, guide, o); });
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-        const auto others = peers(observed, truth, bgr, nullptr, true);
+        const auto others = peers(observed, truth, bgr, nullptr, true, stereo);
         for (const auto& r : others) print(protocol, r);
         summary(protocol, ours, others);
 #else
