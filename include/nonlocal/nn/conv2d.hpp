@@ -528,8 +528,9 @@ void convolve(const conv2d<T>& c, const T* x, std::size_t B, std::size_t H, std:
     else c.template convolve_gemm<Arch>(x, B, H, W, y, threads);
 }
 
-/// `convolve` of T on the default architecture (float, as the networks use it): declared (`extern`) here when
-/// NONLOCAL_NN_EXTERN_INSTANCES is defined, defined by nonlocal/nn/instances.hpp.
+/// `convolve` of T on the default architecture (float, as the networks use it): declared
+/// (`extern`) here when NONLOCAL_NN_EXTERN_INSTANCES is defined, defined by
+/// nonlocal/nn/instances.hpp.
 #define NONLOCAL_NN_CONVOLVE(prefix, T)                                                                        \
     prefix template void convolve<default_arch, T>(const conv2d<T>&, const T*, std::size_t, std::size_t, std::size_t, \
                                                    T*, int);

@@ -109,9 +109,10 @@ struct nonlocal_block_config {
 template <class T>
 class basic_nonlocal_feature_block;
 
-/// `basic_nonlocal_feature_block::apply`: z = the block of x [B, C, frames, H, W] on
-/// `threads` threads. Not inline: a program that compiles it once (nonlocal/nn/instances.hpp)
-/// declares it `extern` elsewhere.
+/// The block's forward pass behind `basic_nonlocal_feature_block::operator()`: z = the block
+/// of x, row-major [B, C, frames, H, W] (frames 1 for maps), on `threads` threads, the shapes
+/// checked by the caller. Not inline: a program that compiles it once
+/// (nonlocal/nn/instances.hpp) declares it `extern` elsewhere.
 template <class Arch, class T>
 void nonlocal_block_forward(const basic_nonlocal_feature_block<T>& block, const T* x, std::size_t B, std::size_t frames,
                             std::size_t H, std::size_t W, T* z, int threads);
@@ -175,16 +176,8 @@ public:
                    " channels" + (sub_sample_ ? " and frames of at least 2 x 2 (sub-sampled)" : "");
         });
         xt::xtensor<T, R> z = xt::empty<T>(xc.shape());
-        apply<Arch>(xc.data(), B, frames, H, W, z.data(), detail::thread_count(policy));
+        nonlocal_block_forward<Arch>(*this, xc.data(), B, frames, H, W, z.data(), detail::thread_count(policy));
         return z;
-    }
-
-    /// z = the block of x, raw row-major arrays [B, C, frames, H, W] (frames 1 for maps
-    /// [B, C, H, W]), on `threads` threads; x has C channels and, sub-sampled, H and W at
-    /// least 2 (`operator()` checks them).
-    template <class Arch = default_arch>
-    void apply(const T* x, std::size_t B, std::size_t frames, std::size_t H, std::size_t W, T* z, int threads = 1) const {
-        nonlocal_block_forward<Arch>(*this, x, B, frames, H, W, z, threads);
     }
 
     /// Loads the PyTorch re-implementation's `NONLocalBlock2D` (`NONLocalBlock3D` when
@@ -283,8 +276,8 @@ void nonlocal_block_forward(const basic_nonlocal_feature_block<T>& block, const 
     for (std::size_t i = 0; i < B * C * N; ++i) z[i] += x[i];
 }
 
-/// `nonlocal_block_forward` of T on the default architecture (float): declared (`extern`) here when
-/// NONLOCAL_NN_EXTERN_INSTANCES is defined, defined by nonlocal/nn/instances.hpp.
+/// `nonlocal_block_forward` of T on the default architecture (float): declared (`extern`)
+/// here when NONLOCAL_NN_EXTERN_INSTANCES is defined, defined by nonlocal/nn/instances.hpp.
 #define NONLOCAL_NN_NONLOCAL_BLOCK(prefix, T)                                                                          \
     prefix template void nonlocal_block_forward<default_arch, T>(const basic_nonlocal_feature_block<T>&, const T*,      \
                                                                  std::size_t, std::size_t, std::size_t, std::size_t, T*, \
