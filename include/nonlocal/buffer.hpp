@@ -21,12 +21,10 @@
 /// - Blocks of 2 MiB or more start on a 2 MiB boundary and, on Linux, are marked for
 ///   transparent huge pages (MADV_HUGEPAGE, which takes effect where the system's setting
 ///   is `madvise`, the default of many distributions): the first write to each 2 MiB then
-///   costs one fault instead of 512. On a 2-core virtual machine with that setting, where
-///   page faults are slow, the first depth task of a program on Aloe's 1.4 Mpix takes
-///   0.23 to 0.24 s instead of 0.67 to 0.69 (`nonlocal-refine`, hole filling with the
-///   separable model) and 0.80 to 0.85 s instead of 1.0 to 1.2 (the normalised model);
-///   later tasks, which reuse the kept blocks, take as long as before. A block may then
-///   hold up to 2 MiB more memory than it was asked for.
+///   costs one fault instead of 512, which matters to the first task of a program where
+///   page faults are slow (virtual machines; docs/performance.md has figures); later
+///   tasks reuse the kept blocks. A block may then hold up to 2 MiB more memory than it
+///   was asked for.
 
 #include <cstddef>
 #include <new>

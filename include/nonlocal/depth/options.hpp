@@ -149,10 +149,9 @@ struct depth_options {
     int threads = 1;                                               ///< of the solver's passes over the pixels
     bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
     solve_options solve{1e-4, 500};
-    /// Of the multigrid solvers. Two sweeps on the coarser levels instead of four: on Aloe the
-    /// normalised model takes the same MG-PCG iterations either way (x4 / x8 / x16 / holes:
-    /// 10 / 15 / 18 / 5) for less work per cycle; the AR model takes 6 / 5 / 12 / 4 instead of
-    /// 4 / 4 / 8 / 4, about as fast at x4, x8 and in hole filling, about 25 % slower at x16.
+    /// Of the multigrid solvers. Two sweeps on the coarser levels instead of four: the
+    /// normalised model takes as many MG-PCG iterations either way for less work per cycle
+    /// (the AR model a few more, docs/performance.md).
     multigrid_options multigrid{.coarse_smoothing_steps = 2};
 
     /// The radius of the edge-sharpening median for observations covering

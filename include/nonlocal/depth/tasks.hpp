@@ -22,9 +22,8 @@
 /// - `depth_model::separable`: the normalised model with K replaced by the fast global
 ///   smoother's separable approximation (`separable_smooth`: direct line solves along each
 ///   stencil direction, a few passes), K_s(m d) / K_s(m). No iterative solve and no
-///   multigrid: on the Aloe protocols 2.5 to 5.5 times faster than the normalised model, as
-///   accurate at x4, 2.5 and 5 % less at x8 and x16; in hole filling 2 % more without a depth
-///   pass, 3 % less with the one `fill_options()` runs.
+///   multigrid: several times faster than the normalised model, nearly as accurate
+///   (docs/performance.md compares them).
 ///
 /// Sensor depth (options, off unless said): a confidence per pixel scaling the data term (the
 /// tasks' overloads taking a confidence map), flying pixels treated as missing (on in
@@ -161,10 +160,8 @@ depth_result in_precision(const depth_options& o, F&& f) {
 }  // namespace detail
 
 /// The defaults of `fill_depth`: `depth_options` with one depth pass, whose weights also
-/// follow the first result's depth. On Aloe's hole-filling protocol it lowers the normalised
-/// model's error from 1.56 to 1.44 (and 1.43 to 1.29 without the noise) for about 1.6 times
-/// the time; with 80 % of the pixels missing it changes the error by less than 1 %. Flying
-/// pixels are found and re-estimated (`depth_options::flying_pixels`).
+/// follow the first result's depth (the depth steps the colours miss), and the flying pixels
+/// found and re-estimated (`depth_options::flying_pixels`).
 inline depth_options fill_options() { return {.depth_passes = 1, .flying_pixels = true}; }
 
 /// Where a depth map comes from, as `sensor_options` takes it: what its depth is like.
@@ -257,7 +254,7 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<C
 /// The defaults of `denoise_depth`: `fill_options()` with more smoothing (the normalised
 /// model's kernel reaching twice as many observations, epsilon_scale = 0.25; the AR
 /// model's data term weaker, lambda = 0.2), so the colour-guided smoothness averages the
-/// noise. Its depth pass lowers the error on Aloe's hole-filling protocol from 1.62 to 1.43.
+/// noise; its depth pass, as `fill_options()`'s, follows the depth steps.
 inline depth_options denoise_options() {
     depth_options o = fill_options();
     o.epsilon_scale = 0.25, o.lambda = 0.2;

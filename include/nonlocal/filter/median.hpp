@@ -166,8 +166,8 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
 /// of values without an order is undefined); infinities are ordered values. A window may be
 /// larger than the image (the replicated border weighs in), but the cost is that of its
 /// size: the padded copy holds (H + 2 radius) x (W + 2 radius) values and the network
-/// grows with (2 radius + 1)^2 (a 32 x 32 image on one Zen 3 core: radius 50 in 0.11 s,
-/// 100 in 0.8 s and 100 MB, 200 in 11 s and 350 MB).
+/// grows with (2 radius + 1)^2: a radius in the hundreds takes seconds and hundreds of MB
+/// even on a small image (docs/performance.md).
 template <class Arch = default_arch, class E>
 auto median_filter(const xt::xexpression<E>& image, std::size_t radius, int threads = 1) {
     using T = detail::value_type_of<E>;

@@ -256,8 +256,7 @@ struct basic_multi_head_attention {
         std::optional<xt::xarray<T>> weights;
         // The heads and the merged output in `buffer`s, whose large blocks are kept for the next
         // call: allocated anew (xtensor's allocator, notably xsimd's aligned one under
-        // XTENSOR_USE_XSIMD), each block is page-faulted in again on every call, which made
-        // this layer twice as slow at n = 1024.
+        // XTENSOR_USE_XSIMD), each block would be page-faulted in again on every call.
         // The projections' stores write every value of q, k and v: they start unwritten.
         const auto heads_of = [&](auto& data, std::size_t heads, std::size_t rows) {
             data.resize(B * heads * rows * hd);

@@ -219,8 +219,8 @@ struct store_rows {
 namespace nonlocal::detail {
 /// C [MR][nv W] (ldc apart) (+)= a micro-panel of x ([depth][MR]) times the columns of W^T
 /// from b_col on, its rows read through `b`: a function of its own, so that the
-/// micro-kernel is compiled alone. Inlined into the loops and the stores around it, GCC was
-/// seen keeping accumulators on the stack (58 % of the FMA peak instead of 92).
+/// micro-kernel is compiled alone: inlined into the loops and the stores around it, GCC may
+/// keep its accumulators on the stack.
 template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class T, class B>
 [[gnu::noinline]] void packed_tile(std::size_t depth, const T* a, B b, std::size_t b_col, T* c,
                                    std::size_t ldc) noexcept {
