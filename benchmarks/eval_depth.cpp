@@ -236,6 +236,8 @@ std::vector<variant> sensor_variants(bool stereo) {
         v.insert(v.end() - 2, {", holes blended", with(base, [](options& o) { o.occlusions = nonlocal::occlusion_fill::blend; })});
     if (base.median_of_observations)
         v.insert(v.end() - 2, {", no median of observations", with(base, [](options& o) { o.median_of_observations = false; })});
+    else
+        v.insert(v.end() - 2, {", median of observations", with(base, [](options& o) { o.median_of_observations = true; })});
     if (base.flying_pixel_sides)
         v.insert(v.end() - 2, {", flying pixels by colour only", with(base, [](options& o) { o.flying_pixel_sides = false; })});
     return v;
