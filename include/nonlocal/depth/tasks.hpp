@@ -367,11 +367,11 @@ depth_result upsample(const xt::xexpression<D>& low, const double* confidence, c
 /// nonlocal/depth/instances.hpp. They precede every use: the tasks are templates, instantiated
 /// only in the program's own code.
 #define NONLOCAL_DEPTH_SOLVES(prefix, T)                                                                          \
-    prefix template depth_result detail::refine_with_passes<T>(const detail::image_planes<T>&, detail::observed_depth, \
+    prefix template depth_result detail::refine_with_passes<T>(const image_planes<T>&, detail::observed_depth, \
                                                               const depth_options&, std::string_view,              \
                                                               const detail::stopwatch&);                           \
     prefix template depth_result detail::upsample<T>(const xt::xtensor<double, 2>&, const double*,                \
-                                                    const detail::image_planes<T>&, std::size_t, const depth_options&, \
+                                                    const image_planes<T>&, std::size_t, const depth_options&, \
                                                     const depth_options&, const detail::stopwatch&);
 #ifdef NONLOCAL_DEPTH_EXTERN_INSTANCES
 NONLOCAL_DEPTH_SOLVES(extern, float)

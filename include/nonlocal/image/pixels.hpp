@@ -20,6 +20,31 @@
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/tensor.hpp"
 
+namespace nonlocal {
+
+/// An image [H, W] or [H, W, C] with its pixels as rows [H * W, C]: pixel (r, c) is row
+/// r * width + c. `ar_system` takes a guide this way.
+template <class T>
+struct pixel_rows {
+    std::size_t height = 0, width = 0, channels = 0;
+    xt::xtensor<T, 2> pixels;
+};
+
+/// An image as one plane per channel: pixel (r, c) of channel k at
+/// values[k * height * width + r * width + c]. `ar_system` takes a guide this way with a
+/// similarity that sums over channels.
+template <class T>
+struct image_planes {
+    std::size_t height = 0, width = 0, channels = 0;
+    buffer<T> values;
+
+    std::size_t pixels() const noexcept { return height * width; }
+    const T* channel(std::size_t k) const noexcept { return values.data() + k * pixels(); }
+    T* channel(std::size_t k) noexcept { return values.data() + k * pixels(); }
+};
+
+}  // namespace nonlocal
+
 namespace nonlocal::detail {
 
 /// The type images of `Pixel` are computed in: double for double, float otherwise.
@@ -54,13 +79,6 @@ void require_finite(std::span<const T> values, Position&& position, std::string_
     });
 }
 
-/// An image [H, W] or [H, W, C] with its pixels as rows [H * W, C].
-template <class T>
-struct pixel_rows {
-    std::size_t height = 0, width = 0, channels = 0;
-    xt::xtensor<T, 2> pixels;
-};
-
 /// The pixel rows of an image; `std::invalid_argument` (from `where`, naming it `name`) when
 /// it is empty or a value is not finite in T (`require_finite`).
 template <class T, class E>
@@ -83,18 +101,6 @@ pixel_rows<T> to_pixel_rows(const xt::xexpression<E>& image, std::string_view wh
     }, where, name);
     return p;
 }
-
-/// An image as one plane per channel: pixel (r, c) of channel k at
-/// values[k * height * width + r * width + c].
-template <class T>
-struct image_planes {
-    std::size_t height = 0, width = 0, channels = 0;
-    buffer<T> values;
-
-    std::size_t pixels() const noexcept { return height * width; }
-    const T* channel(std::size_t k) const noexcept { return values.data() + k * pixels(); }
-    T* channel(std::size_t k) noexcept { return values.data() + k * pixels(); }
-};
 
 /// The planes of an image [H, W] or [H, W, C] of any arithmetic type; `std::invalid_argument`
 /// (from `where`, naming the argument `name`) when it is empty or a value is not finite

@@ -69,7 +69,7 @@ std::vector<buffer<T>> for_each_edge_row(std::size_t height, std::size_t width, 
 /// guide given as pixel rows, once per edge, a row of edges at a time: their logits, then kappa
 /// over the row in SIMD batches. A symmetric similarity's two terms are equal: one logit per edge.
 template <class T, similarity S>
-std::vector<buffer<T>> edge_weights_by_pixel(const detail::pixel_rows<double>& g, const std::vector<stencil_offset>& offsets,
+std::vector<buffer<T>> edge_weights_by_pixel(const pixel_rows<double>& g, const std::vector<stencil_offset>& offsets,
                                              const S& sim, double min_weight, edge_sum sum = edge_sum::both_directions) {
     const nonlocal::detail::projected_features<S, double> f(sim, as_rows(g.pixels), true);
     constexpr bool symmetric = nonlocal::detail::symmetric_similarity<S>;
@@ -103,7 +103,7 @@ std::vector<buffer<T>> edge_weights_by_pixel(const detail::pixel_rows<double>& g
 /// channel_logit(g_k[i] - g_k[j]) over the planes, kappa in SIMD (float's exp to about 2 ulp:
 /// `simd::exp_nonpositive`, valid up to logit 88). A NaN weight stays NaN, for the caller's check.
 template <class Arch, class T, class P, class S>
-std::vector<buffer<T>> edge_weights_by_channel(const detail::image_planes<P>& g, const std::vector<stencil_offset>& offsets,
+std::vector<buffer<T>> edge_weights_by_channel(const image_planes<P>& g, const std::vector<stencil_offset>& offsets,
                                                const S& sim, double min_weight, edge_sum sum = edge_sum::both_directions) {
     using batch = xsimd::batch<P, Arch>;
     constexpr bool symmetric = nonlocal::detail::symmetric_similarity<S>;

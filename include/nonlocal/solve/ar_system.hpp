@@ -108,7 +108,7 @@ public:
 
     /// The same from a guide already given as pixel rows.
     template <class X, class A, similarity S>
-    ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim,
+    ar_system(const pixel_rows<double>& g, const grid_stencil& stencil, const S& sim,
               const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence, double min_weight = 0.0)
         : ar_system(g, stencil, sim, observations(g.height, g.width, xhat, confidence), min_weight) {}
 
@@ -118,7 +118,7 @@ public:
     /// finite, b is not finite, nothing is observed, min_weight is negative or NaN, or
     /// an edge weight is NaN or infinite.
     template <similarity S>
-    ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
+    ar_system(const pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), rhs(std::move(b)), alpha_(std::move(confidence)) {
         build(stencil, min_weight, [&] {
@@ -136,7 +136,7 @@ public:
     /// planes. Throws as the constructor from pixel rows does.
     template <class P, similarity S>
         requires detail::channel_sum_similarity<S>
-    ar_system(const detail::image_planes<P>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
+    ar_system(const image_planes<P>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
         : height(g.height), width(g.width), rhs(std::move(b)), alpha_(std::move(confidence)) {
         build(stencil, min_weight, [&] {
@@ -461,7 +461,7 @@ private:
         return d;
     }
     template <similarity S>
-    ar_system(const detail::pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, data_term d,
+    ar_system(const pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, data_term d,
               double min_weight)
         : ar_system(g, stencil, sim, std::move(d.alpha), std::move(d.b), min_weight) {}
 
