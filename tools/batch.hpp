@@ -152,7 +152,7 @@ inline void require_distinct_output(const std::string& out, const std::vector<st
 }
 
 /// The items of a list as a shard keeps them, packed: an item's `Fields` paths in one buffer
-/// shared by all items (each path ended by a '\\0'), and 16 bytes an item beside them, where a
+/// shared by all items (each path ended by a '\0'), and 16 bytes an item beside them, where a
 /// std::string a path would cost 32 bytes and a heap block. `items[k]` builds the k-th item,
 /// `Item{path..., line}` (an aggregate of `Fields` strings and its line in the list).
 template <class Item, std::size_t Fields>
