@@ -257,14 +257,7 @@ void count_pairs_per_core_hour(benchmark::State& state, std::chrono::steady_cloc
 /// The counter rmse: the root-mean-square error of `estimate` (row-major, the truth's size)
 /// over the pixels whose ground truth is known, as eval_depth scores.
 void count_rmse(benchmark::State& state, const float* estimate, const xt::xtensor<float, 2>& truth) {
-    double se = 0;
-    std::size_t known = 0;
-    for (std::size_t i = 0; i < truth.size(); ++i)
-        if (truth.data()[i] > 0) {
-            const double e = double(estimate[i]) - truth.data()[i];
-            se += e * e, ++known;
-        }
-    state.counters["rmse"] = known ? std::sqrt(se / double(known)) : 0.0;
+    state.counters["rmse"] = nonlocal::bench::score(estimate, truth).rmse;
 }
 
 /// A sensor's frame: Aloe's guide and truth cropped at their centre to 640 x 480 (Kinect,

@@ -64,21 +64,8 @@ double seconds(F&& f, int runs = 2) {
     return best;
 }
 
-/// The errors of an estimate over the pixels whose ground truth is known: RMSE, and bad-1 and
-/// bad-2, the shares (in %) of pixels off by more than 1 and 2 disparities.
-struct errors {
-    double rmse = INFINITY, bad1 = INFINITY, bad2 = INFINITY;
-};
-errors score(const depth_map& estimate, const depth_map& truth) {
-    double se = 0;
-    std::size_t count = 0, over1 = 0, over2 = 0;
-    for (std::size_t i = 0; i < truth.size(); ++i)
-        if (truth.data()[i] > 0) {
-            const double e = double(estimate.data()[i]) - truth.data()[i];
-            se += e * e, ++count, over1 += std::abs(e) > 1, over2 += std::abs(e) > 2;
-        }
-    return {std::sqrt(se / double(count)), 100.0 * double(over1) / double(count), 100.0 * double(over2) / double(count)};
-}
+using errors = nonlocal::bench::depth_errors;
+errors score(const depth_map& estimate, const depth_map& truth) { return nonlocal::bench::score(estimate.data(), truth); }
 double rmse(const depth_map& estimate, const depth_map& truth) { return score(estimate, truth).rmse; }
 
 /// The pixels within 4 of a depth step: those whose 9 x 9 window of known ground truth spans

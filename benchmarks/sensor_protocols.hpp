@@ -3,7 +3,8 @@
 // ground-truth disparity map d [H, W] (0 = unknown) with fixed seeds: what a stereo matcher or
 // structured light gives (occlusion holes, fattened edges, mismatches), and what a
 // time-of-flight camera gives (flying pixels, noise growing with distance, outliers, holes).
-// Both return the observations, 0 where missing; `depth_steps` is the definition of a step both use.
+// Both return the observations, 0 where missing; `depth_steps` is the definition of a step both use,
+// and `score` the errors both benchmarks report.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -41,6 +42,24 @@ void depth_steps(const disparity_map& d, Step&& step) {
                 if (a <= 0 || b <= 0 || std::abs(a - b) <= 8) continue;
                 a > b ? step(i, j) : step(j, i);
             }
+}
+
+/// The errors of an estimate over the pixels whose ground truth is known: RMSE, and bad-1 and
+/// bad-2, the shares (in %) of pixels off by more than 1 and 2 disparities.
+struct depth_errors {
+    double rmse = INFINITY, bad1 = INFINITY, bad2 = INFINITY;
+};
+
+/// The errors of `estimate` (row-major, the size of `truth`) against `truth` (0 = unknown).
+inline depth_errors score(const float* estimate, const disparity_map& truth) {
+    double se = 0;
+    std::size_t count = 0, over1 = 0, over2 = 0;
+    for (std::size_t i = 0; i < truth.size(); ++i)
+        if (truth.data()[i] > 0) {
+            const double e = double(estimate[i]) - truth.data()[i];
+            se += e * e, ++count, over1 += std::abs(e) > 1, over2 += std::abs(e) > 2;
+        }
+    return {std::sqrt(se / double(count)), 100.0 * double(over1) / double(count), 100.0 * double(over2) / double(count)};
 }
 
 /// `count` of the pixels where `eligible`, drawn without replacement.
