@@ -301,32 +301,12 @@ void copy_empty_rows(depth_map& out, const std::vector<bool>& filled) {
                 }
 }
 
-depth_map row_interpolation(const depth_map& sparse) {
-    const std::size_t H = sparse.shape(0), W = sparse.shape(1);
-    depth_map out = xt::zeros<float>(sparse.shape());
-    std::vector<bool> filled(H);
-    for (std::size_t r = 0; r < H; ++r) {
-        std::ptrdiff_t last = -1;
-        for (std::size_t c = 0; c <= W; ++c) {
-            if (c < W && sparse(r, c) <= 0) continue;
-            const float right = c < W ? sparse(r, c) : (last >= 0 ? sparse(r, std::size_t(last)) : 0.f);
-            const float left = last >= 0 ? sparse(r, std::size_t(last)) : right;
-            for (std::size_t k = std::size_t(last + 1); k < c; ++k) {
-                const float t = c < W && last >= 0 ? float(std::ptrdiff_t(k) - last) / float(std::ptrdiff_t(c) - last) : 0.f;
-                out(r, k) = last >= 0 ? left + t * (right - left) : right;
-            }
-            if (c < W) out(r, c) = sparse(r, c), last = std::ptrdiff_t(c);
-        }
-        filled[r] = last >= 0;
-    }
-    copy_empty_rows(out, filled);
-    return out;
-}
-
-/// The classic fill of a stereo matcher's holes: each run of missing pixels in a row takes
-/// the smaller of the two disparities that bound it (the background, which an occlusion
-/// uncovers), or the one it has at the row's ends.
-depth_map background_row_fill(const depth_map& sparse) {
+/// A copy of `sparse` whose runs of missing pixels (0 or less) along each row take
+/// `fill(k, left_at, left, right_at, right)` at column k, left and right the observations at
+/// the columns `left_at` and `right_at` that bound the run (0 where the row ends first), and whose rows
+/// without an observation are copied from the nearest row with one.
+template <class Fill>
+depth_map fill_row_holes(const depth_map& sparse, Fill&& fill) {
     const std::size_t H = sparse.shape(0), W = sparse.shape(1);
     depth_map out = sparse;
     std::vector<bool> filled(H);
@@ -335,14 +315,32 @@ depth_map background_row_fill(const depth_map& sparse) {
         for (std::size_t c = 0; c <= W; ++c) {
             if (c < W && sparse(r, c) <= 0) continue;
             const float left = last >= 0 ? sparse(r, std::size_t(last)) : 0.f, right = c < W ? sparse(r, c) : 0.f;
-            const float fill = left > 0 && right > 0 ? std::min(left, right) : std::max(left, right);
-            for (std::size_t k = std::size_t(last + 1); k < c; ++k) out(r, k) = fill;
+            for (std::size_t k = std::size_t(last + 1); k < c; ++k) out(r, k) = fill(k, last, left, std::ptrdiff_t(c), right);
             if (c < W) last = std::ptrdiff_t(c);
         }
         filled[r] = last >= 0;
     }
     copy_empty_rows(out, filled);
     return out;
+}
+
+/// Each run of missing pixels of a row interpolated linearly between the observations that
+/// bound it, or the one it has at the row's ends.
+depth_map row_interpolation(const depth_map& sparse) {
+    return fill_row_holes(sparse, [](std::size_t k, std::ptrdiff_t left_at, float left, std::ptrdiff_t right_at, float right) {
+        if (left <= 0 || right <= 0) return std::max(left, right);
+        const float t = float(std::ptrdiff_t(k) - left_at) / float(right_at - left_at);
+        return left + t * (right - left);
+    });
+}
+
+/// The classic fill of a stereo matcher's holes: each run of missing pixels in a row takes
+/// the smaller of the two disparities that bound it (the background, which an occlusion
+/// uncovers), or the one it has at the row's ends.
+depth_map background_row_fill(const depth_map& sparse) {
+    return fill_row_holes(sparse, [](std::size_t, std::ptrdiff_t, float left, std::ptrdiff_t, float right) {
+        return left > 0 && right > 0 ? std::min(left, right) : std::max(left, right);
+    });
 }
 
 /// The observations through a 5 x 5 median of the observed pixels in each window, at the
