@@ -136,8 +136,9 @@ BENCHMARK(conv_direct)
     ->Args({256, 256, 56, 3, 2, 256})
     ->Unit(benchmark::kMillisecond);
 
-/// ViT-B/16 on one 224 x 224 image: patches, 12 layers, the norm and the 1000-class head.
-void vit_b16_forward(benchmark::State& state) {
+/// ViT-B/16 on one 224 x 224 image: patches, 12 layers, the norm and the 1000-class head, its
+/// linear maps in precision `p`.
+void vit_b16(benchmark::State& state, nonlocal::precision p) {
     const std::size_t E = 768, L = 197, depth = 12;
     network_builder b;
     std::size_t S = 224;
@@ -148,8 +149,9 @@ void vit_b16_forward(benchmark::State& state) {
     std::vector<nonlocal::nn::transformer_encoder_layer> layers;
     for (std::size_t i = 0; i < depth; ++i) layers.push_back(b.layer(E, 12, 4 * E, L, L, nonlocal::simd::activation::gelu));
     auto head = b.linear(E, 1000, 1);
-    const nonlocal::nn::vision_transformer vit(std::move(patches), randn<1>({E}, 90), randn<2>({L, E}, 91), std::move(layers),
-                                               network_builder::norm(E, 1e-6), std::move(head));
+    nonlocal::nn::vision_transformer vit(std::move(patches), randn<1>({E}, 90), randn<2>({L, E}, 91), std::move(layers),
+                                         network_builder::norm(E, 1e-6), std::move(head));
+    vit.to(p);
     const auto images = randn<4>({1, 3, 224, 224}, 92, 1.0f);
     const int threads = int(state.range(0));
     for (auto _ : state) {
@@ -158,7 +160,12 @@ void vit_b16_forward(benchmark::State& state) {
     }
     report_flops(state, b.flops, threads);
 }
+void vit_b16_forward(benchmark::State& state) { vit_b16(state, nonlocal::precision::native); }
 BENCHMARK(vit_b16_forward)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+/// The same in bfloat16 (`vision_transformer::to(precision::bf16)`): peak_pct still relates
+/// the flops to the float FMA peak, which bfloat16 products may pass.
+void vit_b16_forward_bf16(benchmark::State& state) { vit_b16(state, nonlocal::precision::bf16); }
+BENCHMARK(vit_b16_forward_bf16)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 /// MobileViT-S (timm's mobilevit_s) on a batch of 256 x 256 images. A batch of 4 holds
 /// maps of 32 MB, which the C library maps afresh on every call: the network keeps its

@@ -18,22 +18,43 @@
 
 namespace nonlocal::nn {
 
+/// The precision a layer's products run in (`precision::bf16`: float layers' weights and
+/// inputs rounded to bfloat16, accumulated in float): `layer.to(precision::bf16)`.
+using nonlocal::precision;
+
 /// A linear layer, y = x W^T + b, as PyTorch's `nn.Linear`: weight [out, in], bias [out]
 /// or none (`bias=False`). W^T is packed for the GEMM once, when the layer is built, and
 /// only the packed panels are kept: applying the layer reads them directly, and `weight()`
-/// unpacks a copy.
+/// unpacks a copy. In `precision::bf16` the panels hold the weights rounded to bfloat16, and
+/// x is rounded as the product packs it (float layers only).
 template <class T = float>
 class linear_layer {
 public:
     linear_layer() = default;
 
-    /// Throws `std::invalid_argument` unless bias is [out] or empty.
-    explicit linear_layer(const xt::xtensor<T, 2>& weight, xt::xtensor<T, 1> bias = {}) : bias_(std::move(bias)) {
+    /// Throws `std::invalid_argument` unless bias is [out] or empty, or for `precision::bf16`
+    /// unless T is float.
+    explicit linear_layer(const xt::xtensor<T, 2>& weight, xt::xtensor<T, 1> bias = {},
+                          nonlocal::precision p = nonlocal::precision::native)
+        : bias_(std::move(bias)) {
         detail::require(bias_.size() == 0 || bias_.size() == weight.shape(0), "nn::linear_layer", [&] {
             return "weight " + detail::shape_string(weight.shape()) + " and bias " +
                    detail::shape_string(bias_.shape()) + " must be [out, in] and [out] or [0]";
         });
-        packed_ = simd::packed_weight<T>(as_rows(weight));
+        packed_ = simd::packed_weight<T>(as_rows(weight), 1, p);
+    }
+
+    /// The precision of the layer's products.
+    nonlocal::precision precision() const noexcept { return packed_.precision(); }
+    /// The layer's products in precision `p` from now on, its weights converted once (to
+    /// bfloat16 they are rounded; back to `precision::native` they keep the rounded values).
+    /// Throws `std::invalid_argument` for `precision::bf16` unless T is float.
+    linear_layer& to(nonlocal::precision p) {
+        if (p != precision()) {
+            const xt::xtensor<T, 2> w = weight();
+            packed_ = simd::packed_weight<T>(as_rows(w), 1, p);
+        }
+        return *this;
     }
 
     /// [out, in], unpacked from the panels.

@@ -165,6 +165,13 @@ struct basic_multi_head_attention {
         check();
     }
 
+    /// The projections in precision `p` from now on (`linear_layer::to`); the attention
+    /// itself, Q K^T and P V, stays in T.
+    basic_multi_head_attention& to(precision p) {
+        for (linear_layer<T>* projection : {&q_proj, &k_proj, &v_proj, &out_proj}) projection->to(p);
+        return *this;
+    }
+
     std::size_t head_dim() const noexcept { return embed_dim / num_heads; }                ///< E / h
     std::size_t kv_heads() const noexcept { return k_proj.out_features() / head_dim(); }   ///< E_kv / (E / h)
     std::size_t kdim() const noexcept { return k_proj.in_features(); }                     ///< features of key

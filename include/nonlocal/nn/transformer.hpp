@@ -74,6 +74,13 @@ struct basic_feed_forward {
         linear2 = linear_layer<T>(std::move(w2), std::move(b2));
     }
 
+    /// Both linear maps in precision `p` from now on (`linear_layer::to`).
+    basic_feed_forward& to(precision p) {
+        linear1.to(p);
+        linear2.to(p);
+        return *this;
+    }
+
     std::size_t features() const noexcept { return linear1.in_features(); }   ///< E
     std::size_t hidden() const noexcept { return linear1.out_features(); }    ///< F
 
@@ -151,6 +158,13 @@ struct basic_transformer_encoder_layer {
                                    std::to_string(mlp.features()) + ") and the norms' (" +
                                    std::to_string(norm1.features()) + " and " + std::to_string(norm2.features()) + ")";
                         });
+    }
+
+    /// The attention's projections and the MLP in precision `p` from now on (`linear_layer::to`).
+    basic_transformer_encoder_layer& to(precision p) {
+        self_attn.to(p);
+        mlp.to(p);
+        return *this;
     }
 
     /// Loads `nn.TransformerEncoderLayer` from the entries below `at` of `from` (see

@@ -131,6 +131,16 @@ public:
         });
     }
 
+    /// The encoder layers' linear maps and the head in precision `p` from now on
+    /// (`linear_layer::to`, as PyTorch's `model.to(torch.bfloat16)`); the patch embedding,
+    /// the attention's Q K^T and P V, the norms and the GELU stay in T. Throws
+    /// `std::invalid_argument` for `precision::bf16` unless T is float.
+    basic_vision_transformer& to(precision p) {
+        for (auto& layer : layers_) layer.to(p);
+        if (head_) head_->to(p);
+        return *this;
+    }
+
     std::size_t embed_dim() const noexcept { return class_token_.size(); }     ///< E
     std::size_t patch_size() const noexcept { return patch_.kernel().h; }      ///< p
     std::size_t grid() const noexcept { return grid_; }                        ///< g: the embedding's grid is g x g

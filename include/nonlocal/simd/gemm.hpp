@@ -64,15 +64,21 @@ struct fused_multiply_add {
     V operator()(V a, V b, V acc) const noexcept { return xsimd::fma(a, b, acc); }
 };
 
+/// The micro-kernel. A and B hold elements of one type, read as batches of that type
+/// (the operands) which `step` folds into accumulators of T: T itself, or pairs of
+/// bfloat16 along the depth in 32 bits (`dot_bf16_pairs`), the same number of lanes.
 template <class Arch, std::size_t MR, std::size_t NV, bool Accumulate, class T, class A, class B,
           class Step = fused_multiply_add>
 inline void micro_gemm(std::size_t depth, A a, std::size_t a_k, B b, std::size_t b_col, T* c, std::size_t ldc,
                        Step step = {}) noexcept {
     using batch = xsimd::batch<T, Arch>;
+    using element = std::remove_cvref_t<decltype(*b[0])>;
+    using operand = xsimd::batch<element, Arch>;
     constexpr std::size_t W = batch::size;
+    static_assert(operand::size == W, "operands and accumulators must have as many lanes");
     static_assert(MR * NV + NV + 1 <= vector_registers<Arch>, "micro-kernel does not fit the registers");
     batch acc[MR][NV];
-    const T* ar[MR];
+    const element* ar[MR];
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MR; ++r) {
         ar[r] = a[r];
@@ -81,16 +87,16 @@ inline void micro_gemm(std::size_t depth, A a, std::size_t a_k, B b, std::size_t
             acc[r][v] = Accumulate ? batch::load_unaligned(c + r * ldc + v * W) : batch(T(0));
     }
     for (std::size_t p = 0; p < depth; ++p) {
-        batch bv[NV];
-        const T* bp = b[p] + b_col;
+        operand bv[NV];
+        const element* bp = b[p] + b_col;
 #pragma GCC unroll 4
         for (std::size_t v = 0; v < NV; ++v) {
-            bv[v] = batch::load_unaligned(bp + v * W);
+            bv[v] = operand::load_unaligned(bp + v * W);
             if constexpr (MR > 1) keep_in_register(bv[v]);
         }
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
-            const batch av(ar[r][p * a_k]);
+            const operand av(ar[r][p * a_k]);
 #pragma GCC unroll 4
             for (std::size_t v = 0; v < NV; ++v) acc[r][v] = step(av, bv[v], acc[r][v]);
         }

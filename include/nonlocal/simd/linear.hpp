@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -21,6 +22,7 @@
 #include "nonlocal/execution.hpp"
 #include "nonlocal/row_matrix.hpp"
 #include "nonlocal/simd/activation.hpp"
+#include "nonlocal/simd/bfloat16.hpp"
 #include "nonlocal/simd/gemm.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
 
@@ -77,8 +79,11 @@ struct panel_layout {
 };
 
 /// W^T of a linear map, weight [out, in] in PyTorch's layout, packed once for `linear_rows`
-/// as `panel_layout` cuts it, each panel [in][width] contiguous, so that a panel's rows
-/// stream in order under the micro-kernel.
+/// as `panel_layout` cuts it, each panel [depth][width] contiguous, so that a panel's rows
+/// stream in order under the micro-kernel. In `precision::native` a panel row holds one
+/// input's weights as T (depth = in); in `precision::bf16` (float weights only) a row holds
+/// two inputs' weights rounded to bfloat16 as `bf16_pair`s (depth = in / 2 rounded up, an odd
+/// last input paired with 0).
 template <class T>
 class packed_weight {
 public:
@@ -87,40 +92,67 @@ public:
 
     packed_weight() = default;
 
-    /// Packs weight [out, in], the panels shared out among `threads` threads.
-    explicit packed_weight(row_matrix<const T> weight, int threads = 1)
-        : in_(weight.cols), out_(weight.rows), panels_(panel_layout<T>::panels(in_, out_)) {
-        values_.resize(panels_.empty() ? 0 : panels_.back().offset + in_ * panels_.back().width);
+    /// Packs weight [out, in] in precision `p`, the panels shared out among `threads`
+    /// threads. Throws `std::invalid_argument` for `precision::bf16` unless T is float.
+    explicit packed_weight(row_matrix<const T> weight, int threads = 1, nonlocal::precision p = nonlocal::precision::native)
+        : in_(weight.cols), out_(weight.rows), precision_(p), panels_(panel_layout<T>::panels(depth(), out_)) {
+        detail::require(p == nonlocal::precision::native || std::is_same_v<T, float>, "simd::packed_weight",
+                        [] { return std::string("bfloat16 weights need float values"); });
+        const std::size_t size = panels_.empty() ? 0 : panels_.back().offset + depth() * panels_.back().width;
+        if (p == nonlocal::precision::bf16) pairs_.resize(size);
+        else values_.resize(size);
         detail::parallel_for(panels_.size(), threads, [&](std::size_t j) {
             const panel& pn = panels_[j];
-            T* to = values_.data() + pn.offset;
-            for (std::size_t o = 0; o < pn.columns; ++o) {
-                const T* from = weight.data + (pn.column + o) * weight.cols;
-                for (std::size_t c = 0; c < in_; ++c) to[c * pn.width + o] = from[c];
-            }
-            panel_layout<T>::zero_past_columns(to, in_, pn.columns, pn.width);
+            if (p == nonlocal::precision::bf16) pack_panel(pn, weight, pairs_.data() + pn.offset, [&](const T* from, std::size_t d) {
+                return bf16_pair(float(from[2 * d]), 2 * d + 1 < in_ ? float(from[2 * d + 1]) : 0.f);
+            });
+            else pack_panel(pn, weight, values_.data() + pn.offset, [](const T* from, std::size_t d) { return from[d]; });
         });
     }
 
-    /// The weight [out, in] back from the panels, into `weight`.
+    /// The weight [out, in] back from the panels, into `weight` (in bfloat16, the rounded values).
     void unpack(row_matrix<T> weight) const noexcept {
-        for (const panel& pn : panels_) {
-            const T* from = values_.data() + pn.offset;
+        for (const panel& pn : panels_)
             for (std::size_t o = 0; o < pn.columns; ++o)
-                for (std::size_t c = 0; c < in_; ++c) weight(pn.column + o, c) = from[c * pn.width + o];
-        }
+                for (std::size_t c = 0; c < in_; ++c) {
+                    const std::size_t at = pn.offset + c / per_element() * pn.width + o;
+                    weight(pn.column + o, c) =
+                        precision_ == nonlocal::precision::bf16 ? T(float(bfloat16::from_bits(std::uint16_t(pairs_[at] >> (16 * (c % 2))))))
+                                                      : values_[at];
+                }
     }
 
     std::size_t in() const noexcept { return in_; }     ///< features of x
     std::size_t out() const noexcept { return out_; }   ///< features of y
+    /// The precision the weights are held in.
+    nonlocal::precision precision() const noexcept { return precision_; }
+    /// Rows of a panel: `in`, or in bfloat16 `in` / 2 rounded up.
+    std::size_t depth() const noexcept { return (in_ + per_element() - 1) / per_element(); }
 
     std::span<const panel> panels() const noexcept { return panels_; }
+    /// A panel's values in `precision::native`.
     const T* data(const panel& p) const noexcept { return values_.data() + p.offset; }
+    /// A panel's `bf16_pair`s in `precision::bf16`.
+    const std::uint32_t* pairs(const panel& p) const noexcept { return pairs_.data() + p.offset; }
 
 private:
+    std::size_t per_element() const noexcept { return precision_ == nonlocal::precision::bf16 ? 2 : 1; }
+
+    /// Panel `pn` of W^T from `weight` into `to`: to[d width + o] = element(row of column o, d).
+    template <class S, class Element>
+    void pack_panel(const panel& pn, row_matrix<const T> weight, S* to, Element element) const noexcept {
+        for (std::size_t o = 0; o < pn.columns; ++o) {
+            const T* from = weight.data + (pn.column + o) * weight.cols;
+            for (std::size_t d = 0; d < depth(); ++d) to[d * pn.width + o] = element(from, d);
+        }
+        panel_layout<S>::zero_past_columns(to, depth(), pn.columns, pn.width);
+    }
+
     std::size_t in_ = 0, out_ = 0;
+    nonlocal::precision precision_ = nonlocal::precision::native;
     std::vector<panel> panels_;
     uninitialised_buffer<T> values_;
+    uninitialised_buffer<std::uint32_t> pairs_;
 };
 
 /// W^T [in, out] that is not stored but packed a panel at a time as `linear_rows` reaches
@@ -217,31 +249,57 @@ struct store_rows {
 }  // namespace nonlocal::simd
 
 namespace nonlocal::detail {
+/// The operands of a product of T: elements of x and W^T as they are, one per step of the
+/// depth, multiplied and added by an FMA.
+template <class T>
+struct native_operands {
+    using element = T;
+    static constexpr std::size_t per_element = 1;   ///< steps of the depth an element holds
+    using step = simd::fused_multiply_add;
+    /// The element of x's row `from` for depth `d` (of `depth`).
+    static T pack(const T* from, std::size_t d, std::size_t) noexcept { return from[d]; }
+};
+/// The operands of a float product in bfloat16: two steps of the depth an element
+/// (`bf16_pair`), multiplied into float accumulators by `dot_bf16_pairs`.
+struct bf16_operands {
+    using element = std::uint32_t;
+    static constexpr std::size_t per_element = 2;
+    using step = simd::dot_bf16_pairs;
+    static std::uint32_t pack(const float* from, std::size_t d, std::size_t depth) noexcept {
+        return simd::bf16_pair(from[2 * d], 2 * d + 1 < depth ? from[2 * d + 1] : 0.f);
+    }
+};
+
 /// C [MR][nv W] (ldc apart) (+)= a micro-panel of x ([depth][MR]) times the columns of W^T
 /// from b_col on, its rows read through `b`: a function of its own, so that the
 /// micro-kernel is compiled alone: inlined into the loops and the stores around it, GCC may
 /// keep its accumulators on the stack.
-template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class T, class B>
-[[gnu::noinline]] void packed_tile(std::size_t depth, const T* a, B b, std::size_t b_col, T* c,
+template <class Arch, std::size_t MR, std::size_t nv, bool Accumulate, class Step, class E, class T, class B>
+[[gnu::noinline]] void packed_tile(std::size_t depth, const E* a, B b, std::size_t b_col, T* c,
                                    std::size_t ldc) noexcept {
-    simd::micro_gemm<Arch, MR, nv, Accumulate>(depth, simd::strided_rows<T>{a, 1}, MR, b, b_col, c, ldc);
+    simd::micro_gemm<Arch, MR, nv, Accumulate>(depth, simd::strided_rows<E>{a, 1}, MR, b, b_col, c, ldc, Step{});
 }
 /// A panel of W^T in a product: columns [column, column + columns) of y, `width` wide,
-/// stored at `data` or, where `data` is null, packed when the product reaches it or read in
-/// place.
-template <class T>
+/// stored at `data` (elements E) or, where `data` is null, packed when the product reaches
+/// it or read in place.
+template <class E>
 struct product_panel {
-    const T* data;
+    const E* data;
     std::size_t column, columns, width;
 };
 /// The fill of a product whose panels are all stored.
 struct stored_panels {};
 
 /// `linear_rows` over `panels`, those without data filled by `fill` (see `packed_on_demand`)
-/// or, when `fill` is a `rows_in_place`, read where its rows lie.
-template <class Arch, class T, class Fill, class Store>
+/// or, when `fill` is a `rows_in_place`, read where its rows lie; x and W^T as `Operands`
+/// hold them (`native_operands`, `bf16_operands`: panels filled or read in place are native).
+template <class Arch, class Operands, class T, class Fill, class Store>
 void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
-                    const std::vector<product_panel<T>>& panels, const Fill& fill, Store&& store, int threads) {
+                    const std::vector<product_panel<typename Operands::element>>& panels, const Fill& fill,
+                    Store&& store, int threads) {
+    using E = typename Operands::element;
+    using step = typename Operands::step;
+    constexpr std::size_t per_element = Operands::per_element;
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
     constexpr std::size_t MR = simd::micro_rows;
@@ -251,7 +309,9 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
     const std::size_t n = x.rows, in = x.cols;
     if (n == 0 || panels.empty()) return;
     const std::size_t depth_blocks = std::max<std::size_t>(1, (in + max_depth - 1) / max_depth);
-    const std::size_t kc = std::max<std::size_t>(1, (in + depth_blocks - 1) / depth_blocks);
+    // Blocks of whole elements: in bfloat16, of an even depth.
+    const std::size_t kc =
+        (std::max<std::size_t>(1, (in + depth_blocks - 1) / depth_blocks) + per_element - 1) / per_element * per_element;
     const std::size_t padded_rows = (n + MR - 1) / MR * MR;
     // Row blocks of equal size, so that the last is not a sliver that each panel is read for.
     const std::size_t row_blocks = (padded_rows * kc * sizeof(T) + block_bytes - 1) / block_bytes;
@@ -264,23 +324,25 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
     buffer<T> partial(depth_blocks > 1 ? padded_rows * ldp : 0);
     // Every value of the block is written before it is read: no zeros first. None for x packed
     // already.
-    const auto block = std::make_unique_for_overwrite<T[]>(packed_x ? 0 : std::min(mc, padded_rows) * kc);
+    const auto block = std::make_unique_for_overwrite<E[]>(packed_x ? 0 : std::min(mc, padded_rows) * kc / per_element);
     for (std::size_t r0 = 0; r0 < padded_rows; r0 += mc) {
         const std::size_t rows = std::min(mc, padded_rows - r0);
         for (std::size_t kb = 0; kb < depth_blocks; ++kb) {
             const std::size_t k0 = kb * kc, depth = std::min(kc, in - std::min(in, k0));
+            // The elements of the block's depth, and the first of its panel rows.
+            const std::size_t elements = (depth + per_element - 1) / per_element, e0 = k0 / per_element;
             const bool first = kb == 0, last = kb + 1 == depth_blocks;
-            // Element (r, p) of micro-panel m at m MR depth + p MR + r.
+            // Element (r, p) of micro-panel m at m MR elements + p MR + r.
             if (!packed_x) detail::parallel_for(rows / MR, threads, [&](std::size_t m) {
                 for (std::size_t r = 0; r < MR; ++r) {
                     const std::size_t row = r0 + m * MR + r;
-                    T* to = block.get() + m * MR * depth + r;
+                    E* to = block.get() + m * MR * elements + r;
                     if (row >= n) {
-                        for (std::size_t p = 0; p < depth; ++p) to[p * MR] = T(0);
+                        for (std::size_t p = 0; p < elements; ++p) to[p * MR] = E(0);
                         continue;
                     }
                     const T* from = x.data + row * in + k0;
-                    for (std::size_t p = 0; p < depth; ++p) to[p * MR] = from[p];
+                    for (std::size_t p = 0; p < elements; ++p) to[p * MR] = Operands::pack(from, p, depth);
                 }
             });
             // Tasks of a panel and a run of the block's micro-panels: with fewer than two panels a
@@ -294,7 +356,7 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                 const std::size_t m_first = run * micro_panels / runs, m_last = (run + 1) * micro_panels / runs;
                 const auto& pn = panels[q];
                 // A panel packed on demand: rows [k0, k0 + depth), in a work array of this panel's.
-                uninitialised_buffer<T> packed;
+                uninitialised_buffer<E> packed;
                 constexpr bool in_place = std::is_same_v<Fill, simd::rows_in_place<T>>;
                 if constexpr (!std::is_same_v<Fill, stored_panels> && !in_place)
                     if (!pn.data) {
@@ -305,7 +367,7 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                 // B(p, c) for the tile's columns from c = v0.
                 const auto b_rows = [&] {
                     if constexpr (in_place) return simd::indirect_rows<T>{fill.rows + k0};
-                    else return simd::strided_rows<T>{pn.data ? pn.data + k0 * pn.width : packed.data(), pn.width};
+                    else return simd::strided_rows<E>{pn.data ? pn.data + e0 * pn.width : packed.data(), pn.width};
                 }();
                 const std::size_t b_col = in_place ? pn.column : 0;
                 // The stored panel this thread likely takes next, fetched into L2 a slice per tile:
@@ -313,30 +375,32 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                 // hardware prefetchers stop at every 4 KiB page of a panel.
                 const std::size_t ahead = (task + std::size_t(std::max(threads, 1))) / runs;
                 const char* next = ahead != q && ahead < panels.size() && panels[ahead].data
-                                       ? reinterpret_cast<const char*>(panels[ahead].data + k0 * panels[ahead].width)
+                                       ? reinterpret_cast<const char*>(panels[ahead].data + e0 * panels[ahead].width)
                                        : nullptr;
-                const std::size_t next_bytes = next ? depth * panels[ahead].width * sizeof(T) : 0;
+                const std::size_t next_bytes = next ? elements * panels[ahead].width * sizeof(E) : 0;
                 const std::size_t slice = (next_bytes / (m_last - m_first) + 63) / 64 * 64;
                 for (std::size_t m = m_first; m < m_last; ++m) {
                     const std::size_t from = (m - m_first) * slice;   // this tile's slice of the next panel
                     for (std::size_t at = from; at < std::min(next_bytes, from + slice); at += 64)
                         __builtin_prefetch(next + at, 0, 2);
                     const std::size_t row0 = r0 + m * MR;
-                    const T* a = packed_x ? packed_x->micro_panel(row0 / MR) + k0 * MR : block.get() + m * MR * depth;
+                    const E* a = block.get() + m * MR * elements;
+                    if constexpr (std::is_same_v<E, T>)
+                        if (packed_x) a = packed_x->micro_panel(row0 / MR) + k0 * MR;
                     const auto tile = [&]<std::size_t nv>(std::integral_constant<std::size_t, nv>, std::size_t v0) {
                         // This tile's partial sums, when the depth comes in more than one block.
                         const auto sums = [&] { return partial.data() + row0 * ldp + partial_column[q] + v0; };
                         if (!last) {   // a partial sum, kept for the next depth block
-                            if (first) packed_tile<Arch, MR, nv, false>(depth, a, b_rows, b_col + v0, sums(), ldp);
-                            else packed_tile<Arch, MR, nv, true>(depth, a, b_rows, b_col + v0, sums(), ldp);
+                            if (first) packed_tile<Arch, MR, nv, false, step>(elements, a, b_rows, b_col + v0, sums(), ldp);
+                            else packed_tile<Arch, MR, nv, true, step>(elements, a, b_rows, b_col + v0, sums(), ldp);
                             return;
                         }
                         alignas(64) T out[MR * nv * W];
                         if (first) {
-                            packed_tile<Arch, MR, nv, false>(depth, a, b_rows, b_col + v0, out, nv * W);
+                            packed_tile<Arch, MR, nv, false, step>(elements, a, b_rows, b_col + v0, out, nv * W);
                         } else {
                             for (std::size_t r = 0; r < MR; ++r) std::copy_n(sums() + r * ldp, nv * W, out + r * nv * W);
-                            packed_tile<Arch, MR, nv, true>(depth, a, b_rows, b_col + v0, out, nv * W);
+                            packed_tile<Arch, MR, nv, true, step>(elements, a, b_rows, b_col + v0, out, nv * W);
                         }
                         for (std::size_t r = 0; r < MR && row0 + r < n; ++r)
                             for (std::size_t v = 0; v < nv && v0 + v * W < pn.columns; ++v) {
@@ -383,22 +447,36 @@ namespace nonlocal::simd {
 /// On `threads` threads the panels are shared out, and a panel's rows too when the panels are
 /// fewer than two a thread; each (row, column) is computed by one thread in the same order, so
 /// the result is the same, bit for bit, on any number of threads.
+///
+/// Weights packed in `precision::bf16` take x's rows rounded to bfloat16 as they are packed,
+/// two steps of the depth per element (`dot_bf16_pairs`): 32 products an instruction where
+/// the build has AVX512-BF16, twice an FMA's 16. Throws `std::invalid_argument` unless every
+/// weight has the same precision.
 template <class Arch = default_arch, class T, class Store>
 void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const> weights, Store&& store,
                  int threads = 1) {
+    const precision p = weights.empty() ? precision::native : weights.front()->precision();
     // Every weight's panels, their columns numbered from the weight's first column in y.
-    std::vector<detail::product_panel<T>> panels;
-    std::size_t first_column = 0;
-    for (const packed_weight<T>* w : weights) {
-        detail::require(x.cols == w->in(), "simd::linear_rows", [&] {
-            return "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] does not fit a weight of " +
-                   std::to_string(w->in()) + " inputs";
-        });
-        for (const auto& pn : w->panels())
-            panels.push_back({w->data(pn), first_column + pn.column, pn.columns, pn.width});
-        first_column += w->out();
-    }
-    detail::linear_product<Arch>(x, static_cast<const packed_rows<T>*>(nullptr), panels, detail::stored_panels{}, store, threads);
+    const auto product = [&]<class Operands>(Operands, auto data) {
+        std::vector<detail::product_panel<typename Operands::element>> panels;
+        std::size_t first_column = 0;
+        for (const packed_weight<T>* w : weights) {
+            detail::require(x.cols == w->in() && w->precision() == p, "simd::linear_rows", [&] {
+                return "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] does not fit a weight of " +
+                       std::to_string(w->in()) + " inputs" +
+                       (w->precision() == p ? "" : ", or the weights' precisions differ");
+            });
+            for (const auto& pn : w->panels())
+                panels.push_back({data(*w, pn), first_column + pn.column, pn.columns, pn.width});
+            first_column += w->out();
+        }
+        detail::linear_product<Arch, Operands>(x, static_cast<const packed_rows<T>*>(nullptr), panels,
+                                               detail::stored_panels{}, store, threads);
+    };
+    if constexpr (std::is_same_v<T, float>)
+        if (p == precision::bf16)
+            return product(detail::bf16_operands{}, [](const auto& w, const auto& pn) { return w.pairs(pn); });
+    product(detail::native_operands<T>{}, [](const auto& w, const auto& pn) { return w.data(pn); });
 }
 
 /// The same with x packed already and W^T not stored: a convolution, its weights the x,
@@ -417,9 +495,9 @@ void linear_rows(const packed_rows<T>& x, const Columns& w, Store&& store, int t
         panels.push_back({nullptr, pn.column, pn.columns, pn.width});
     const row_matrix<const T> unpacked{nullptr, x.rows(), x.cols()};
     if constexpr (std::is_same_v<Columns, rows_in_place<T>>)
-        detail::linear_product<Arch>(unpacked, &x, panels, w, store, threads);
+        detail::linear_product<Arch, detail::native_operands<T>>(unpacked, &x, panels, w, store, threads);
     else
-        detail::linear_product<Arch>(unpacked, &x, panels, w.fill, store, threads);
+        detail::linear_product<Arch, detail::native_operands<T>>(unpacked, &x, panels, w.fill, store, threads);
 }
 
 /// The same with one weight.

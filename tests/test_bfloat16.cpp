@@ -1,0 +1,225 @@
+// simd/bfloat16.hpp and the products in precision::bf16: the rounding against values worked
+// out by hand, the step of two pairs and the GEMM against double references on every
+// architecture the build allows (the FMA fallback included), the layers' conversion, and a
+// Vision Transformer in bfloat16 against the same model in double.
+#include <nonlocal/nonlocal.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "support.hpp"
+
+using namespace nonlocal;
+
+BOOST_AUTO_TEST_SUITE(test_bfloat16)
+
+namespace {
+
+std::uint16_t bits_of(float v) { return simd::bfloat16(v).bits; }
+float from_bits(std::uint32_t u) { return std::bit_cast<float>(u); }
+/// v rounded to bfloat16, as a double.
+double rounded(float v) { return double(float(simd::bfloat16(v))); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(rounds_to_nearest_even_by_hand) {
+    BOOST_TEST(bits_of(1.0f) == 0x3f80);
+    BOOST_TEST(bits_of(-2.5f) == 0xc020);
+    BOOST_TEST(bits_of(0.0f) == 0x0000);
+    BOOST_TEST(bits_of(-0.0f) == 0x8000);
+    // 1 + 2^-8 lies halfway between 1 (0x3f80, even) and 1 + 2^-7 (0x3f81): to the even one.
+    BOOST_TEST(bits_of(from_bits(0x3f808000u)) == 0x3f80);
+    // 1 + 3 2^-8 lies halfway between 0x3f81 (odd) and 0x3f82 (even): up.
+    BOOST_TEST(bits_of(from_bits(0x3f818000u)) == 0x3f82);
+    // Just above and below the half.
+    BOOST_TEST(bits_of(from_bits(0x3f808001u)) == 0x3f81);
+    BOOST_TEST(bits_of(from_bits(0x3f807fffu)) == 0x3f80);
+    // 1/3 = 0x3eaaaaab: the dropped half 0xaaab is above a half, up to 0x3eab.
+    BOOST_TEST(bits_of(1.0f / 3.0f) == 0x3eab);
+    // Infinities kept; the largest float rounds up to infinity, as IEEE rounding says.
+    BOOST_TEST(bits_of(std::numeric_limits<float>::infinity()) == 0x7f80);
+    BOOST_TEST(bits_of(-std::numeric_limits<float>::infinity()) == 0xff80);
+    BOOST_TEST(bits_of(std::numeric_limits<float>::max()) == 0x7f80);
+    // NaNs stay NaN and become quiet, their sign kept, even one whose payload is all in the
+    // dropped half (0x7f800001 would otherwise round to infinity).
+    BOOST_TEST(bits_of(from_bits(0x7fc00000u)) == 0x7fc0);
+    BOOST_TEST(bits_of(from_bits(0x7f800001u)) == 0x7fc0);
+    BOOST_TEST(bits_of(from_bits(0xffc00001u)) == 0xffc0);
+    BOOST_TEST(std::isnan(float(simd::bfloat16(std::numeric_limits<float>::quiet_NaN()))));
+    // Subnormals round as any other value: 2^-149 down to 0, halfway 0x8000 to even 0, 0x18000 up to 2.
+    BOOST_TEST(bits_of(from_bits(0x00000001u)) == 0x0000);
+    BOOST_TEST(bits_of(from_bits(0x00008000u)) == 0x0000);
+    BOOST_TEST(bits_of(from_bits(0x00018000u)) == 0x0002);
+    // Back to float exactly.
+    BOOST_TEST(float(simd::bfloat16::from_bits(0x3f81)) == 1.0f + 1.0f / 128.0f);
+    BOOST_TEST(float(simd::bfloat16::from_bits(0xc020)) == -2.5f);
+}
+
+BOOST_AUTO_TEST_CASE(a_pair_holds_the_first_in_its_low_half) {
+    BOOST_TEST(simd::bf16_pair(1.0f, -2.5f) == 0xc0203f80u);
+    BOOST_TEST(simd::bf16_pair(0.0f, 1.0f) == 0x3f800000u);
+}
+
+BOOST_AUTO_TEST_CASE(the_step_of_two_pairs_against_double) {
+    // acc + a.high b.high + a.low b.low, lane by lane, on every architecture (native
+    // vdpbf16ps where the build has it): the products of bfloat16 values are exact in float,
+    // so the result is within two float roundings of the sum in double.
+    test::for_each_arch([&](auto arch) {
+        using Arch = decltype(arch);
+        using words = xsimd::batch<std::uint32_t, Arch>;
+        using floats = xsimd::batch<float, Arch>;
+        constexpr std::size_t W = floats::size;
+        const auto values = test::random_tensor<float, 1>({5 * W}, 3, -4.0, 4.0);
+        alignas(64) std::uint32_t a[W], b[W];
+        alignas(64) float acc[W], got[W];
+        for (std::size_t l = 0; l < W; ++l) {
+            a[l] = simd::bf16_pair(values(l), values(W + l));
+            b[l] = simd::bf16_pair(values(2 * W + l), values(3 * W + l));
+            acc[l] = values(4 * W + l);
+        }
+        simd::dot_bf16_pairs{}(words::load_aligned(a), words::load_aligned(b), floats::load_aligned(acc))
+            .store_aligned(got);
+        for (std::size_t l = 0; l < W; ++l) {
+            const double high = rounded(values(W + l)) * rounded(values(3 * W + l));
+            const double low = rounded(values(l)) * rounded(values(2 * W + l));
+            const double expected = double(acc[l]) + high + low;
+            BOOST_TEST_CONTEXT(Arch::name() << " lane " << l) {
+                BOOST_TEST(std::abs(got[l] - expected) <=
+                           0x1p-23 * (std::abs(acc[l]) + std::abs(high) + std::abs(low)) + 1e-30);
+            }
+        }
+        // By hand: 1.5 x 2 + (-1) x 0.25 + 10 = 12.75 in every lane.
+        const words one(simd::bf16_pair(-1.0f, 1.5f)), two(simd::bf16_pair(0.25f, 2.0f));
+        simd::dot_bf16_pairs{}(one, two, floats(10.0f)).store_aligned(got);
+        for (std::size_t l = 0; l < W; ++l) BOOST_TEST(got[l] == 12.75f);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(products_in_bf16_on_awkward_shapes_against_double) {
+    // The shapes of the float product's test: rows around the micro-kernel's 6 and past a
+    // block of rows, odd depths (a last input paired with 0) and depths past a block (4096),
+    // columns around the vectors and the panels, and empty sizes.
+    const std::array<std::size_t, 3> shapes[] = {{0, 5, 3},    {1, 1, 1},     {1, 17, 9},    {5, 7, 8},
+                                                 {6, 8, 16},   {7, 9, 17},    {13, 255, 33}, {97, 257, 65},
+                                                 {400, 70, 40}, {12, 0, 5},   {3, 4, 0},     {9, 33, 130},
+                                                 {13, 4099, 20}, {700, 800, 17}};
+    test::for_each_arch([&](auto arch) {
+        using Arch = decltype(arch);
+        for (const auto& [n, in, out] : shapes) {
+            const auto x = test::random_tensor<float, 2>({n, in}, unsigned(n + in));
+            const auto w = test::random_tensor<float, 2>({out, in}, unsigned(out + 1));
+            const auto b = test::random_tensor<float, 1>({out}, unsigned(out + 2));
+            nn::linear_layer<float> layer(w, b);
+            layer.to(precision::bf16);
+            BOOST_TEST((layer.precision() == precision::bf16));
+            const auto y = layer.template operator()<Arch>(x);
+            const std::string what = std::string(Arch::name()) + ": [" + std::to_string(n) + ", " +
+                                     std::to_string(in) + "] x [" + std::to_string(out) + ", " + std::to_string(in) + "]^T";
+            BOOST_TEST_CONTEXT(what) {
+                for (std::size_t i = 0; i < n; ++i)
+                    for (std::size_t o = 0; o < out; ++o) {
+                        // The sum over the rounded operands in double: float accumulation adds at
+                        // most (in + 1) roundings of 2^-24 each of the absolute sum. Against the
+                        // exact sum, each product is off by at most 2^-8 + 2^-16 of its size (two
+                        // operands of 8 significant bits).
+                        double of_rounded = b(o), exact = b(o), size = std::abs(b(o));
+                        for (std::size_t c = 0; c < in; ++c) {
+                            of_rounded += rounded(x(i, c)) * rounded(w(o, c));
+                            exact += double(x(i, c)) * w(o, c);
+                            size += std::abs(double(x(i, c)) * w(o, c));
+                        }
+                        const double accumulation = 0x1p-24 * double(in + 2) * 1.1 * size + 1e-30;
+                        BOOST_TEST(std::abs(y(i, o) - of_rounded) <= accumulation);
+                        BOOST_TEST(std::abs(y(i, o) - exact) <= (0x1p-8 + 0x1p-16) * size + accumulation);
+                    }
+            }
+            // The same, bit for bit, on any number of threads.
+            BOOST_TEST(layer.template operator()<Arch>(x, execution::parallel_policy{2}) == y);
+            BOOST_TEST(layer.template operator()<Arch>(x, execution::parallel_policy{3}) == y);
+        }
+    });
+}
+
+BOOST_AUTO_TEST_CASE(layers_convert_their_weights_once) {
+    const auto w = test::random_tensor<float, 2>({5, 7}, 1);
+    const auto b = test::random_tensor<float, 1>({5}, 2);
+    nn::linear_layer<float> layer(w, b);
+    BOOST_TEST((layer.precision() == precision::native));
+    BOOST_TEST(layer.weight() == w);
+    layer.to(precision::bf16);
+    // The weights held rounded; back in float, they keep the rounded values.
+    xt::xtensor<float, 2> rounded_w = w;
+    for (float& v : rounded_w) v = float(simd::bfloat16(v));
+    BOOST_TEST(layer.weight() == rounded_w);
+    BOOST_TEST(!(layer.weight() == w));
+    layer.to(precision::native);
+    BOOST_TEST((layer.precision() == precision::native));
+    BOOST_TEST(layer.weight() == rounded_w);
+    // Built in bfloat16 directly: the same panels.
+    const nn::linear_layer<float> direct(w, b, precision::bf16);
+    const auto x = test::random_tensor<float, 2>({3, 7}, 3);
+    layer.to(precision::bf16);
+    BOOST_TEST(direct(x) == layer(x));
+    // Double layers have no bfloat16 products; weights of two precisions make no one product.
+    nn::linear_layer<double> in_double(test::random_tensor<double, 2>({2, 3}, 4));
+    test::check_invalid([&] { in_double.to(precision::bf16); }, "simd::packed_weight", "float");
+    const nn::linear_layer<float> native(w, b);
+    const simd::packed_weight<float>* both[] = {&direct.packed(), &native.packed()};
+    test::check_invalid(
+        [&] {
+            simd::linear_rows(row_matrix<const float>{x.data(), 3, 7}, std::span<const simd::packed_weight<float>* const>(both),
+                              simd::store_rows<float>{nullptr, 10});
+        },
+        "simd::linear_rows", "precisions differ");
+}
+
+BOOST_AUTO_TEST_CASE(a_vision_transformer_in_bf16_against_double) {
+    // Random weights of a small ViT with layer norms (E = 64, 4 heads, MLP 128, 2 layers,
+    // a 4 x 4 grid of 4 x 4 patches, 10 classes), the float model's linear maps in bfloat16
+    // against the same model in double: logits within 2e-2 (relative L2).
+    constexpr std::size_t E = 64, heads = 4, hidden = 128, patch = 4, grid = 4, classes = 10;
+    const auto build = [&]<class T>(T) {
+        unsigned seed = 1;
+        const auto random = [&]<std::size_t N>(std::array<std::size_t, N> shape, double lo = -0.2, double hi = 0.2) {
+            return test::random_tensor<T, N>(shape, seed++, lo, hi);
+        };
+        std::vector<nn::basic_transformer_encoder_layer<T>> layers;
+        for (int l = 0; l < 2; ++l)
+            layers.emplace_back(
+                nn::basic_multi_head_attention<T>(heads, random(std::array{3 * E, E}), random(std::array{3 * E}),
+                                                  random(std::array{E, E}), random(std::array{E})),
+                nn::basic_feed_forward<T>(random(std::array{hidden, E}), random(std::array{hidden}),
+                                          random(std::array{E, hidden}), random(std::array{E}), nn::activation::gelu),
+                nn::basic_layer_norm<T>(random(std::array{E}, 0.5, 1.5), random(std::array{E}), 1e-6),
+                nn::basic_layer_norm<T>(random(std::array{E}, 0.5, 1.5), random(std::array{E}), 1e-6), true);
+        return nn::basic_vision_transformer<T>(
+            nn::conv2d<T>(random(std::array{E, std::size_t(3), patch, patch}), random(std::array{E}), {.stride = patch}),
+            random(std::array{E}), random(std::array{1 + grid * grid, E}), std::move(layers),
+            nn::basic_layer_norm<T>(random(std::array{E}, 0.5, 1.5), random(std::array{E}), 1e-6),
+            nn::linear_layer<T>(random(std::array{classes, E}, -1.0, 1.0), random(std::array{classes})));
+    };
+    auto in_float = build(float{});
+    const auto in_double = build(double{});
+    const auto images = test::random_tensor<float, 4>({2, 3, grid * patch, grid * patch}, 99);
+    const xt::xtensor<double, 2> expected = in_double(xt::xtensor<double, 4>(images));
+    const xt::xtensor<float, 2> native = in_float(images);
+    in_float.to(precision::bf16);
+    const xt::xtensor<float, 2> bf16 = in_float(images, execution::parallel_policy{2});
+    const auto relative_l2 = [&](const xt::xtensor<float, 2>& got) {
+        double err = 0, norm = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            err += (got.data()[i] - expected.data()[i]) * (got.data()[i] - expected.data()[i]);
+            norm += expected.data()[i] * expected.data()[i];
+        }
+        return std::sqrt(err / norm);
+    };
+    BOOST_TEST(relative_l2(native) < 1e-5);
+    BOOST_TEST(relative_l2(bf16) < 2e-2);
+    // Rounding did happen: bfloat16 is not float.
+    BOOST_TEST(relative_l2(bf16) > 1e-4);
+    BOOST_TEST(in_float(images) == bf16);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
