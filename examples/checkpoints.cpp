@@ -8,9 +8,13 @@ namespace nonlocal::examples {
 
 std::function<xt::xarray<float>(const xt::xtensor<float, 4>&)> load_checkpoint(const std::string& model,
                                                                                       const architecture& a,
-                                                                                      nn::checkpoint& from, int threads) {
+                                                                                      nn::checkpoint& from, int threads,
+                                                                                      precision p) {
     const execution::parallel_policy policy{threads};
     const auto wrap = [&](auto network) {
+        if constexpr (requires { network.to(p); }) network.to(p);
+        else if (p != precision::native)
+            throw std::runtime_error("--precision bf16: " + model + " has no bfloat16 products (its convolutions run in float)");
         return [network = std::move(network), policy](const xt::xtensor<float, 4>& x) -> xt::xarray<float> { return network(x, policy); };
     };
     if (model == "torchvision-vit") return wrap(nn::vision_transformer::load_torchvision(from, std::get<nn::vit_config>(a.config)));
@@ -24,7 +28,7 @@ std::function<xt::xarray<float>(const xt::xtensor<float, 4>&)> load_checkpoint(c
 
 std::vector<nn::checkpoint::entry> entries_of(const std::string& model, const architecture& a) {
     nn::checkpoint listing = nn::checkpoint::listing();
-    load_checkpoint(model, a, listing, 1);
+    load_checkpoint(model, a, listing, 1, precision::native);
     return listing.expected();
 }
 

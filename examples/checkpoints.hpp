@@ -220,11 +220,19 @@ inline architecture architecture_of(const std::string& model, const std::string&
 }
 
 /// The network of MODEL in architecture `a`, loaded from `from`, as a function of the input on
-/// `threads` threads. Defined in checkpoints.cpp, which instantiates every network once for the
-/// programs that link it.
+/// `threads` threads, its linear maps in precision `p` (`to(p)`; the non-local block, which has
+/// none, only in float: std::runtime_error naming --precision otherwise). Defined in
+/// checkpoints.cpp, which instantiates every network once for the programs that link it.
 std::function<xt::xarray<float>(const xt::xtensor<float, 4>&)> load_checkpoint(const std::string& model,
                                                                                const architecture& a,
-                                                                               nn::checkpoint& from, int threads);
+                                                                               nn::checkpoint& from, int threads,
+                                                                               precision p);
+
+/// The values of the programs' --precision: fp32 and bf16.
+inline const std::map<std::string, precision>& precisions() {
+    static const std::map<std::string, precision> all = {{"fp32", precision::native}, {"bf16", precision::bf16}};
+    return all;
+}
 
 /// The library's loader of MODEL, which names a checkpoint's problems.
 inline std::string loader_of(const std::string& model) {

@@ -111,9 +111,16 @@ int main(int argc, char** argv) {
     app.add_option("--logits", logits_path, "also write the logits [1, classes] to this .npy file")
         ->check(nonlocal::tools::path_ending_in({".npy"}));
     app.add_option("--threads", threads, "threads (default 1)")->check(nonlocal::tools::at_least(1));
+    std::string precision = "fp32";
+    app.add_option("--precision", precision,
+                   "fp32, or bf16: the linear maps' weights and inputs rounded to bfloat16, float sums (twice the "
+                   "products per instruction with AVX512-BF16; the convolutions stay fp32)")
+        ->check(CLI::IsMember({"fp32", "bf16"}))
+        ->capture_default_str();
     nonlocal::tools::describe_tool(app, "nonlocal_classify",
                                    {"torchvision-vit weights/vit_b_16_ cat.jpg --arch vit_b_16 --labels imagenet_classes.txt",
-                                    "timm-mobilevit weights/mobilevit_s_ cat.png --arch mobilevit_s --top 3"},
+                                    "timm-mobilevit weights/mobilevit_s_ cat.png --arch mobilevit_s --top 3",
+                                    "timm-vit weights/vit_base_ cat.jpg --arch vit_base_patch16_224 --precision bf16"},
                                    "0 classified, 1 bad options, no architecture, a checkpoint that does not fit it, or "
                                    "an unreadable file");
     if (const auto status = nonlocal::tools::parse(app, argc, argv)) return *status;
@@ -133,7 +140,7 @@ int main(int argc, char** argv) {
         const xt::xtensor<float, 4> input = prepare(nonlocal::tools::without_alpha(nonlocal::tools::read_image(image_path)), p);
         const auto a = ex::architecture_of(model, arch, prefix, 3, nn::nonlocal_form::embedded_gaussian);
         nn::checkpoint from(prefix, {.strict = !non_strict});
-        const auto network = ex::load_checkpoint(model, a, from, threads);
+        const auto network = ex::load_checkpoint(model, a, from, threads, ex::precisions().at(precision));
         ex::warn_about("nonlocal_classify", from.finish(ex::loader_of(model)));
         std::cerr << "nonlocal_classify: " << model << ", architecture from " << a.source << ": " << a.text << "\n";
         const xt::xtensor<float, 2> logits = network(input);

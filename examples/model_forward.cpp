@@ -1,6 +1,7 @@
 // nonlocal_model_forward: one forward pass of a PyTorch checkpoint through nonlocal's layers.
 //
 //   nonlocal_model_forward MODEL PREFIX INPUT.npy OUTPUT.npy [--arch A] [--non-strict] [--similarity S] [--threads N]
+//                          [--precision fp32|bf16]
 //   nonlocal_model_forward MODEL --list-entries --arch A
 //
 // MODEL is the checkpoint's layout:
@@ -23,6 +24,9 @@
 // entry. --non-strict loads what matches, gives the rest the values of an untrained layer
 // (zero; one for norms' scales and running variances), runs, and lists the problems on stderr.
 // --list-entries prints the entries the architecture needs, one "name [shape]" a line.
+// --precision bf16 runs the linear maps of the Transformer layers and the head with their weights
+// and inputs rounded to bfloat16, summing in float (the convolutions, attention's products and
+// norms stay float); the non-local block has no such maps and refuses it.
 // INPUT holds images or feature maps [B, C, H, W] (float32 or float64); OUTPUT gets the
 // model's output as float32, written whole or not at all.
 // Exit status: 0 written (or listed), 1 bad options, no architecture, a checkpoint that does not
@@ -63,6 +67,12 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"gaussian", "embedded_gaussian", "dot_product", "concatenation"}))
         ->capture_default_str();
     app.add_option("--threads", threads, "threads (default 1)")->check(nonlocal::tools::at_least(1));
+    std::string precision = "fp32";
+    app.add_option("--precision", precision,
+                   "fp32, or bf16: the linear maps' weights and inputs rounded to bfloat16, float sums (twice the "
+                   "products per instruction with AVX512-BF16; the convolutions stay fp32)")
+        ->check(CLI::IsMember({"fp32", "bf16"}))
+        ->capture_default_str();
     nonlocal::tools::describe_tool(app, "nonlocal_model_forward",
                                    {"torchvision-vit weights/vit_b_16_ images.npy logits.npy --arch vit_b_16",
                                     "timm-mobilevit weights/mobilevit_s_ images.npy logits.npy --arch mobilevit_s",
@@ -88,7 +98,7 @@ int main(int argc, char** argv) {
             throw std::runtime_error(input_path + ": expected [B, C, H, W], got " + nonlocal::detail::shape_string(array.shape()));
         const auto a = ex::architecture_of(model, arch, prefix, array.shape(1), form);
         nonlocal::nn::checkpoint from(prefix, {.strict = !non_strict});
-        const auto network = ex::load_checkpoint(model, a, from, threads);
+        const auto network = ex::load_checkpoint(model, a, from, threads, ex::precisions().at(precision));
         ex::warn_about("nonlocal_model_forward", from.finish(ex::loader_of(model)));
         const xt::xarray<float> output = network(xt::xtensor<float, 4>(array));
         nonlocal::io::write_npy(output_path, output);

@@ -76,6 +76,22 @@ for model, prefix, source, expected, options in runs:
         continue
     compare(f"model_forward {model} {source}", out, case(expected + ".npy"))
 
+# --precision bf16: the linear maps' weights and inputs rounded to bfloat16, summed in float,
+# against PyTorch's float outputs within 2e-2 (relative L2), and further from them than float is.
+for model, prefix, source, expected, options in [runs[0], runs[3], runs[4]]:
+    out = os.path.join(scratch, f"{model}_{source}_bf16.npy")
+    result = run(forward, model, case(prefix), case(source + ".npy"), out, *options, "--precision", "bf16")
+    if result.returncode != 0:
+        failed += 1
+        print(f"{model} {source} bf16: exit status {result.returncode}: {result.stderr.strip()}  FAILED")
+        continue
+    ours, theirs = np.load(out), np.load(case(expected + ".npy"))
+    relative = np.linalg.norm(ours - theirs) / np.linalg.norm(theirs) if ours.shape == theirs.shape else float("inf")
+    ok = 1e-6 < relative <= 2e-2
+    failed += not ok
+    print(f"{'model_forward ' + model + ' ' + source + ' bf16':44s} relative L2 to torch's float: {relative:.2g}  "
+          f"{'ok' if ok else 'FAILED'}")
+
 # nonlocal_classify: a 50 x 40 picture, resized to 36 on its shorter side (45 x 36), cropped to 32.
 torch.manual_seed(6)
 picture = torch.randint(0, 256, (50, 40, 3), dtype=torch.uint8)
@@ -117,6 +133,8 @@ bad = [
     ([forward, "nonlocal-block-2d", case("weights/nonlocal_concatenation/"), case("nonlocal_input.npy"),
       os.path.join(scratch, "bad.npy"), "--similarity", "cosine"], "--similarity"),
     ([classify, "torchvision-vit", case("weights/vit/"), os.path.join(scratch, "missing.png"), *vit_arch], "missing.png"),
+    ([forward, "nonlocal-block-2d", case("weights/nonlocal_concatenation/"), case("nonlocal_input.npy"),
+      os.path.join(scratch, "bad.npy"), "--similarity", "concatenation", "--precision", "bf16"], "--precision"),
 ]
 for arguments, named in bad:
     result = run(*arguments)

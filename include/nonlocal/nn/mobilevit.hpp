@@ -136,6 +136,13 @@ public:
         });
     }
 
+    /// The encoder layers' linear maps in precision `p` from now on (`linear_layer::to`); the
+    /// convolutions stay in T.
+    basic_mobilevit_block& to(precision p) {
+        for (auto& layer : transformer_) layer.to(p);
+        return *this;
+    }
+
     std::size_t in_channels() const noexcept { return conv_kxk_.in_channels(); }
     std::size_t out_channels() const noexcept {
         return conv_fusion_ ? conv_fusion_->out_channels() : conv_proj_.out_channels();
@@ -288,6 +295,15 @@ public:
                             return "final_conv " + detail::shape_string(final_conv_.weight().shape()) + " must take the last block's " +
                                    std::to_string(channels) + " channels and the head its output channels";
                         });
+    }
+
+    /// The MobileViT blocks' encoder layers and the head in precision `p` from now on
+    /// (`linear_layer::to`); the convolutions, a fair share of the network's work, stay in T.
+    basic_mobilevit& to(precision p) {
+        for (block& b : blocks_)
+            if (auto* transformer_block = std::get_if<basic_mobilevit_block<T>>(&b)) transformer_block->to(p);
+        if (head_) head_->to(p);
+        return *this;
     }
 
     const std::vector<block>& blocks() const noexcept { return blocks_; }
