@@ -287,6 +287,11 @@ BOOST_AUTO_TEST_CASE(the_network_chains_its_parts) {
     const auto expected = test::literal_linear(pooled, head.weight(), head.bias());
     test::check_close(net(images), expected, 1e-5, 1e-5, "logits");
     BOOST_TEST(net(images, execution::parallel_policy{2}) == net(images));
+    // A batch of at least as many images as threads is shared out image by image (3 on 2
+    // threads: 2 and 1; on 3: one each), a smaller one layer by layer (on 4): the same, bit for bit.
+    const auto three = test::random_tensor<float, 4>({3, 3, 19, 16}, 98);
+    const xt::xtensor<float, 2> on_one = net(three);
+    for (int threads : {2, 3, 4}) BOOST_TEST(net(three, execution::parallel_policy{threads}) == on_one);
     const nn::mobilevit headless(stem, {first.block()}, final_conv);
     test::check_close(headless(images), xt::mean(xt::xtensor<double, 4>(final_conv(first.block()(stem(images)))), {2, 3}),
                       1e-5, 1e-5, "pooled features");

@@ -60,19 +60,24 @@ inline int thread_count(execution::parallel_policy p) {
 #endif
 }
 
-/// Calls f(i) for i in [0, count) on `threads` threads, dynamically scheduled;
+/// How `parallel_for` deals its calls out: `uneven` tasks one at a time to whichever
+/// thread is free (OpenMP's dynamic schedule), `even` ones in equal runs of consecutive
+/// indices, thread t always the t-th run (static schedule). With even tasks over the same
+/// data (a GEMM's column panels, a layer's pixels), each thread then meets again the data
+/// it touched in the call before, still in its own cache, instead of the other threads';
+/// a dynamic deal moves it from core to core.
+enum class task_costs { uneven, even };
+
+/// Calls f(i) for i in [0, count) on `threads` threads, scheduled as `costs` says;
 /// the first exception thrown by any call is rethrown on the calling thread.
 template <class F>
-void parallel_for(std::size_t count, int threads, F&& f) {
+void parallel_for(std::size_t count, int threads, F&& f, task_costs costs = task_costs::uneven) {
     if (threads <= 1 || count <= 1) {
         for (std::size_t i = 0; i < count; ++i) f(i);
         return;
     }
     std::exception_ptr error;
-#if NONLOCAL_HAS_OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-#endif
-    for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(count); ++i) {
+    const auto call = [&](std::ptrdiff_t i) {
         try {
             f(static_cast<std::size_t>(i));
         } catch (...) {
@@ -81,6 +86,18 @@ void parallel_for(std::size_t count, int threads, F&& f) {
 #endif
             if (!error) error = std::current_exception();
         }
+    };
+    const auto n = static_cast<std::ptrdiff_t>(count);
+    if (costs == task_costs::even) {
+#if NONLOCAL_HAS_OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads)
+#endif
+        for (std::ptrdiff_t i = 0; i < n; ++i) call(i);
+    } else {
+#if NONLOCAL_HAS_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#endif
+        for (std::ptrdiff_t i = 0; i < n; ++i) call(i);
     }
     if (error) std::rethrow_exception(error);
 }

@@ -287,7 +287,7 @@ private:
                     for (std::size_t iy = 0; iy < H; ++iy)
                         simd::deal<Arch>(image + (c * H + iy) * W, W, s.w,
                                          [&](std::size_t ix) { return phase_of(c, iy + p.h, ix + p.w); });
-                });
+                }, detail::task_costs::even);
                 T* planes = y + (b * out_channels() + group * cout) * P;
                 multiply<Arch>(group, simd::rows_in_place<T>{K, Q, rows.data()}, threads,
                                [&](const auto& v, std::size_t channel, std::size_t q, std::size_t lanes) {
@@ -518,7 +518,7 @@ private:
                     }
                 }
             }
-        });
+        }, detail::task_costs::even);
     }
 };
 

@@ -328,36 +328,35 @@ public:
         return head_->template operator()<Arch>(pooled, policy);
     }
 
-    /// The feature maps [B, F, H / 32, W / 32] after `final_conv`, before pooling.
+    /// The feature maps [B, F, H / 32, W / 32] after `final_conv`, before pooling. A batch of
+    /// at least as many images as threads is shared out image by image (each thread runs whole
+    /// images on its own, with no synchronisation between layers); a smaller one runs each
+    /// layer on every thread.
     template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
     xt::xtensor<T, 4> features(const xt::xexpression<X>& images, Ex policy = {}) const {
         const detail::contiguous<T, 4> x(images);
-        const std::size_t B = x.shape(0);
-        size2 size = stem_.output_size(x.shape(2), x.shape(3));
+        const std::size_t B = x.shape(0), H = x.shape(2), W = x.shape(3);
+        size2 size = stem_.output_size(H, W);
         detail::require(x.shape(1) == stem_.in_channels() && size.h > 0 && size.w > 0, "nn::mobilevit", [&] {
             return "images " + detail::shape_string(x.shape()) + " must be [B, " + std::to_string(stem_.in_channels()) +
                    ", H, W] with room for the stem's kernel";
         });
-        // Each block reads the map before it from a work array and writes its own into a new
-        // one; their blocks are kept for the next call (`buffer`).
-        const int threads = detail::thread_count(policy);
-        uninitialised_buffer<T> in(B * stem_.out_channels() * size.h * size.w);
-        stem_.template apply<Arch>(x.data(), B, x.shape(2), x.shape(3), in.data(), threads);
-        for (const block& b : blocks_)
-            std::visit(
-                [&](const auto& part) {
-                    const size2 next = part.output_size(size.h, size.w);
-                    detail::require(next.h > 0 && next.w > 0, "nn::mobilevit", [&] {
-                        return "images " + detail::shape_string(x.shape()) + " are too small for the network's strides";
-                    });
-                    uninitialised_buffer<T> out(B * part.out_channels() * next.h * next.w);
-                    part.template apply<Arch>(in.data(), B, size.h, size.w, out.data(), policy);
-                    in = std::move(out);
-                    size = next;
-                },
-                b);
+        for (const block& b : blocks_) {
+            size = std::visit([&](const auto& part) { return part.output_size(size.h, size.w); }, b);
+            detail::require(size.h > 0 && size.w > 0, "nn::mobilevit", [&] {
+                return "images " + detail::shape_string(x.shape()) + " are too small for the network's strides";
+            });
+        }
         xt::xtensor<T, 4> features = xt::empty<T>({B, final_conv_.out_channels(), size.h, size.w});
-        final_conv_.template apply<Arch>(in.data(), B, size.h, size.w, features.data(), threads);
+        const int threads = detail::thread_count(policy);
+        if (threads > 1 && B >= std::size_t(threads)) {
+            const std::size_t image = x.shape(1) * H * W, map = features.size() / B;
+            detail::parallel_for(B, threads, [&](std::size_t b) {
+                features_of<Arch>(x.data() + b * image, 1, H, W, features.data() + b * map, execution::seq);
+            }, detail::task_costs::even);
+        } else {
+            features_of<Arch>(x.data(), B, H, W, features.data(), policy);
+        }
         return features;
     }
 
@@ -402,6 +401,28 @@ public:
     }
 
 private:
+    /// y = the feature maps of images x [B, C, H, W] (sizes checked), raw arrays. Each block
+    /// reads the map before it from a work array and writes its own into a new one; their
+    /// blocks are kept for the next call (`buffer`).
+    template <class Arch, execution_policy Ex>
+    void features_of(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, Ex policy) const {
+        const int threads = detail::thread_count(policy);
+        size2 size = stem_.output_size(H, W);
+        uninitialised_buffer<T> in(B * stem_.out_channels() * size.h * size.w);
+        stem_.template apply<Arch>(x, B, H, W, in.data(), threads);
+        for (const block& b : blocks_)
+            std::visit(
+                [&](const auto& part) {
+                    const size2 next = part.output_size(size.h, size.w);
+                    uninitialised_buffer<T> out(B * part.out_channels() * next.h * next.w);
+                    part.template apply<Arch>(in.data(), B, size.h, size.w, out.data(), policy);
+                    in = std::move(out);
+                    size = next;
+                },
+                b);
+        final_conv_.template apply<Arch>(in.data(), B, size.h, size.w, y, threads);
+    }
+
     conv2d<T> stem_;
     std::vector<block> blocks_;
     conv2d<T> final_conv_;

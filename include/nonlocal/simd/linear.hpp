@@ -107,7 +107,7 @@ public:
                 return bf16_pair(float(from[2 * d]), 2 * d + 1 < in_ ? float(from[2 * d + 1]) : 0.f);
             });
             else pack_panel(pn, weight, values_.data() + pn.offset, [](const T* from, std::size_t d) { return from[d]; });
-        });
+        }, detail::task_costs::even);
     }
 
     /// The weight [out, in] back from the panels, into `weight` (in bfloat16, the rounded values).
@@ -344,7 +344,7 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                     const T* from = x.data + row * in + k0;
                     for (std::size_t p = 0; p < elements; ++p) to[p * MR] = Operands::pack(from, p, depth);
                 }
-            });
+            }, detail::task_costs::even);
             // Tasks of a panel and a run of the block's micro-panels: with fewer than two panels a
             // thread (MobileViT-S's last stages have 1 to 9), a panel's rows are shared out too,
             // each task packing the panel it needs when it is packed on demand.
@@ -370,10 +370,11 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                     else return simd::strided_rows<E>{pn.data ? pn.data + e0 * pn.width : packed.data(), pn.width};
                 }();
                 const std::size_t b_col = in_place ? pn.column : 0;
-                // The stored panel this thread likely takes next, fetched into L2 a slice per tile:
-                // a layer's weights come from memory (a model's do not fit the caches), and the
+                // The stored panel this thread takes next (the tasks are dealt in runs of
+                // consecutive ones, `task_costs::even`), fetched into L2 a slice per tile: a
+                // layer's weights come from memory (a model's do not fit the caches), and the
                 // hardware prefetchers stop at every 4 KiB page of a panel.
-                const std::size_t ahead = (task + std::size_t(std::max(threads, 1))) / runs;
+                const std::size_t ahead = (task + 1) / runs;
                 const char* next = ahead != q && ahead < panels.size() && panels[ahead].data
                                        ? reinterpret_cast<const char*>(panels[ahead].data + e0 * panels[ahead].width)
                                        : nullptr;
@@ -417,7 +418,7 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                         ((rest == I + 1 ? tile(std::integral_constant<std::size_t, I + 1>{}, v0) : void()), ...);
                     }(std::make_index_sequence<NV - 1>{});
                 }
-            });
+            }, detail::task_costs::even);
         }
     }
 }
