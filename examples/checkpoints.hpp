@@ -18,6 +18,7 @@
 // settings of each family are the fields of nn::vit_config, nn::mobilevit_config,
 // nn::mobilevit_block_config and nn::nonlocal_block_config; in_channels of a block defaults
 // to the input's channels.
+#include "cli.hpp"
 #include "image_io.hpp"
 
 #include <nonlocal/nn/checkpoint.hpp>
@@ -228,11 +229,24 @@ std::function<xt::xarray<float>(const xt::xtensor<float, 4>&)> load_checkpoint(c
                                                                                nn::checkpoint& from, int threads,
                                                                                precision p);
 
-/// The values of the programs' --precision: fp32 and bf16.
-inline const std::map<std::string, precision>& precisions() {
-    static const std::map<std::string, precision> all = {{"fp32", precision::native}, {"bf16", precision::bf16}};
-    return all;
-}
+/// How the programs run a network: --threads and --precision.
+struct run_options {
+    int threads = 1;
+    std::string precision_name = "fp32";
+
+    /// Adds --threads and --precision to `app`.
+    void add_to(CLI::App& app) {
+        app.add_option("--threads", threads, "threads (default 1)")->check(nonlocal::tools::at_least(1));
+        app.add_option("--precision", precision_name,
+                       "fp32, or bf16: the linear maps' weights and inputs rounded to bfloat16, float sums (twice "
+                       "the products per instruction with AVX512-BF16; the convolutions stay fp32)")
+            ->check(CLI::IsMember({"fp32", "bf16"}))
+            ->capture_default_str();
+    }
+    nonlocal::precision precision() const {
+        return precision_name == "bf16" ? nonlocal::precision::bf16 : nonlocal::precision::native;
+    }
+};
 
 /// The library's loader of MODEL, which names a checkpoint's problems.
 inline std::string loader_of(const std::string& model) {

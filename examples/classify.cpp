@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     std::size_t top = 5;
     bool non_strict = false;
     preparation p;
-    int threads = 1;
+    ex::run_options run;
     app.add_option("model", model, "torchvision-vit, timm-vit or timm-mobilevit")
         ->required()
         ->check(CLI::IsMember({"torchvision-vit", "timm-vit", "timm-mobilevit"}));
@@ -110,13 +110,7 @@ int main(int argc, char** argv) {
     app.add_option("--std", p.std, "three channel deviations")->expected(3)->check(nonlocal::tools::above_zero());
     app.add_option("--logits", logits_path, "also write the logits [1, classes] to this .npy file")
         ->check(nonlocal::tools::path_ending_in({".npy"}));
-    app.add_option("--threads", threads, "threads (default 1)")->check(nonlocal::tools::at_least(1));
-    std::string precision = "fp32";
-    app.add_option("--precision", precision,
-                   "fp32, or bf16: the linear maps' weights and inputs rounded to bfloat16, float sums (twice the "
-                   "products per instruction with AVX512-BF16; the convolutions stay fp32)")
-        ->check(CLI::IsMember({"fp32", "bf16"}))
-        ->capture_default_str();
+    run.add_to(app);
     nonlocal::tools::describe_tool(app, "nonlocal_classify",
                                    {"torchvision-vit weights/vit_b_16_ cat.jpg --arch vit_b_16 --labels imagenet_classes.txt",
                                     "timm-mobilevit weights/mobilevit_s_ cat.png --arch mobilevit_s --top 3",
@@ -140,7 +134,7 @@ int main(int argc, char** argv) {
         const xt::xtensor<float, 4> input = prepare(nonlocal::tools::without_alpha(nonlocal::tools::read_image(image_path)), p);
         const auto a = ex::architecture_of(model, arch, prefix, 3, nn::nonlocal_form::embedded_gaussian);
         nn::checkpoint from(prefix, {.strict = !non_strict});
-        const auto network = ex::load_checkpoint(model, a, from, threads, ex::precisions().at(precision));
+        const auto network = ex::load_checkpoint(model, a, from, run.threads, run.precision());
         ex::warn_about("nonlocal_classify", from.finish(ex::loader_of(model)));
         std::cerr << "nonlocal_classify: " << model << ", architecture from " << a.source << ": " << a.text << "\n";
         const xt::xtensor<float, 2> logits = network(input);

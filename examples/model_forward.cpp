@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     CLI::App app{"One forward pass of a PyTorch checkpoint (a state_dict saved as .npy files) through nonlocal's layers"};
     std::string model, prefix, input_path, output_path, arch;
     bool non_strict = false, list_entries = false;
-    int threads = 1;
+    ex::run_options run;
     const std::map<std::string, nonlocal::nn::nonlocal_form> forms = {
         {"gaussian", nonlocal::nn::nonlocal_form::gaussian},
         {"embedded_gaussian", nonlocal::nn::nonlocal_form::embedded_gaussian},
@@ -66,13 +66,7 @@ int main(int argc, char** argv) {
     app.add_option("--similarity", similarity, "nonlocal-block-2d: gaussian, embedded_gaussian, dot_product or concatenation")
         ->check(CLI::IsMember({"gaussian", "embedded_gaussian", "dot_product", "concatenation"}))
         ->capture_default_str();
-    app.add_option("--threads", threads, "threads (default 1)")->check(nonlocal::tools::at_least(1));
-    std::string precision = "fp32";
-    app.add_option("--precision", precision,
-                   "fp32, or bf16: the linear maps' weights and inputs rounded to bfloat16, float sums (twice the "
-                   "products per instruction with AVX512-BF16; the convolutions stay fp32)")
-        ->check(CLI::IsMember({"fp32", "bf16"}))
-        ->capture_default_str();
+    run.add_to(app);
     nonlocal::tools::describe_tool(app, "nonlocal_model_forward",
                                    {"torchvision-vit weights/vit_b_16_ images.npy logits.npy --arch vit_b_16",
                                     "timm-mobilevit weights/mobilevit_s_ images.npy logits.npy --arch mobilevit_s",
@@ -98,7 +92,7 @@ int main(int argc, char** argv) {
             throw std::runtime_error(input_path + ": expected [B, C, H, W], got " + nonlocal::detail::shape_string(array.shape()));
         const auto a = ex::architecture_of(model, arch, prefix, array.shape(1), form);
         nonlocal::nn::checkpoint from(prefix, {.strict = !non_strict});
-        const auto network = ex::load_checkpoint(model, a, from, threads, ex::precisions().at(precision));
+        const auto network = ex::load_checkpoint(model, a, from, run.threads, run.precision());
         ex::warn_about("nonlocal_model_forward", from.finish(ex::loader_of(model)));
         const xt::xarray<float> output = network(xt::xtensor<float, 4>(array));
         nonlocal::io::write_npy(output_path, output);

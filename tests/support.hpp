@@ -6,6 +6,7 @@
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
@@ -82,6 +83,23 @@ void for_each_arch(F&& f) {
 /// unroll of 4 batches, plus the empty and single-element cases.
 inline const std::size_t awkward_lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33,
                                               63, 64, 65, 100, 127, 128, 129, 257};
+
+/// Shapes [n, in, out] of x [n, in] W^T for the GEMM's tests: rows around the micro-kernel's
+/// 6 and past a block of rows (2 MiB of x: 700 rows of 800 floats make two), odd depths and
+/// depths past a depth block (4096), columns around the vector widths and the panels (64
+/// floats; the micro-kernel's 16 with AVX2 and 64 with AVX-512), and empty sizes.
+inline const std::array<std::size_t, 3> awkward_products[] = {
+    {0, 5, 3},     {1, 1, 1},    {1, 17, 9},  {5, 7, 8},    {6, 8, 16},    {7, 9, 17},     {13, 255, 33}, {97, 257, 65},
+    {103, 600, 7}, {400, 70, 40}, {12, 0, 5}, {3, 4, 0},    {9, 33, 130},  {13, 4099, 20}, {700, 800, 17}};
+
+/// x [n, in], weight [out, in] and bias [out] of random floats, seeded by the shape.
+struct random_linear {
+    xt::xtensor<float, 2> x, w;
+    xt::xtensor<float, 1> b;
+    random_linear(std::size_t n, std::size_t in, std::size_t out)
+        : x(random_tensor<float, 2>({n, in}, unsigned(n + in))), w(random_tensor<float, 2>({out, in}, unsigned(out + 1))),
+          b(random_tensor<float, 1>({out}, unsigned(out + 2))) {}
+};
 
 /// temp/NAME_PID: a folder of this process's own under the temporary directory (the suite's
 /// configurations run their tests side by side; they must not share files).

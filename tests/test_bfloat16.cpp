@@ -98,19 +98,11 @@ BOOST_AUTO_TEST_CASE(the_step_of_two_pairs_against_double) {
 }
 
 BOOST_AUTO_TEST_CASE(products_in_bf16_on_awkward_shapes_against_double) {
-    // The shapes of the float product's test: rows around the micro-kernel's 6 and past a
-    // block of rows, odd depths (a last input paired with 0) and depths past a block (4096),
-    // columns around the vectors and the panels, and empty sizes.
-    const std::array<std::size_t, 3> shapes[] = {{0, 5, 3},    {1, 1, 1},     {1, 17, 9},    {5, 7, 8},
-                                                 {6, 8, 16},   {7, 9, 17},    {13, 255, 33}, {97, 257, 65},
-                                                 {400, 70, 40}, {12, 0, 5},   {3, 4, 0},     {9, 33, 130},
-                                                 {13, 4099, 20}, {700, 800, 17}};
+    // The float product's shapes; odd depths pair their last input with 0.
     test::for_each_arch([&](auto arch) {
         using Arch = decltype(arch);
-        for (const auto& [n, in, out] : shapes) {
-            const auto x = test::random_tensor<float, 2>({n, in}, unsigned(n + in));
-            const auto w = test::random_tensor<float, 2>({out, in}, unsigned(out + 1));
-            const auto b = test::random_tensor<float, 1>({out}, unsigned(out + 2));
+        for (const auto& [n, in, out] : test::awkward_products) {
+            const auto [x, w, b] = test::random_linear(n, in, out);
             nn::linear_layer<float> layer(w, b);
             layer.to(precision::bf16);
             BOOST_TEST((layer.precision() == precision::bf16));

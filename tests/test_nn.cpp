@@ -33,20 +33,10 @@ BOOST_AUTO_TEST_CASE(linear_matches_literal) {
 }
 
 BOOST_AUTO_TEST_CASE(linear_on_awkward_shapes_against_double) {
-    // Rows around the micro-kernel's 6 and past a block of rows (2 MiB of x: 700 rows of 800
-    // floats make two), depths past a depth block (4096), columns around the vector widths
-    // and the panels (64 floats; the micro-kernel's 16 with AVX2 and 64 with AVX-512), and
-    // empty sizes.
-    const std::array<std::size_t, 3> shapes[] = {{0, 5, 3},     {1, 1, 1},      {1, 17, 9},    {5, 7, 8},
-                                                 {6, 8, 16},    {7, 9, 17},     {13, 255, 33}, {97, 257, 65},
-                                                 {103, 600, 7}, {400, 70, 40},  {12, 0, 5},    {3, 4, 0},
-                                                 {9, 33, 130},  {13, 4099, 20}, {700, 800, 17}};
     test::for_each_arch([&](auto arch) {
         using Arch = decltype(arch);
-        for (const auto& [n, in, out] : shapes) {
-            const auto x = test::random_tensor<float, 2>({n, in}, unsigned(n + in));
-            const auto w = test::random_tensor<float, 2>({out, in}, unsigned(out + 1));
-            const auto b = test::random_tensor<float, 1>({out}, unsigned(out + 2));
+        for (const auto& [n, in, out] : test::awkward_products) {
+            const auto [x, w, b] = test::random_linear(n, in, out);
             xt::xtensor<double, 2> expected = xt::empty<double>({n, out});
             for (std::size_t i = 0; i < n; ++i)
                 for (std::size_t o = 0; o < out; ++o) {
