@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string>
 
+#include <xtensor/xnorm.hpp>
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
@@ -123,6 +124,18 @@ int main(int argc, char** argv) {
         std::printf("%-28s max |nonlocal - torch|: %.2g  %s (tolerance %g)\n", name, difference, ok ? "ok" : "FAILED",
                     tolerance);
     };
+    // A float model in bfloat16 (`to(precision::bf16)`) against PyTorch's model in double:
+    // relative L2 within 2e-2, and not within 1e-4 (the rounding happened).
+    const auto check_bf16 = [&](const char* name, const xt::xarray<float>& ours) {
+        const xt::xarray<double> theirs = xt::load_npy<double>(folder + name + ".npy");
+        const double relative = ours.shape() == theirs.shape()
+                                    ? double(xt::norm_l2(xt::cast<double>(ours) - theirs)() / xt::norm_l2(theirs)())
+                                    : 1.0;
+        const bool ok = relative <= 2e-2 && relative > 1e-4;
+        failed += !ok;
+        std::printf("%-28s relative L2 of bf16 to torch's double: %.2g  %s (limit 2e-2)\n", name, relative,
+                    ok ? "ok" : "FAILED");
+    };
     const xt::xtensor<float, 4> images = tensor4("images");
     const nn::conv2d<float> grouped(tensor4("grouped_weight"), tensor1("grouped_bias"),
                                     {.stride = 2, .padding = 1, .groups = 2});
@@ -174,7 +187,9 @@ int main(int argc, char** argv) {
     const nn::mobilevit_config small{.stem = 8,
                                      .stages = {{1, 8, 1, 2}, {2, 12, 2, 2}, {1, 16, 2, 2, 16, 2}, {1, 20, 2, 2, 24, 1}, {1, 24, 2, 2, 24, 1}},
                                      .features = 40, .classes = 10};
-    check("mobilevit_logits", nn::mobilevit::load_timm(weights("mobilevit"), small)(tensor4("mobilevit_images")));
+    auto mobile = nn::mobilevit::load_timm(weights("mobilevit"), small);
+    check("mobilevit_logits", mobile(tensor4("mobilevit_images")));
+    check_bf16("mobilevit_double_logits", mobile.to(nonlocal::precision::bf16)(tensor4("mobilevit_images")));
     check_double("mobilevit_double_logits", nn::basic_mobilevit<double>::load_timm(weights("mobilevit_double"), small)(
                                                 xt::xtensor<double, 4>(xt::cast<double>(tensor4("mobilevit_images")))));
 
@@ -202,6 +217,8 @@ int main(int argc, char** argv) {
         check_double("vit_double_logits", nn::basic_vision_transformer<double>::load_torchvision(weights("vit_double"), small)(
                                               xt::xtensor<double, 4>(xt::cast<double>(tensor4("vit_images")))));
         check("vit_logits_48", vit(tensor4("vit_images_48")));
+        nn::vision_transformer in_bf16 = vit;
+        check_bf16("vit_double_logits", in_bf16.to(nonlocal::precision::bf16)(tensor4("vit_images")));
         const auto timm = nn::vision_transformer::load_timm(weights("timm"), small);
         check("timm_logits", timm(tensor4("vit_images")));
         check("timm_logits_48", timm(tensor4("vit_images_48")));
