@@ -62,6 +62,10 @@ BOOST_AUTO_TEST_CASE(rounds_to_nearest_even_by_hand) {
 BOOST_AUTO_TEST_CASE(a_pair_holds_the_first_in_its_low_half) {
     BOOST_TEST(simd::bf16_pair(1.0f, -2.5f) == 0xc0203f80u);
     BOOST_TEST(simd::bf16_pair(0.0f, 1.0f) == 0x3f800000u);
+    // Along a row of odd length, the last pair takes 0 past the end (0.25 is 0x3e80).
+    const float row[] = {1.0f, -2.5f, 0.25f};
+    BOOST_TEST(simd::bf16_pair_of(row, 0, 3) == 0xc0203f80u);
+    BOOST_TEST(simd::bf16_pair_of(row, 1, 3) == 0x00003e80u);
 }
 
 BOOST_AUTO_TEST_CASE(the_step_of_two_pairs_against_double) {

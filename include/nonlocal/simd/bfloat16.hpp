@@ -7,6 +7,7 @@
 /// where the build has AVX512-BF16 and the same arithmetic in float FMAs elsewhere.
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -54,6 +55,12 @@ private:
 /// `vdpbf16ps` reads its operands.
 inline std::uint32_t bf16_pair(float low, float high) noexcept {
     return std::uint32_t(bfloat16(low).bits) | std::uint32_t(bfloat16(high).bits) << 16;
+}
+
+/// Pair p of a row of `length` values along the depth: `bf16_pair(row[2 p], row[2 p + 1])`,
+/// the value past an odd row's last taken as 0.
+inline std::uint32_t bf16_pair_of(const float* row, std::size_t p, std::size_t length) noexcept {
+    return bf16_pair(row[2 * p], 2 * p + 1 < length ? row[2 * p + 1] : 0.f);
 }
 
 /// Whether `dot_bf16_pairs` is one `vdpbf16ps` on `Arch` in this build (AVX-512 and the

@@ -40,7 +40,7 @@ struct bf16_operands {
     static constexpr std::size_t per_element = 2;
     using step = simd::dot_bf16_pairs;
     static std::uint32_t pack(const float* from, std::size_t d, std::size_t depth) noexcept {
-        return simd::bf16_pair(from[2 * d], 2 * d + 1 < depth ? from[2 * d + 1] : 0.f);
+        return simd::bf16_pair_of(from, d, depth);
     }
 };
 

@@ -98,10 +98,11 @@ public:
         else values_.resize(size);
         detail::parallel_for(panels_.size(), threads, [&](std::size_t j) {
             const panel& pn = panels_[j];
-            if (p == nonlocal::precision::bf16) pack_panel(pn, weight, pairs_.data() + pn.offset, [&](const T* from, std::size_t d) {
-                return bf16_pair(float(from[2 * d]), 2 * d + 1 < in_ ? float(from[2 * d + 1]) : 0.f);
-            });
-            else pack_panel(pn, weight, values_.data() + pn.offset, [](const T* from, std::size_t d) { return from[d]; });
+            if constexpr (std::is_same_v<T, float>)
+                if (p == nonlocal::precision::bf16)
+                    return pack_panel(pn, weight, pairs_.data() + pn.offset,
+                                      [&](const T* from, std::size_t d) { return bf16_pair_of(from, d, in_); });
+            pack_panel(pn, weight, values_.data() + pn.offset, [](const T* from, std::size_t d) { return from[d]; });
         }, detail::task_costs::even);
     }
 
