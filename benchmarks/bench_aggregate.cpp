@@ -118,7 +118,7 @@ void stencil_aggregate(benchmark::State& state) {
     const std::array<std::size_t, 1> pixels{p.n};
     const std::array<std::size_t, 2> column{p.n, 1};
     const auto alpha = xt::adapt(p.A.alpha().data(), p.n, xt::no_ownership(), pixels);
-    const auto target = xt::adapt(p.A.rhs.data(), p.n, xt::no_ownership(), column);
+    const auto target = xt::adapt(p.A.rhs().data(), p.n, xt::no_ownership(), column);
     const nonlocal::sum_with_data data(alpha, target);
     const auto edges = p.A.edges();
     nonlocal::buffer<float> y(p.n);
@@ -137,7 +137,7 @@ void ar_jacobi_step(benchmark::State& state) {
     const stencil_problem p(int(state.range(0)));
     nonlocal::buffer<float> y(p.n);
     for (auto _ : state) {
-        p.A.jacobi_step(p.A.rhs.data(), p.x.data(), y.data());
+        p.A.jacobi_step(p.A.rhs().data(), p.x.data(), y.data());
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
     }

@@ -27,7 +27,7 @@ inline std::vector<double> dense_matrix(const ar_system<>& A) {
 /// x = A^-1 b (b the system's own right-hand side) by Gaussian elimination with partial pivoting.
 inline std::vector<double> dense_solve(const ar_system<>& A) {
     const std::size_t n = A.size();
-    std::vector<double> M = dense_matrix(A), b(A.rhs.begin(), A.rhs.end());
+    std::vector<double> M = dense_matrix(A), b(A.rhs().begin(), A.rhs().end());
     for (std::size_t k = 0; k < n; ++k) {
         std::size_t p = k;
         for (std::size_t i = k + 1; i < n; ++i)

@@ -45,8 +45,8 @@ ar_system<T> random_system(std::size_t H, std::size_t W, const grid_stencil& ste
 /// written out in full and solved by Gaussian elimination.
 template <class T>
 std::vector<double> literal_line_solution(const ar_system<T>& A, std::size_t d, double scale, std::span<const T> x) {
-    const auto [dy, dx] = A.offsets[d];
-    const auto H = std::ptrdiff_t(A.height), W = std::ptrdiff_t(A.width);
+    const auto [dy, dx] = A.offsets()[d];
+    const auto H = std::ptrdiff_t(A.height()), W = std::ptrdiff_t(A.width());
     const auto inside = [&](std::ptrdiff_t r, std::ptrdiff_t c) { return r >= 0 && r < H && c >= 0 && c < W; };
     std::vector<double> y(A.size());
     for (std::ptrdiff_t r0 = 0; r0 < H; ++r0)
@@ -91,10 +91,10 @@ BOOST_AUTO_TEST_CASE(one_direction_against_a_literal_solve_in_double) {
             for (std::size_t W : {1, 2, 3, 5, 8, 9, 16, 17, 19})
                 for (const auto& [connectivity, radius] : stencils) {
                     const ar_system<T> A = random_system<T>(H, W, grid_stencil{H, W, connectivity, radius}, seed += 7);
-                    for (std::size_t d = 0; d < A.offsets.size(); ++d)
+                    for (std::size_t d = 0; d < A.offsets().size(); ++d)
                         for (double scale : {0.0, 0.7, 5.0}) {
                             BOOST_TEST_CONTEXT(H << " x " << W << ", stencil " << connectivity << "/" << radius
-                                                 << ", direction (" << A.offsets[d].dy << ", " << A.offsets[d].dx
+                                                 << ", direction (" << A.offsets()[d].dy << ", " << A.offsets()[d].dx
                                                  << "), scale " << scale << ", " << sizeof(T) * 8 << " bit") {
                                 const auto x0 = test::random_tensor<double, 2>({H, W}, seed + 99, 50, 150);
                                 buffer<T> x(x0.begin(), x0.end());
@@ -120,9 +120,9 @@ BOOST_AUTO_TEST_CASE(wide_rows_across_the_interleaving_tiles) {
         for (std::size_t H : {1, 17})
             for (std::size_t W : {64, 65, 131}) {
                 const ar_system<T> A = random_system<T>(H, W, grid_stencil{H, W, 8, 2}, seed += 7);
-                for (std::size_t d = 0; d < A.offsets.size(); ++d) {
-                    if (A.offsets[d].dy != 0) continue;
-                    BOOST_TEST_CONTEXT(H << " x " << W << ", direction (0, " << A.offsets[d].dx << "), "
+                for (std::size_t d = 0; d < A.offsets().size(); ++d) {
+                    if (A.offsets()[d].dy != 0) continue;
+                    BOOST_TEST_CONTEXT(H << " x " << W << ", direction (0, " << A.offsets()[d].dx << "), "
                                          << sizeof(T) * 8 << " bit") {
                         const auto x0 = test::random_tensor<double, 2>({H, W}, seed + 99, 50, 150);
                         buffer<T> x(x0.begin(), x0.end());
@@ -165,7 +165,7 @@ BOOST_AUTO_TEST_CASE(constants_sums_and_signs) {
     for (const auto& [connectivity, radius] : stencils) {
         const std::size_t H = 13, W = 21;
         const ar_system<float> A = random_system<float>(H, W, grid_stencil{H, W, connectivity, radius}, 3);
-        for (std::size_t d = 0; d < A.offsets.size(); ++d) {
+        for (std::size_t d = 0; d < A.offsets().size(); ++d) {
             BOOST_TEST_CONTEXT("stencil " << connectivity << "/" << radius << ", direction " << d) {
                 buffer<float> flat(A.size(), 42.f);
                 line_solve(A, d, 3.0, std::span<float>(flat));
@@ -197,13 +197,13 @@ BOOST_AUTO_TEST_CASE(vectors_share_the_elimination_and_threads_change_nothing) {
         alone.emplace_back(x.begin(), x.end());
     }
     std::vector<buffer<float>> together = alone;
-    for (std::size_t d = 0; d < A.offsets.size(); ++d)
+    for (std::size_t d = 0; d < A.offsets().size(); ++d)
         for (auto& x : alone) line_solve(A, d, 2.0, std::span<float>(x));
     for (int threads : {1, 2, 3}) {
         A.threads = threads;
         std::vector<buffer<float>> xs = together;
         const std::vector<std::span<float>> spans(xs.begin(), xs.end());
-        for (std::size_t d = 0; d < A.offsets.size(); ++d) line_solve(A, d, 2.0, std::span<const std::span<float>>(spans));
+        for (std::size_t d = 0; d < A.offsets().size(); ++d) line_solve(A, d, 2.0, std::span<const std::span<float>>(spans));
         for (std::size_t k = 0; k < 3; ++k) BOOST_TEST(xs[k] == alone[k]);
     }
 }
@@ -212,7 +212,7 @@ BOOST_AUTO_TEST_CASE(empty_and_single_pixel_grids) {
     // One pixel has no edge: y = x. An empty grid has nothing to solve.
     ar_system<float> one = random_system<float>(1, 1, grid_stencil{1, 1, 8}, 6);
     buffer<float> x(1, 7.5f);
-    for (std::size_t d = 0; d < one.offsets.size(); ++d) line_solve(one, d, 4.0, std::span<float>(x));
+    for (std::size_t d = 0; d < one.offsets().size(); ++d) line_solve(one, d, 4.0, std::span<float>(x));
     separable_smooth(one, std::span<float>(x));
     BOOST_TEST(x[0] == 7.5f);
     const ar_system<double> none(0, 5, {stencil_offset{0, 1}, stencil_offset{1, 0}}, {buffer<double>(), buffer<double>()},
@@ -242,7 +242,7 @@ BOOST_AUTO_TEST_CASE(separable_smooth_is_its_schedule_of_line_solves) {
         const separable_options o{3, 6.0};
         separable_smooth(A, std::span<double>(smoothed), o);
         for (std::size_t t = 0; t < o.passes; ++t)
-            for (std::size_t d = 0; d < A.offsets.size(); ++d) line_solve(A, d, separable_scale(o, t), std::span<double>(by_hand));
+            for (std::size_t d = 0; d < A.offsets().size(); ++d) line_solve(A, d, separable_scale(o, t), std::span<double>(by_hand));
         BOOST_TEST(smoothed == by_hand);
     }
 }
@@ -266,7 +266,7 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     // A pixel without a data term leaves its line's system singular where it holds no other.
     buffer<float> alpha = A.alpha();
     alpha[7] = 0;
-    const ar_system<float> unobserved(A.height, A.width, A.offsets, A.weights(), alpha, A.rhs);
+    const ar_system<float> unobserved(A.height(), A.width(), A.offsets(), A.weights(), alpha, A.rhs());
     test::check_invalid([&] { line_solve(unobserved, 1, 1.0, std::span<float>(x)); }, "line_solve", "alpha > 0",
                         "got 0", "at pixel (1, 2)");
     test::check_invalid([&] { separable_smooth(unobserved, std::span<float>(x)); }, "separable_smooth", "alpha > 0");

@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(interpolation_by_hand) {
     cut_weights[3] = {1, eps, 0, 1, eps, 0, 0, 0, 0};
     buffer<double> alpha = A.alpha();
     alpha[1] = 0.5;
-    const ar_system<> cut(A.height, A.width, A.offsets, cut_weights, alpha, A.rhs);
+    const ar_system<> cut(A.height(), A.width(), A.offsets(), cut_weights, alpha, A.rhs());
     const detail::operator_dependent_interpolation<double> Q(cut);
     BOOST_TEST(std::abs(Q.weight(0, 1, 0, 0) - 2 / (2.5 + 2 * eps)) < 1e-15);
     BOOST_TEST(std::abs(Q.weight(0, 1, 0, 1) - 2 * eps / (2.5 + 2 * eps)) < 1e-15);
@@ -321,8 +321,8 @@ BOOST_AUTO_TEST_CASE(operator_dependent_multigrid_in_float) {
                     BOOST_TEST(std::abs(P.weight(r, c, I, K) - Q.weight(r, c, I, K)) < 1e-5);
     std::vector<double> x(A.size(), 0.0);
     std::vector<float> y(A.size(), 0.f);
-    BOOST_TEST(full_multigrid(A, A.rhs, x, multigrid(A), {1e-10, 300}).converged);
-    BOOST_TEST(full_multigrid(F, F.rhs, y, multigrid(F), {1e-5, 300}).converged);
+    BOOST_TEST(full_multigrid(A, A.rhs(), x, multigrid(A), {1e-10, 300}).converged);
+    BOOST_TEST(full_multigrid(F, F.rhs(), y, multigrid(F), {1e-5, 300}).converged);
     for (std::size_t i = 0; i < x.size(); ++i) BOOST_TEST(std::abs(y[i] - x[i]) <= 1e-3 * std::abs(x[i]) + 1e-3);
 }
 

@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(apply_and_jacobi_step_match_the_matrix) {
             const std::vector<double> xd = as_double(std::span<const T>(x));
             const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-13;
             const auto [ax, size] = csr_product(m, xd);
-            const std::vector<double> step = csr_jacobi(m, as_double(std::span<const T>(A.rhs)), xd);
+            const std::vector<double> step = csr_jacobi(m, as_double(std::span<const T>(A.rhs())), xd);
             const buffer<T> y = A.apply(std::span<const T>(x)), z = A.jacobi_step(std::span<const T>(x));
             for (std::size_t i = 0; i < x.size(); ++i) {
                 BOOST_TEST(std::abs(double(y[i]) - ax[i]) <= tol * size[i], "apply at " << i);

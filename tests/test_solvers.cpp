@@ -105,10 +105,10 @@ void check_edge_weights(const problem& p, int connectivity, std::size_t radius, 
     const auto pixel = [&](std::size_t i) {
         return std::vector<double>{p.guide.data()[3 * i], p.guide.data()[3 * i + 1], p.guide.data()[3 * i + 2]};
     };
-    for (std::size_t o = 0; o < A.offsets.size(); ++o)
+    for (std::size_t o = 0; o < A.offsets().size(); ++o)
         for (std::size_t r = 0; r < p.H; ++r)
             for (std::size_t c = 0; c < p.W; ++c) {
-                const std::ptrdiff_t rr = std::ptrdiff_t(r) + A.offsets[o].dy, cc = std::ptrdiff_t(c) + A.offsets[o].dx;
+                const std::ptrdiff_t rr = std::ptrdiff_t(r) + A.offsets()[o].dy, cc = std::ptrdiff_t(c) + A.offsets()[o].dx;
                 const std::size_t i = r * p.W + c;
                 if (rr < 0 || cc < 0 || rr >= std::ptrdiff_t(p.H) || cc >= std::ptrdiff_t(p.W)) {
                     BOOST_TEST(A.weights()[o][i] == T(0));
@@ -224,7 +224,7 @@ BOOST_AUTO_TEST_CASE(zero_right_hand_sides_starts_that_meet_the_tolerance_and_br
     const std::size_t n = A.size();
     // b = 0: x = 0, the solution, from any start and after no iteration, for every solver.
     ar_system without_data = A;
-    without_data.rhs.assign(n, 0.0);
+    without_data.set_rhs(buffer<double>(n, 0.0));
     run_every_solver(without_data, solve_options{}, [](const solve_report& report, const std::vector<double>& x) {
         BOOST_TEST_CONTEXT(report.method) {
             BOOST_TEST(report.converged);
@@ -254,7 +254,7 @@ BOOST_AUTO_TEST_CASE(zero_right_hand_sides_starts_that_meet_the_tolerance_and_br
         const solve_options o{bad, 10};
         const std::string got = std::string("solve_options::tolerance must be at least 0, got ") + (std::isnan(bad) ? "nan" : "-0.0001");
         test::check_invalid([&] { pcg(A, x, jacobi_preconditioner(A), o); }, "pcg", got);
-        test::check_invalid([&] { full_multigrid(A, A.rhs, x, multigrid(A), o); }, "full_multigrid", got);
+        test::check_invalid([&] { full_multigrid(A, A.rhs(), x, multigrid(A), o); }, "full_multigrid", got);
         test::check_invalid([&] { multigrid_solve(A, x, o); }, "multigrid", got);
         test::check_invalid([&] { jacobi(A, x, o); }, "jacobi", got);
         test::check_invalid([&] { sor(A, x, 1.5, o); }, "sor", got);
@@ -267,9 +267,9 @@ BOOST_AUTO_TEST_CASE(zero_right_hand_sides_starts_that_meet_the_tolerance_and_br
         for (double& v : w) v = -v;
     buffer<double> negated_diagonal = A.diagonal();
     for (double& d : negated_diagonal) d = -d;
-    const ar_system<double> minus_A = ar_system<double>::from_operator(A.height, A.width, A.offsets, negated, negated_diagonal);
+    const ar_system<double> minus_A = ar_system<double>::from_operator(A.height(), A.width(), A.offsets(), negated, negated_diagonal);
     std::vector<double> start(n, 1.0);
-    const solve_report broken = pcg(minus_A, A.rhs, start, jacobi_preconditioner(A), {1e-8, 50});
+    const solve_report broken = pcg(minus_A, A.rhs(), start, jacobi_preconditioner(A), {1e-8, 50});
     BOOST_TEST(!broken.converged);
     BOOST_TEST(broken.iterations == 0u);
     BOOST_TEST(std::all_of(start.begin(), start.end(), [](double v) { return v == 1.0; }));
@@ -335,7 +335,7 @@ BOOST_AUTO_TEST_CASE(multigrid_smoothers) {
                 for (bool alone : {false, true}) {
                     BOOST_TEST_CONTEXT("smoother " << int(kind) << ", " << steps << " sweeps, alone " << alone) {
                         std::vector<double> x(A.size(), 150.0);
-                        const auto report = alone ? multigrid_solve(A, A.rhs, x, M, {1e-10, 5000})
+                        const auto report = alone ? multigrid_solve(A, A.rhs(), x, M, {1e-10, 5000})
                                                   : pcg(A, x, M, {1e-10, 5000});
                         BOOST_TEST(report.converged);
                         double worst = 0;
@@ -367,7 +367,7 @@ BOOST_AUTO_TEST_CASE(single_precision_systems) {
         const ar_system<> A = p.system(connectivity, radius);
         const ar_system<float> F(p.guide, grid_stencil{p.H, p.W, connectivity, radius}, colour_weights(p.H, p.W, 3, 40.0),
                                  p.xhat, p.alpha);
-        for (std::size_t o = 0; o < A.offsets.size(); ++o)
+        for (std::size_t o = 0; o < A.offsets().size(); ++o)
             for (std::size_t i = 0; i < A.size(); ++i)
                 BOOST_TEST(std::abs(F.weights()[o][i] - A.weights()[o][i]) <= 1e-7 * A.weights()[o][i]);
         const auto exact = test::dense_solve(A);
@@ -391,16 +391,16 @@ BOOST_AUTO_TEST_CASE(solvers_take_other_right_hand_sides) {
     const ar_system A = p.system(8, 2);
     ar_system other = A;
     const auto b = test::random_tensor<double, 1>({A.size()}, 13, -5, 5);
-    other.rhs.assign(b.begin(), b.end());
+    other.set_rhs(buffer<double>(b.begin(), b.end()));
     const auto exact = test::dense_solve(other);
     const solve_options tight{1e-10, 20000};
     const multigrid M(A);
     for (int method = 0; method < 4; ++method) {
         std::vector<double> x(A.size(), 0.0);
-        const auto report = method == 0   ? pcg(A, other.rhs, x, M, tight)
-                            : method == 1 ? multigrid_solve(A, other.rhs, x, M, tight)
-                            : method == 2 ? sor(A, other.rhs, x, 1.5, tight)
-                                          : jacobi(A, other.rhs, x, tight);
+        const auto report = method == 0   ? pcg(A, other.rhs(), x, M, tight)
+                            : method == 1 ? multigrid_solve(A, other.rhs(), x, M, tight)
+                            : method == 2 ? sor(A, other.rhs(), x, 1.5, tight)
+                                          : jacobi(A, other.rhs(), x, tight);
         BOOST_TEST_CONTEXT(report.method) {
             BOOST_TEST(report.converged);
             for (std::size_t i = 0; i < x.size(); ++i) BOOST_TEST(std::abs(x[i] - exact[i]) < 1e-6);
@@ -419,9 +419,9 @@ BOOST_AUTO_TEST_CASE(solvers_take_any_contiguous_array) {
     std::vector<double> v(A.size(), 150.0);
     buffer<double> b(A.size(), 150.0);
     xt::xtensor<double, 1> t = xt::zeros<double>({A.size()}) + 150.0;
-    const std::vector<double> rhs(A.rhs.begin(), A.rhs.end());
+    const std::vector<double> rhs(A.rhs().begin(), A.rhs().end());
     pcg(A, rhs, v, M);
-    pcg(A, A.rhs, b, M);
+    pcg(A, A.rhs(), b, M);
     pcg(A, std::span<const double>(rhs), std::span<double>(t.data(), t.size()), M);
     BOOST_TEST(std::equal(v.begin(), v.end(), b.begin()));
     BOOST_TEST(std::equal(v.begin(), v.end(), t.begin()));
@@ -430,6 +430,12 @@ BOOST_AUTO_TEST_CASE(solvers_take_any_contiguous_array) {
     test::check_invalid([&] { M(rhs, short_r); }, "multigrid", "z has 142 entries for a system of 143");
     test::check_invalid([&] { (void)A.apply(short_r); }, "ar_system::apply", "x has 142 entries for a system of 143");
     test::check_invalid([&] { (void)A.jacobi_step(short_r); }, "ar_system::jacobi_step", "x has 142");
+    ar_system other = A;
+    test::check_invalid([&] { other.set_rhs(buffer<double>(A.size() - 1, 1.0)); }, "ar_system::set_rhs", "b has 142 entries for a system of 143");
+    buffer<double> with_nan(A.size(), 1.0);
+    with_nan[5] = std::nan("");
+    test::check_invalid([&] { other.set_rhs(with_nan); }, "ar_system::set_rhs", "b must be finite", "at pixel 5");
+    BOOST_TEST(std::equal(other.rhs().begin(), other.rhs().end(), A.rhs().begin(), A.rhs().end()));   // unchanged
     const jacobi_preconditioner J(A);
     test::check_invalid([&] { J(rhs, short_r); }, "jacobi_preconditioner", "z has 142");
     test::check_invalid([&] { multigrid_solve(A, short_r); }, "multigrid_solve", "x has 142");
@@ -657,7 +663,7 @@ BOOST_AUTO_TEST_CASE(data_term_given_directly_or_as_observations) {
     const ar_system direct(rows, stencil, laplacian_distance(20.0), alpha, b, 1e-3);
     BOOST_TEST(direct.weights() == from_observations.weights());
     BOOST_TEST(direct.alpha() == from_observations.alpha());
-    BOOST_TEST(direct.rhs == from_observations.rhs);
+    BOOST_TEST(direct.rhs() == from_observations.rhs());
     BOOST_TEST(direct.diagonal() == from_observations.diagonal());
 }
 

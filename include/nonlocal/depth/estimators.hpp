@@ -32,7 +32,7 @@ namespace nonlocal::detail {
 /// The box interpolation of an AR system's data term.
 template <class T>
 buffer<double> normalised_interpolation(const ar_system<T>& A) {
-    return normalised_interpolation(A.height, A.width, A.alpha().data(), A.rhs.data());
+    return normalised_interpolation(A.height(), A.width(), A.alpha().data(), A.rhs().data());
 }
 
 /// Solves A x = b with the chosen solver from the given x, or, when `from_full` and the
@@ -83,7 +83,7 @@ ar_system<T> depth_system(const image_planes<T>& g, const observed_depth& d, con
     A.threads = o.threads;
     if (std::isfinite(o.sigma_s)) {
         A.reweight([&](std::size_t d, std::span<T> plane) {
-            const double dy = double(A.offsets[d].dy), dx = double(A.offsets[d].dx);
+            const double dy = double(A.offsets()[d].dy), dx = double(A.offsets()[d].dx);
             const double falloff = std::exp(-(dy * dy + dx * dx) / (2 * o.sigma_s * o.sigma_s));
             for (T& w : plane) w = w == 0 ? T(0) : T(std::max(double(w) * falloff, o.min_weight));
         });
@@ -131,7 +131,7 @@ public:
             const buffer<double> x0 = normalised_interpolation(A);
             std::copy(x0.begin(), x0.end(), solution.begin());
         }
-        report = solve(A, A.rhs, solution, o_, M.get(), true);
+        report = solve(A, A.rhs(), solution, o_, M.get(), true);
         return uninitialised_buffer<double>(solution.begin(), solution.end());
     }
 
@@ -157,7 +157,7 @@ public:
         auto [b_mask, b_depth] = d.scaled<T, uninitialised_buffer<T>>(eps_);
         // x0 = the normalised box interpolation of c m d (eps cancels), in holes the far side's
         // interpolation when filling from the far side.
-        buffer<double> x0 = normalised_interpolation(A_.height, A_.width, b_mask.data(), b_depth.data());
+        buffer<double> x0 = normalised_interpolation(A_.height(), A_.width(), b_mask.data(), b_depth.data());
         if (far_) far_side_fallback(*far_, x0);
         // K(c m) first (the first time from full multigrid, or from the observed fraction for the
         // solvers that need a start); then K(c m d) from x0 K(c m), exact where the depth is constant.
@@ -225,7 +225,7 @@ public:
                 continue;
             }
             if (!x0) x0 = std::make_unique<box_interpolation>(observed_interpolation(d));
-            x[i] = (*x0)(i / A_.width, i % A_.width);
+            x[i] = (*x0)(i / A_.width(), i % A_.width());
         }
         return x;
     }

@@ -169,9 +169,9 @@ struct far_side {
 /// only (`d`: the observations `far` was found on, or fewer).
 template <class T, class Arch>
 void cut_near_side(ar_system<T, Arch>& A, const observed_depth& d, const far_side& far, double weight) {
-    const std::ptrdiff_t h = std::ptrdiff_t(A.height), w = std::ptrdiff_t(A.width);
+    const std::ptrdiff_t h = std::ptrdiff_t(A.height()), w = std::ptrdiff_t(A.width());
     A.reweight([&](std::size_t dir, std::span<T> plane) {
-        const std::ptrdiff_t dy = A.offsets[dir].dy, dx = A.offsets[dir].dx;
+        const std::ptrdiff_t dy = A.offsets()[dir].dy, dx = A.offsets()[dir].dx;
         std::ptrdiff_t r = 0, row_start = 0;   // the holes' row: they come in row order
         for (const std::size_t hole : far.holes) {
             while (std::ptrdiff_t(hole) >= row_start + w) ++r, row_start += w;

@@ -83,4 +83,12 @@ struct patch_distance {
 
 static_assert(similarity<patch_distance>);
 
+/// The colour Gaussian weight of the AR model, w_ij = exp(-|g_i - g_j|^2 / (2 sigma_r^2)
+/// - |p_i - p_j|^2 / (2 sigma_s^2)) (sigma_s infinite: no spatial term), as a
+/// `patch_distance` of radius 0 for a guide of `channels` channels.
+inline patch_distance colour_weights(std::size_t height, std::size_t width, std::size_t channels, double sigma_r,
+                                     double sigma_s = std::numeric_limits<double>::infinity()) {
+    return patch_distance(height, width, 0, sigma_r * std::sqrt(2.0 / double(channels)), 0.0, sigma_s);
+}
+
 }  // namespace nonlocal

@@ -39,6 +39,9 @@
 #include "nonlocal/kernel/stencil.hpp"
 #include "nonlocal/kernel/stencil_weights.hpp"
 #include "nonlocal/neighborhood/grid_stencil.hpp"
+#include "nonlocal/solve/ar_inputs.hpp"
+#include "nonlocal/solve/ar_passes.hpp"
+#include "nonlocal/solve/pipelined_passes.hpp"
 #include "nonlocal/similarity/edge_weights.hpp"
 #include "nonlocal/similarity/patch_distance.hpp"
 #include "nonlocal/simd/exp.hpp"
@@ -54,10 +57,7 @@ class ar_system {
 public:
     using value_type = T;
 
-    std::size_t height = 0, width = 0;
-    std::vector<stencil_offset> offsets;      ///< forward stencil directions
-    buffer<T> rhs;                            ///< b = alpha * xhat
-    int threads = 1;                          ///< threads of each pass over the pixels (apply, relax, residual, Jacobi)
+    int threads = 1;   ///< threads of each pass over the pixels (apply, relax, residual, Jacobi)
 
     ar_system() = default;
 
@@ -66,7 +66,7 @@ public:
     /// set to 0.
     ar_system(std::size_t h, std::size_t w, std::vector<stencil_offset> dirs, std::vector<buffer<T>> wts,
               buffer<T> a, buffer<T> b)
-        : height(h), width(w), offsets(std::move(dirs)), rhs(std::move(b)), weights_(std::move(wts)),
+        : height_(h), width_(w), offsets_(std::move(dirs)), rhs_(std::move(b)), weights_(std::move(wts)),
           alpha_(std::move(a)) {
         clear_edges_outside();
         update_diagonal();
@@ -79,10 +79,10 @@ public:
     static ar_system from_operator(std::size_t h, std::size_t w, std::vector<stencil_offset> dirs,
                                    std::vector<buffer<T>> wts, buffer<T> diag) {
         ar_system A;
-        A.height = h, A.width = w, A.offsets = std::move(dirs), A.weights_ = std::move(wts);
+        A.height_ = h, A.width_ = w, A.offsets_ = std::move(dirs), A.weights_ = std::move(wts);
         A.diagonal_ = std::move(diag);
         A.alpha_.resize(A.size());
-        A.rhs.assign(A.size(), T(0));
+        A.rhs_.assign(A.size(), T(0));
         A.edge_sums([](auto w) { return w; },
                     [&](std::size_t i, auto sum) {
                         kernel::lane_store(A.alpha_.data(), i, kernel::lane_load(A.diagonal_, i, sum) - sum);
@@ -110,7 +110,7 @@ public:
     template <class X, class A, similarity S>
     ar_system(const pixel_rows<double>& g, const grid_stencil& stencil, const S& sim,
               const xt::xexpression<X>& xhat, const xt::xexpression<A>& confidence, double min_weight = 0.0)
-        : ar_system(g, stencil, sim, observations(g.height, g.width, xhat, confidence), min_weight) {}
+        : ar_system(g, stencil, sim, detail::ar_observations<T>(g.height, g.width, xhat, confidence), min_weight) {}
 
     /// The system of a guide given as pixel rows with its data term given directly, per
     /// pixel in row order: `confidence` (alpha) and `b` = alpha xhat.
@@ -120,12 +120,12 @@ public:
     template <similarity S>
     ar_system(const pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
-        : height(g.height), width(g.width), rhs(std::move(b)), alpha_(std::move(confidence)) {
+        : height_(g.height), width_(g.width), rhs_(std::move(b)), alpha_(std::move(confidence)) {
         build(stencil, min_weight, [&] {
             if constexpr (detail::channel_sum_similarity<S>)
-                weights_ = kernel::edge_weights_by_channel<Arch, T>(detail::to_planes<double>(g), offsets, sim, min_weight);
+                weights_ = kernel::edge_weights_by_channel<Arch, T>(detail::to_planes<double>(g), offsets_, sim, min_weight);
             else
-                weights_ = kernel::edge_weights_by_pixel<T>(g, offsets, sim, min_weight);
+                weights_ = kernel::edge_weights_by_pixel<T>(g, offsets_, sim, min_weight);
         });
     }
 
@@ -138,13 +138,29 @@ public:
         requires detail::channel_sum_similarity<S>
     ar_system(const image_planes<P>& g, const grid_stencil& stencil, const S& sim, buffer<T> confidence,
               buffer<T> b, double min_weight = 0.0)
-        : height(g.height), width(g.width), rhs(std::move(b)), alpha_(std::move(confidence)) {
+        : height_(g.height), width_(g.width), rhs_(std::move(b)), alpha_(std::move(confidence)) {
         build(stencil, min_weight, [&] {
-            weights_ = kernel::edge_weights_by_channel<Arch, T>(g, offsets, sim, min_weight);
+            weights_ = kernel::edge_weights_by_channel<Arch, T>(g, offsets_, sim, min_weight);
         });
     }
 
-    std::size_t size() const noexcept { return height * width; }
+    std::size_t height() const noexcept { return height_; }
+    std::size_t width() const noexcept { return width_; }
+    std::size_t size() const noexcept { return height_ * width_; }
+    /// The stencil's forward directions; each has a plane of `weights()`.
+    const std::vector<stencil_offset>& offsets() const noexcept { return offsets_; }
+    /// b = alpha xhat, per pixel.
+    const buffer<T>& rhs() const noexcept { return rhs_; }
+    /// Sets b to another right-hand side. Throws `std::invalid_argument` unless b has an
+    /// entry per pixel, each finite.
+    void set_rhs(buffer<T> b) {
+        require_size(b, "ar_system::set_rhs", "b");
+        const auto bad = std::find_if(b.begin(), b.end(), [](T v) { return detail::not_finite(v) != 0; });
+        detail::require(bad == b.end(), "ar_system::set_rhs", [&] {
+            return "b must be finite, got " + std::to_string(double(*bad)) + " at pixel " + std::to_string(bad - b.begin());
+        });
+        rhs_ = std::move(b);
+    }
 
     /// W for each forward direction, per pixel (0 where the neighbour is outside).
     const std::vector<buffer<T>>& weights() const noexcept { return weights_; }
@@ -161,16 +177,16 @@ public:
         for (std::size_t d = 0; d < weights_.size(); ++d) change(d, std::span<T>(weights_[d]));
         clear_edges_outside();
         update_diagonal();
-        check_weights();
+        detail::check_ar_weights(diagonal_, weights_, offsets_, width_);
     }
 
     /// The system's edge weights W as a similarity (a view of them): `weighted_aggregate` over
     /// the system's `grid_stencil` with `sum_with_data(alpha, xhat)` is `jacobi_step`.
-    edge_weights<T> edges() const { return edge_weights<T>(height, width, offsets, kernel::plane_pointers(weights_)); }
+    edge_weights<T> edges() const { return edge_weights<T>(height_, width_, offsets_, kernel::plane_pointers(weights_)); }
 
     /// The stencil kernel over this system's weights (a view of them).
     using stencil_kernel = kernel::stencil<Arch, T>;
-    stencil_kernel engine() const { return stencil_kernel(height, width, offsets, kernel::plane_pointers(weights_)); }
+    stencil_kernel engine() const { return stencil_kernel(height_, width_, offsets_, kernel::plane_pointers(weights_)); }
 
     /// Throws `std::invalid_argument` (from `where`) unless `x` has an entry per pixel.
     void require_size(std::span<const T> x, std::string_view where, std::string_view name = "x") const {
@@ -183,16 +199,16 @@ public:
     /// The largest |dy| or |dx| of the stencil.
     std::size_t reach() const noexcept {
         std::size_t r = 0;
-        for (const auto& o : offsets) r = std::max({r, std::size_t(o.dy), std::size_t(std::abs(o.dx))});
+        for (const auto& o : offsets_) r = std::max({r, std::size_t(o.dy), std::size_t(std::abs(o.dx))});
         return r;
     }
 
     /// Flat index shift of direction o.
-    std::ptrdiff_t shift(std::size_t o) const noexcept { return offsets[o].dy * std::ptrdiff_t(width) + offsets[o].dx; }
+    std::ptrdiff_t shift(std::size_t o) const noexcept { return offsets_[o].dy * std::ptrdiff_t(width_) + offsets_[o].dx; }
 
     /// y = A x.
     void apply(const T* x, T* y) const {
-        stencil_pass(x, [y, product = product_of()](std::size_t i, auto own, auto neighbours) {
+        stencil_pass(x, [y, product = detail::ar_product(diagonal_.data())](std::size_t i, auto own, auto neighbours) {
             kernel::lane_store(y, i, product(i, own, neighbours));
         });
     }
@@ -207,21 +223,7 @@ public:
     /// pass, accumulated in double per chunk of 65536 pixels and over the chunks in order,
     /// so the sum does not depend on the thread count.
     double apply_and_dot(const T* x, T* y) const {
-        const std::size_t chunks = std::max<std::size_t>(1, size() / 65536);
-        std::vector<double> partial(chunks, 0.0);
-        const stencil_kernel e = engine();
-        const auto product = product_of();
-        detail::parallel_for(chunks, threads, [&](std::size_t t) {
-            double sum = 0;
-            e.range(x, e.band_edge(t, chunks), e.band_edge(t + 1, chunks), [y, product, &sum](std::size_t i, auto own, auto neighbours) {
-                const auto ax = product(i, own, neighbours);
-                kernel::lane_store(y, i, ax);
-                if constexpr (std::is_arithmetic_v<decltype(ax)>) sum += double(own) * double(ax);
-                else sum += double(xsimd::hadd(own * ax));
-            });
-            partial[t] = sum;
-        });
-        return std::accumulate(partial.begin(), partial.end(), 0.0);
+        return detail::ar_apply_and_dot(engine(), diagonal_.data(), threads, x, y);
     }
 
     /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i), 0 where
@@ -230,7 +232,7 @@ public:
     buffer<T> jacobi_step(std::span<const T> x) const {
         require_size(x, "ar_system::jacobi_step");
         buffer<T> y(size());
-        jacobi_step(rhs.data(), x.data(), y.data());
+        jacobi_step(rhs_.data(), x.data(), y.data());
         return y;
     }
     /// The same sweep on A x = b for another right-hand side b: y_i = (sum_j W_ij x_j + b_i) / (sum_j W_ij + alpha_i).
@@ -240,10 +242,14 @@ public:
     }
 
     /// z_out = z + omega D^-1 (r - A z): one damped Jacobi sweep on A z = r, in one pass.
-    void relax(const T* r, const T* z, T* z_out, double omega) const { stencil_pass(z, relaxation(r, z_out, omega)); }
+    void relax(const T* r, const T* z, T* z_out, double omega) const {
+        stencil_pass(z, detail::ar_relaxation(diagonal_.data(), r, z_out, omega));
+    }
 
     /// out = r - A z, in one pass.
-    void residual(const T* r, const T* z, T* out) const { stencil_pass(z, residual_of(r, out)); }
+    void residual(const T* r, const T* z, T* out) const {
+        stencil_pass(z, detail::ar_residual(diagonal_.data(), r, out));
+    }
 
     /// Calls finish(i, x_i, sum_j W_ij x_j) for every pixel i, the last two as SIMD
     /// batches of the pixels i, i + 1, ... in the interior (where every neighbour
@@ -256,105 +262,21 @@ public:
         engine().pass(x, threads, finish);
     }
 
-    /// A stage of `sweeps`: a damped Jacobi sweep with damping `omega`, or the residual; a
-    /// sweep `from_zero` takes z = 0 instead of its input, so it reads neither z nor the
-    /// weights and costs no stencil (the first sweep of a V-cycle).
-    struct sweep_stage {
-        double omega = 0;
-        bool residual = false;
-        bool from_zero = false;
-    };
+    /// A stage of `sweeps` (`nonlocal::sweep_stage`).
+    using sweep_stage = nonlocal::sweep_stage;
 
-    /// Stencil passes on A z = r, one per stage, in one pass over memory (see `pipelined`):
+    /// Stencil passes on A z = r, one per stage, in one pass over memory
+    /// (`detail::pipelined_passes`):
     /// stage k reads what stage k - 1 wrote (the first reads z) and writes `work` for even
     /// k, z for odd k; a sweep writes z + omega D^-1 (r - A z), or z + omega t (r - A z) with t
     /// = `inverse_smoothing` when given, the residual r - A z. Equal, bit for bit, to the
     /// separate passes (a sweep from zero: to `relax` from a z of zeros).
     void sweeps(const T* r, T* z, T* work, std::span<const sweep_stage> stages,
                 const T* inverse_smoothing = nullptr) const {
-        const stencil_kernel e = engine();
-        pipelined(e, z, work, stages.size(), [&](std::size_t k) {
-            T* out = k % 2 ? z : work;
-            const sweep_stage stage = stages[k];
-            const auto relax_finish = relaxation(r, out, stage.omega, inverse_smoothing);
-            const auto residual_finish = residual_of(r, out);
-            return [=, &e](const T* input, std::size_t begin, std::size_t end) {
-                if (stage.from_zero && !stage.residual) return stencil_kernel::zero_range(begin, end, relax_finish);
-                if (stage.residual) e.range(input, begin, end, residual_finish);
-                else e.range(input, begin, end, relax_finish);
-            };
-        });
-    }
-
-    /// `count` passes over the pixels in one pass over memory: pass k runs over x for even k
-    /// and y for odd k, as `pass_of(k)(input, begin, end)` does for the pixels of [begin, end),
-    /// writing what pass k + 1 reads. Each pass follows the one before far enough behind (`lag` pixels) to read only
-    /// finished pixels and close enough that they are still in cache; a pass may overwrite
-    /// the buffer the pass before it reads where that one no longer reads. On `threads`
-    /// threads each takes a band of the image; pass k leaves k lag pixels at each seam
-    /// between bands, done pass by pass once every band is.
-    template <class PassOf>
-    void pipelined(const stencil_kernel& e, const T* x, const T* y, std::size_t count, PassOf&& pass_of) const {
-        if (count == 0) return;
-        const std::size_t n = size(), lag = e.reach_in_pixels() + 2 * lanes + 1;
-        std::size_t chunks = std::size_t(std::max(threads, 1));
-        if (n < chunks * 2 * (count + 1) * lag) chunks = 1;   // bands far longer than their seams, or one band
-        const auto edge = [&](std::size_t t) { return e.band_edge(t, chunks); };
-        // Band t's pass k covers [inner(k, t).first, inner(k, t).second); the seams lie between.
-        const auto inner = [&](std::size_t k, std::size_t t) {
-            return std::pair{t == 0 ? std::size_t(0) : edge(t) + k * lag, t + 1 == chunks ? n : edge(t + 1) - k * lag};
-        };
-        const T* input[2] = {x, y};
-        const auto run = [&](std::size_t k, std::size_t begin, std::size_t end) {
-            if (begin < end) pass_of(k)(input[k % 2], begin, end);
-        };
-        detail::parallel_for(chunks, threads, [&](std::size_t t) {
-            const std::size_t step = std::max<std::size_t>(4096, lag);
-            std::vector<std::size_t> done(count);   // pass k has done [inner(k, t).first, done[k])
-            for (std::size_t k = 0; k < count; ++k) done[k] = inner(k, t).first;
-            for (std::size_t begin = edge(t); begin < edge(t + 1); begin += step) {
-                const std::size_t end = std::min(edge(t + 1), begin + step);
-                for (std::size_t k = 0; k < count; ++k) {
-                    const std::size_t behind = k * lag;
-                    const std::size_t ready = std::min(inner(k, t).second, end == n ? n : (end > behind ? end - behind : 0));
-                    if (ready > done[k]) run(k, done[k], ready), done[k] = ready;
-                }
-            }
-        });
-        for (std::size_t k = 1; k < count; ++k)
-            detail::parallel_for(chunks - 1, threads, [&](std::size_t t) { run(k, inner(k, t).second, inner(k, t + 1).first); });
-    }
-
-    /// The `finish` of a damped Jacobi sweep: out_i = z_i + omega (r_i - (A z)_i) / d_i, or
-    /// z_i + omega (r_i - (A z)_i) t_i with t = `inverse_smoothing` when given (pixels whose
-    /// d is 0 keep z_i).
-    auto relaxation(const T* r, T* out, double omega, const T* inverse_smoothing = nullptr) const {
-        return [diagonal = diagonal_.data(), r, out, omega, inverse_smoothing](std::size_t i, auto own, auto neighbours) {
-            using V = decltype(own);
-            const V d = kernel::lane_load(diagonal, i, own);
-            const V residual = kernel::lane_load(r, i, own) - (d * own - neighbours);
-            const V step = inverse_smoothing ? residual * kernel::lane_load(inverse_smoothing, i, own) : simd::divide(residual, d);
-            kernel::lane_store(out, i, kernel::lane_pick(d > V(T(0)), own + V(T(omega)) * step, own));
-        };
+        detail::ar_sweeps(engine(), diagonal_.data(), threads, r, z, work, stages, inverse_smoothing);
     }
 
     static constexpr std::size_t lanes = stencil_kernel::lanes;
-
-    /// (A x)_i = d_i x_i - sum_j W_ij x_j, from a stencil pass's `own` and `neighbours`. The
-    /// finishes hold what they read by value, not through `this`: a pass's stores (xsimd's,
-    /// which may alias anything) would otherwise reload every pointer behind it per batch.
-    auto product_of() const {
-        return [diagonal = diagonal_.data()](std::size_t i, auto own, auto neighbours) {
-            return own * kernel::lane_load(diagonal, i, own) - neighbours;
-        };
-    }
-
-    /// The `finish` of the residual: out_i = r_i - (A z)_i.
-    auto residual_of(const T* r, T* out) const {
-        return [product = product_of(), r, out](std::size_t i, auto own, auto neighbours) {
-            kernel::lane_store(out, i, kernel::lane_load(r, i, own) - product(i, own, neighbours));
-        };
-    }
 
     /// The largest flat shift of the stencil.
     std::size_t reach_in_pixels() const { return engine().reach_in_pixels(); }
@@ -373,107 +295,30 @@ private:
     /// directions; then the diagonal and the check of the weights.
     template <class ComputeWeights>
     void build(const grid_stencil& stencil, double min_weight, ComputeWeights&& compute_weights) {
-        stencil.check(extents{height * width, height * width});
+        stencil.check(extents{size(), size()});
         detail::require(std::isfinite(min_weight) && min_weight >= 0, "ar_system",
                         [&] { return "min_weight must be finite and >= 0, got " + std::to_string(min_weight); });
-        check_data_term();
-        offsets = stencil.forward_offsets();
+        detail::check_ar_data_term(height_, width_, alpha_, rhs_);
+        offsets_ = stencil.forward_offsets();
         compute_weights();
         update_diagonal();
-        check_weights();
+        detail::check_ar_weights(diagonal_, weights_, offsets_, width_);
     }
 
-    /// Throws unless alpha and b have an entry per pixel, alpha is finite and >= 0, b is
-    /// finite, and something is observed.
-    void check_data_term() const {
-        const std::size_t n = height * width;
-        detail::require(alpha_.size() == n && rhs.size() == n, "ar_system", [&] {
-            return "guide " + std::to_string(height) + " x " + std::to_string(width) + " has " + std::to_string(n) +
-                   " pixels, alpha " + std::to_string(alpha_.size()) + " and b " + std::to_string(rhs.size());
-        });
-        bool observed = false;
-        for (std::size_t i = 0; i < n; ++i) {
-            detail::require(std::isfinite(alpha_[i]) && alpha_[i] >= 0 && std::isfinite(rhs[i]), "ar_system", [&] {
-                return "alpha must be finite and >= 0 and b finite, got alpha = " + std::to_string(alpha_[i]) +
-                       ", b = " + std::to_string(rhs[i]) + " at pixel " + std::to_string(i);
-            });
-            observed = observed || alpha_[i] > 0;
-        }
-        detail::require(observed, "ar_system", [] {
-            return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term");
-        });
-    }
-
-    /// Throws unless every edge weight is finite and >= 0, as the Laplacian needs: a custom
-    /// similarity's kernel may give anything, and the floor min_weight keeps a NaN. Weights
-    /// are at least the floor or NaN, and any weight that is NaN or infinite makes its
-    /// pixels' diagonal so: the diagonal is checked (which also catches finite weights too
-    /// large to add up), the weights only to report.
-    void check_weights() const {
-        int bad = 0;
-        for (const T d : diagonal_) bad |= detail::not_finite(d);
-        if (!bad) return;
-        for (std::size_t o = 0; o < offsets.size(); ++o) {
-            const buffer<T>& w = weights_[o];
-            const std::size_t i = std::size_t(
-                std::find_if(w.begin(), w.end(), [](T v) { return detail::not_finite(v) || v < T(0); }) - w.begin());
-            detail::require(i == w.size(), "ar_system", [&] {
-                return "by the similarity, the edge from pixel (" + std::to_string(i / width) + ", " +
-                       std::to_string(i % width) + ") to its neighbour at offset (" + std::to_string(offsets[o].dy) +
-                       ", " + std::to_string(offsets[o].dx) + ") has the weight " + std::to_string(double(w[i])) +
-                       "; edge weights must be finite and >= 0";
-            });
-        }
-        const std::size_t i = std::size_t(
-            std::find_if(diagonal_.begin(), diagonal_.end(), [](T d) { return detail::not_finite(d) != 0; }) - diagonal_.begin());
-        detail::require(false, "ar_system", [&] {
-            return "the edge weights of pixel (" + std::to_string(i / width) + ", " + std::to_string(i % width) +
-                   ") and its alpha add up to " + std::to_string(double(diagonal_[i])) + ", which is not finite";
-        });
-    }
-
-    /// alpha and b = alpha xhat of observations `xhat` with confidences `confidence`, both h x w.
-    struct data_term {
-        buffer<T> alpha, b;
-    };
-    template <class X, class A>
-    static data_term observations(std::size_t h, std::size_t w, const xt::xexpression<X>& xhat,
-                                  const xt::xexpression<A>& confidence) {
-        const xt::xtensor<double, 2> x = xt::cast<double>(xhat.derived_cast());
-        const xt::xtensor<double, 2> a = xt::cast<double>(confidence.derived_cast());
-        detail::require(x.shape(0) == h && x.shape(1) == w && a.shape() == x.shape(), "ar_system", [&] {
-            return "guide " + std::to_string(h) + " x " + std::to_string(w) + ", xhat " +
-                   detail::shape_string(x.shape()) + " and alpha " + detail::shape_string(a.shape()) +
-                   " must have the same size";
-        });
-        // alpha itself is checked by the constructor this feeds; xhat only where it is observed.
-        data_term d{buffer<T>(h * w), buffer<T>(h * w, T(0))};
-        for (std::size_t i = 0; i < h * w; ++i) {
-            const double ai = a.data()[i];
-            d.alpha[i] = T(ai);
-            if (ai > 0) {
-                detail::require(std::isfinite(x.data()[i]), "ar_system", [&] {
-                    return "xhat is not finite at observed pixel " + std::to_string(i);
-                });
-                d.b[i] = T(ai * x.data()[i]);
-            }
-        }
-        return d;
-    }
     template <similarity S>
-    ar_system(const pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, data_term d,
+    ar_system(const pixel_rows<double>& g, const grid_stencil& stencil, const S& sim, detail::ar_data_term<T> d,
               double min_weight)
         : ar_system(g, stencil, sim, std::move(d.alpha), std::move(d.b), min_weight) {}
 
     /// Sets to 0 the weight of every edge whose neighbour lies outside the grid.
     void clear_edges_outside() {
-        for (std::size_t d = 0; d < offsets.size(); ++d) {
-            const auto [c0, c1] = kernel::columns_inside(offsets[d].dx, width);
+        for (std::size_t d = 0; d < offsets_.size(); ++d) {
+            const auto [c0, c1] = kernel::columns_inside(offsets_[d].dx, width_);
             T* w = weights_[d].data();
-            for (std::size_t r = 0; r < height; ++r) {
-                if (r + std::size_t(offsets[d].dy) >= height) std::fill(w + r * width, w + (r + 1) * width, T(0));
-                std::fill(w + r * width, w + r * width + c0, T(0));
-                std::fill(w + r * width + std::max(c0, c1), w + (r + 1) * width, T(0));
+            for (std::size_t r = 0; r < height_; ++r) {
+                if (r + std::size_t(offsets_[d].dy) >= height_) std::fill(w + r * width_, w + (r + 1) * width_, T(0));
+                std::fill(w + r * width_, w + r * width_ + c0, T(0));
+                std::fill(w + r * width_ + std::max(c0, c1), w + (r + 1) * width_, T(0));
             }
         }
     }
@@ -486,17 +331,12 @@ private:
         });
     }
 
-    std::vector<buffer<T>> weights_;
+    std::size_t height_ = 0, width_ = 0;
+    std::vector<stencil_offset> offsets_;   // forward stencil directions
+    buffer<T> rhs_;                         // b = alpha xhat
+    std::vector<buffer<T>> weights_;        // a plane per direction, agreeing with offsets_
     buffer<T> alpha_;
     buffer<T> diagonal_;
 };
-
-/// The colour Gaussian weight of the AR model, w_ij = exp(-|g_i - g_j|^2 / (2 sigma_r^2)
-/// - |p_i - p_j|^2 / (2 sigma_s^2)) (sigma_s infinite: no spatial term), as a
-/// `patch_distance` of radius 0 for a guide of `channels` channels.
-inline patch_distance colour_weights(std::size_t height, std::size_t width, std::size_t channels, double sigma_r,
-                                     double sigma_s = std::numeric_limits<double>::infinity()) {
-    return patch_distance(height, width, 0, sigma_r * std::sqrt(2.0 / double(channels)), 0.0, sigma_s);
-}
 
 }  // namespace nonlocal

@@ -25,7 +25,7 @@ csr_matrix assemble(const ar_system<T, Arch>& system) {
     const std::size_t n = system.size();
     std::vector<std::vector<std::pair<std::size_t, double>>> rows(n);
     for (std::size_t i = 0; i < n; ++i) rows[i].push_back({i, double(system.diagonal()[i])});
-    for (std::size_t o = 0; o < system.offsets.size(); ++o) {
+    for (std::size_t o = 0; o < system.offsets().size(); ++o) {
         const auto s = std::size_t(system.shift(o));
         const auto& w = system.weights()[o];
         for (std::size_t i = 0; i + s < n; ++i)

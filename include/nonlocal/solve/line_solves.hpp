@@ -117,12 +117,12 @@ void require_line_system(const ar_system<T, Arch>& A, std::span<const std::size_
     const std::size_t i = first_failing(std::span<const T>(A.alpha()), [](T a) { return a > T(0); });
     require(i == A.size(), where, [&] {
         return "line solves need alpha > 0 on every pixel (each line's 1-D system its own data term), got " +
-               std::to_string(double(A.alpha()[i])) + " at pixel (" + std::to_string(i / A.width) + ", " +
-               std::to_string(i % A.width) + ")";
+               std::to_string(double(A.alpha()[i])) + " at pixel (" + std::to_string(i / A.width()) + ", " +
+               std::to_string(i % A.width()) + ")";
     });
     for (const std::size_t d : directions) {
-        require(d < A.offsets.size(), where, [&] {
-            return "direction " + std::to_string(d) + " of a stencil of " + std::to_string(A.offsets.size());
+        require(d < A.offsets().size(), where, [&] {
+            return "direction " + std::to_string(d) + " of a stencil of " + std::to_string(A.offsets().size());
         });
         const std::size_t j = first_failing(std::span<const T>(A.weights()[d]), [](T w) { return w >= T(0); });
         require(j == A.size(), where, [&] {
@@ -152,7 +152,7 @@ struct interleaved_strips {
     buffer<T> alpha, weights;
 
     interleaved_strips(const ar_system<T, Arch>& A, std::size_t d)
-        : height(A.height), width(A.width), alpha(strips() * strip_size(), T(1)), weights(alpha.size(), T(0)) {
+        : height(A.height()), width(A.width()), alpha(strips() * strip_size(), T(1)), weights(alpha.size(), T(0)) {
         for (std::size_t strip = 0; strip < strips(); ++strip) {
             interleave(A.alpha().data(), alpha.data() + strip * strip_size(), strip);
             interleave(A.weights()[d].data(), weights.data() + strip * strip_size(), strip);
@@ -193,7 +193,7 @@ private:
 template <class T, class Arch>
 void solve_lines(const ar_system<T, Arch>& A, std::size_t d, T scale, std::span<T* const> x, int threads,
                  const interleaved_strips<T, Arch>* strips = nullptr) {
-    const std::ptrdiff_t dy = A.offsets[d].dy, dx = A.offsets[d].dx;   // not bound: clang before 16 cannot capture a structured binding
+    const std::ptrdiff_t dy = A.offsets()[d].dy, dx = A.offsets()[d].dx;   // not bound: clang before 16 cannot capture a structured binding
     if (dy > 0) {   // down: the lines lie across the lanes as they are
         buffer<T> gain(A.size());
         two_at_a_time(x, [&](const auto& v) {
@@ -283,13 +283,13 @@ void separable_smooth(const ar_system<T, Arch>& A, std::span<const std::span<T>>
         .need(o.passes >= 1, "passes", "at least 1", o.passes)
         .need(std::isfinite(o.strength) && o.strength > 0, "strength", "finite and positive", o.strength)
         .check("separable_smooth");
-    std::vector<std::size_t> directions(A.offsets.size());
+    std::vector<std::size_t> directions(A.offsets().size());
     for (std::size_t d = 0; d < directions.size(); ++d) directions[d] = d;
     detail::require_line_system(A, std::span<const std::size_t>(directions), o.strength, "separable_smooth");
     const std::vector<T*> x = detail::vector_pointers(A, xs, "separable_smooth");
     std::vector<std::unique_ptr<detail::interleaved_strips<T, Arch>>> strips(directions.size());   // interleaved once
     for (const std::size_t d : directions)
-        if (A.offsets[d].dy == 0) strips[d] = std::make_unique<detail::interleaved_strips<T, Arch>>(A, d);
+        if (A.offsets()[d].dy == 0) strips[d] = std::make_unique<detail::interleaved_strips<T, Arch>>(A, d);
     for (std::size_t t = 0; t < o.passes; ++t)
         for (const std::size_t d : directions)
             detail::solve_lines(A, d, T(separable_scale(o, t)), std::span<T* const>(x), A.threads, strips[d].get());

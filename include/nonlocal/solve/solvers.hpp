@@ -141,7 +141,7 @@ solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail:
 }
 template <class T, class Arch>
 solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_out<T> x, const solve_options& options = {}) {
-    return jacobi(A, A.rhs, x, options);
+    return jacobi(A, A.rhs(), x, options);
 }
 
 /// Successive over-relaxation in (R + 1)^2 colours for a stencil of reach R
@@ -153,14 +153,14 @@ template <class T, class Arch>
 solve_report sor(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x, double omega = 1.6,
                  const solve_options& options = {}) {
     detail::require(omega > 0 && omega < 2, "sor", [&] { return "omega must be in (0, 2), got " + std::to_string(omega); });
-    const std::size_t H = A.height, W = A.width, period = A.reach() + 1;
+    const std::size_t H = A.height(), W = A.width(), period = A.reach() + 1;
     return detail::iterate<T>("sor", A, b, x, options, [&](std::span<T> xk, const buffer<T>&) {
         for (std::size_t colour = 0; colour < period * period; ++colour)
             for (std::size_t row = colour / period; row < H; row += period)
                 for (std::size_t col = colour % period; col < W; col += period) {
                     const std::size_t i = row * W + col;
                     double s = b[i];
-                    for (std::size_t o = 0; o < A.offsets.size(); ++o) {
+                    for (std::size_t o = 0; o < A.offsets().size(); ++o) {
                         const std::ptrdiff_t sh = A.shift(o);
                         if (i + sh < A.size() && A.weights()[o][i] != 0) s += A.weights()[o][i] * xk[i + sh];
                         if (std::ptrdiff_t(i) - sh >= 0 && A.weights()[o][i - sh] != 0) s += A.weights()[o][i - sh] * xk[i - sh];
@@ -171,7 +171,7 @@ solve_report sor(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::ve
 }
 template <class T, class Arch>
 solve_report sor(const ar_system<T, Arch>& A, detail::vector_out<T> x, double omega = 1.6, const solve_options& options = {}) {
-    return sor(A, A.rhs, x, omega, options);
+    return sor(A, A.rhs(), x, omega, options);
 }
 
 /// The diagonal (Jacobi) preconditioner: z = D^-1 r.
@@ -241,7 +241,7 @@ solve_report pcg(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::ve
 template <class T, class Arch, class Preconditioner>
 solve_report pcg(const ar_system<T, Arch>& A, detail::vector_out<T> x, const Preconditioner& M,
                  const solve_options& options = {}) {
-    return pcg(A, A.rhs, x, M, options);
+    return pcg(A, A.rhs(), x, M, options);
 }
 
 /// V-cycles of `M` (a multigrid of A) alone on A x = b, from the given x.
@@ -275,7 +275,7 @@ solve_report full_multigrid(const ar_system<T, Arch>& A, detail::vector_in<T> b,
 template <class T, class Arch>
 solve_report multigrid_solve(const ar_system<T, Arch>& A, detail::vector_out<T> x, const solve_options& options = {}) {
     A.require_size(x, "multigrid_solve");
-    return multigrid_solve(A, A.rhs, x, multigrid(A), options);
+    return multigrid_solve(A, A.rhs(), x, multigrid(A), options);
 }
 
 }  // namespace nonlocal

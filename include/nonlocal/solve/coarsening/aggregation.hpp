@@ -81,8 +81,8 @@ private:
     ar_system<T, Arch> galerkin(const ar_system<T, Arch>& f) const {
         const std::size_t H = coarse_height, W = coarse_width, n = H * W;
         buffer<T> alpha(n, T(0));
-        for (std::size_t r = 0; r < f.height; ++r)
-            for (std::size_t c = 0; c < f.width; ++c) alpha[(r / 2) * W + c / 2] += f.alpha()[r * f.width + c];
+        for (std::size_t r = 0; r < f.height(); ++r)
+            for (std::size_t c = 0; c < f.width(); ++c) alpha[(r / 2) * W + c / 2] += f.alpha()[r * f.width() + c];
         const grid_stencil stencil{H, W, 8, std::max<std::size_t>(1, (f.reach() + 1) / 2)};
         const auto dirs = stencil.forward_offsets();
         // Direction index of a forward (dy, dx), dy in [0, R], dx in [-R, R].
@@ -91,12 +91,12 @@ private:
         for (std::size_t d = 0; d < dirs.size(); ++d) index[std::size_t(dirs[d].dy * (2 * R + 1) + dirs[d].dx + R)] = d;
         const auto floor_half = [](std::ptrdiff_t v) { return v >= 0 ? v / 2 : -((1 - v) / 2); };
         std::vector<buffer<T>> weights(dirs.size(), buffer<T>(n, T(0)));
-        for (std::size_t o = 0; o < f.offsets.size(); ++o) {
-            const auto [dy, dx] = f.offsets[o];
-            const auto [c0, c1] = kernel::columns_inside(dx, f.width);
-            for (std::size_t r = 0; r + std::size_t(dy) < f.height; ++r) {
+        for (std::size_t o = 0; o < f.offsets().size(); ++o) {
+            const auto [dy, dx] = f.offsets()[o];
+            const auto [c0, c1] = kernel::columns_inside(dx, f.width());
+            for (std::size_t r = 0; r + std::size_t(dy) < f.height(); ++r) {
                 const std::ptrdiff_t block_dy = std::ptrdiff_t((r + std::size_t(dy)) / 2 - r / 2);
-                const T* w = f.weights()[o].data() + r * f.width;
+                const T* w = f.weights()[o].data() + r * f.width();
                 for (std::size_t parity = 0; parity < 2; ++parity) {
                     const std::ptrdiff_t block_dx = floor_half(dx + std::ptrdiff_t(parity));
                     if (block_dy == 0 && block_dx == 0) continue;   // inside one block

@@ -32,8 +32,8 @@ public:
 
 protected:
     explicit grid_transfer(const ar_system<T, Arch>& fine)
-        : height(fine.height), width(fine.width), coarse_height((fine.height + 1) / 2),
-          coarse_width((fine.width + 1) / 2) {}
+        : height(fine.height()), width(fine.width()), coarse_height((fine.height() + 1) / 2),
+          coarse_width((fine.width() + 1) / 2) {}
     grid_transfer(const grid_transfer&) = default;
     grid_transfer& operator=(const grid_transfer&) = default;
 };

@@ -64,11 +64,11 @@ public:
     static constexpr int quantities = 5;
 
     explicit parity_planes(const ar_system<T, Arch>& A)
-        : rows_(A.height + 4), stride_((A.width + 1) / 2 + 2 + xsimd::batch<T, Arch>::size),
+        : rows_(A.height() + 4), stride_((A.width() + 1) / 2 + 2 + xsimd::batch<T, Arch>::size),
           data_(std::size_t(quantities) * 2 * rows_ * stride_, T(0)) {
-        const std::size_t W = A.width;
+        const std::size_t W = A.width();
         const auto split = [&](int q, const T* values) {
-            for (std::size_t r = 0; r < A.height; ++r) {
+            for (std::size_t r = 0; r < A.height(); ++r) {
                 const T* v = values + r * W;
                 T *even = mutable_row(q, std::ptrdiff_t(r), 0), *odd = mutable_row(q, std::ptrdiff_t(r), 1);
                 for (std::size_t k = 0; k < W / 2; ++k) even[k] = v[2 * k], odd[k] = v[2 * k + 1];
@@ -76,8 +76,8 @@ public:
             }
         };
         split(diagonal, A.diagonal().data());
-        for (std::size_t o = 0; o < A.offsets.size(); ++o) {
-            const auto [dy, dx] = A.offsets[o];
+        for (std::size_t o = 0; o < A.offsets().size(); ++o) {
+            const auto [dy, dx] = A.offsets()[o];
             split(dy == 0 ? east : dx < 0 ? south_west : dx == 0 ? south : south_east, A.weights()[o].data());
         }
     }
