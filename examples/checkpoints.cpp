@@ -17,12 +17,12 @@ std::function<xt::xarray<float>(const xt::xtensor<float, 4>&)> load_checkpoint(c
             throw std::runtime_error("--precision bf16: " + model + " has no bfloat16 products (its convolutions run in float)");
         return [network = std::move(network), policy](const xt::xtensor<float, 4>& x) -> xt::xarray<float> { return network(x, policy); };
     };
-    if (model == "torchvision-vit") return wrap(nn::vision_transformer::load_torchvision(from, std::get<nn::vit_config>(a.config)));
-    if (model == "timm-vit") return wrap(nn::vision_transformer::load_timm(from, std::get<nn::vit_config>(a.config)));
-    if (model == "timm-mobilevit") return wrap(nn::mobilevit::load_timm(from, std::get<nn::mobilevit_config>(a.config)));
+    if (model == "torchvision-vit") return wrap(nn::load_torchvision(from, std::get<nn::vit_config>(a.config)));
+    if (model == "timm-vit") return wrap(nn::load_timm(from, std::get<nn::vit_config>(a.config)));
+    if (model == "timm-mobilevit") return wrap(nn::load_timm(from, std::get<nn::mobilevit_config>(a.config)));
     if (model == "timm-mobilevit-block")
-        return wrap(nn::mobilevit_block::load_timm(from, std::get<nn::mobilevit_block_config>(a.config)));
-    const auto block = nn::nonlocal_feature_block::load_npy(from, std::get<nn::nonlocal_block_config>(a.config));
+        return wrap(nn::load_timm(from, std::get<nn::mobilevit_block_config>(a.config)));
+    const auto block = nn::load_npy(from, std::get<nn::nonlocal_block_config>(a.config));
     return wrap(block);
 }
 

@@ -21,10 +21,10 @@
 #include "cli.hpp"
 #include "image_io.hpp"
 
-#include <nonlocal/nn/checkpoint.hpp>
-#include <nonlocal/nn/mobilevit.hpp>
-#include <nonlocal/nn/nonlocal_block.hpp>
-#include <nonlocal/nn/vision_transformer.hpp>
+#include <nonlocal/nn/io/checkpoint.hpp>
+#include <nonlocal/nn/io/mobilevit.hpp>
+#include <nonlocal/nn/io/nonlocal_block.hpp>
+#include <nonlocal/nn/io/vision_transformer.hpp>
 
 
 #include <charconv>
@@ -250,11 +250,11 @@ struct run_options {
 
 /// The library's loader of MODEL, which names a checkpoint's problems.
 inline std::string loader_of(const std::string& model) {
-    if (model == "torchvision-vit") return "nn::vision_transformer::load_torchvision";
-    if (model == "timm-vit") return "nn::vision_transformer::load_timm";
-    if (model == "timm-mobilevit") return "nn::mobilevit::load_timm";
-    if (model == "timm-mobilevit-block") return "nn::mobilevit_block::load_timm";
-    return "nn::nonlocal_feature_block::load_npy";
+    if (model == "torchvision-vit") return "nn::load_torchvision";
+    if (model == "timm-vit") return "nn::load_timm";
+    if (model == "timm-mobilevit") return "nn::load_timm";
+    if (model == "timm-mobilevit-block") return "nn::load_timm";
+    return "nn::load_npy";
 }
 
 /// The entries (name and shape) that MODEL in architecture `a` reads (checkpoints.cpp).

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     // The classification head: a linear layer, its W^T packed once when it is built.
     nn::linear_layer<float> head(random_weight(1000, E), xt::zeros<float>({1000}));
     const nn::vision_transformer vit =
-        argc > 2 ? nn::vision_transformer::load_torchvision(argv[1], nn::vit_config::named(argv[2]))
+        argc > 2 ? nn::load_torchvision(argv[1], nn::vit_config::named(argv[2]))
                  : nn::vision_transformer(
                        nn::conv2d<float>(xt::random::randn<float>({E, std::size_t(3), patch, patch}, 0.f, 0.02f),
                                          xt::zeros<float>({E}), {.stride = patch}),

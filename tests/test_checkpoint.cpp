@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(a_network_with_any_entry_missing_extra_or_misshapen_is_refu
                                                  {.blocks = 2, .channels = 16, .stride = 2, .expansion = 2,
                                                   .transformer_dim = 16, .transformer_depth = 2}},
                                       .features = 24, .classes = 5};
-    const auto load = [&](nn::checkpoint& from) { return nn::mobilevit::load_timm(from, config); };
+    const auto load = [&](nn::checkpoint& from) { return nn::load_timm(from, config); };
     const scratch s("nonlocal_test_checkpoint_network");
     const std::string prefix = s.prefix("mvit_");
     const auto entries = write_random(prefix, load);
@@ -138,25 +138,25 @@ BOOST_AUTO_TEST_CASE(a_network_with_any_entry_missing_extra_or_misshapen_is_refu
     // final_conv (5), head (2).
     BOOST_TEST(entries.size() == 5u + 3 * 15 + 18 + 2 * 12 + 5 + 2);
     const auto images = test::random_tensor<float, 4>({1, 3, 32, 32}, 3);
-    const auto logits = nn::mobilevit::load_timm(prefix, config)(images);
+    const auto logits = nn::load_timm(prefix, config)(images);
     BOOST_TEST(logits.shape(1) == 5u);
     each_missing_entry_refused(prefix, entries, load);
 
     // One more entry, and one of another shape.
     xt::dump_npy(prefix + "stages_2_0_conv1_1x1_conv_weight.npy", xt::xtensor<float, 4>(xt::zeros<float>({8, 16, 1, 1})));
-    test::check_invalid([&] { nn::mobilevit::load_timm(prefix, config); }, "nn::mobilevit::load_timm", "(1 problem)",
+    test::check_invalid([&] { nn::load_timm(prefix, config); }, "nn::load_timm", "(1 problem)",
                         "unexpected stages_2_0_conv1_1x1_conv_weight");
     std::filesystem::remove(prefix + "stages_2_0_conv1_1x1_conv_weight.npy");
     xt::dump_npy(prefix + "head_fc_weight.npy", xt::xtensor<float, 2>(xt::zeros<float>({6, 24})));
-    test::check_invalid([&] { nn::mobilevit::load_timm(prefix, config); },
+    test::check_invalid([&] { nn::load_timm(prefix, config); },
                         prefix + "head_fc_weight.npy: entry head_fc_weight holds [6, 24]; expected [5, 24]");
 
     // Non-strict without the head: loads, runs, and reports the head missing.
     std::filesystem::remove(prefix + "head_fc_weight.npy");
     std::filesystem::remove(prefix + "head_fc_bias.npy");
     nn::checkpoint lenient(prefix, {.strict = false});
-    const auto headless = nn::mobilevit::load_timm(lenient, config);
-    const nn::load_report report = lenient.finish("nn::mobilevit::load_timm");
+    const auto headless = nn::load_timm(lenient, config);
+    const nn::load_report report = lenient.finish("nn::load_timm");
     BOOST_TEST(report.missing == (std::vector<std::string>{"head_fc_weight [5, 24]", "head_fc_bias [5]"}),
                boost::test_tools::per_element());
     BOOST_TEST((headless(images) == xt::xtensor<float, 2>(xt::zeros<float>({1, 5}))));   // a zero head
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(every_vit_entry_is_needed) {
     for (const bool timm : {false, true}) {
         const std::string prefix = s.prefix(timm ? "timm_" : "tv_");
         const auto load = [&](nn::checkpoint& from) {
-            return timm ? nn::vision_transformer::load_timm(from, config) : nn::vision_transformer::load_torchvision(from, config);
+            return timm ? nn::load_timm(from, config) : nn::load_torchvision(from, config);
         };
         const auto entries = write_random(prefix, load);
         BOOST_TEST(entries.size() == 4u + 2 * 12 + 2 + 2);   // patch embedding, tokens, positions; layers; norm; head
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(every_vit_entry_is_needed) {
 BOOST_AUTO_TEST_CASE(listing_names_every_entry_with_its_shape) {
     // nn.MultiheadAttention(6, 2, kdim=4, vdim=5): PyTorch's names and shapes, by hand.
     nn::checkpoint listing = nn::checkpoint::listing();
-    nn::multi_head_attention::load_npy(listing, {.embed_dim = 6, .num_heads = 2, .kdim = 4, .vdim = 5});
+    nn::load_npy(listing, {.embed_dim = 6, .num_heads = 2, .kdim = 4, .vdim = 5});
     std::vector<std::string> listed;
     for (const auto& e : listing.expected()) listed.push_back(e.name + " " + detail::shape_string(e.shape));
     BOOST_TEST(listed == (std::vector<std::string>{"out_proj_weight [6, 6]", "out_proj_bias [6]", "in_proj_bias [18]",
@@ -191,7 +191,7 @@ BOOST_AUTO_TEST_CASE(listing_names_every_entry_with_its_shape) {
     // timm's model cards give (1.3 M, 2.3 M, 5.6 M).
     for (const auto& [name, millions] : {std::pair{"mobilevit_xxs", 1.3}, std::pair{"mobilevit_xs", 2.3}, std::pair{"mobilevit_s", 5.6}}) {
         nn::checkpoint l = nn::checkpoint::listing();
-        nn::mobilevit::load_timm(l, nn::mobilevit_config::named(name));
+        nn::load_timm(l, nn::mobilevit_config::named(name));
         std::size_t parameters = 0;
         for (const auto& e : l.expected())
             parameters += std::accumulate(e.shape.begin(), e.shape.end(), std::size_t(1), std::multiplies<>());

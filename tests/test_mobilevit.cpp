@@ -191,23 +191,23 @@ BOOST_AUTO_TEST_CASE(loads_timm_names) {
     xt::dump_npy(prefix + "norm_weight.npy", parts.norm.weight);
     xt::dump_npy(prefix + "norm_bias.npy", parts.norm.bias);
     const nn::mobilevit_block_config config{.in_channels = C, .transformer_dim = D, .transformer_depth = 2, .num_heads = heads};
-    const auto loaded = nn::mobilevit_block::load_timm(prefix, config);
+    const auto loaded = nn::load_timm(prefix, config);
     const auto x = test::random_tensor<float, 4>({1, C, 4, 4}, 21);
     // The same block with each norm's 1 / sqrt(1 + eps) in its convolution's weights.
     const nn::mobilevit_block expected(scaled_by_norm(parts.kxk), parts.one, parts.layers, parts.norm,
                                        scaled_by_norm(parts.proj), scaled_by_norm(parts.fusion), 2);
     test::check_close(loaded(x), expected(x), 1e-5, 1e-5, "loaded from timm's names");
     std::filesystem::remove(prefix + "norm_bias.npy");
-    test::check_invalid([&] { nn::mobilevit_block::load_timm(prefix, config); }, "nn::mobilevit_block::load_timm",
+    test::check_invalid([&] { nn::load_timm(prefix, config); }, "nn::load_timm",
                         "(1 problem)", "missing norm_bias [8]");
     // A block of one more layer, or without fusion, is another architecture.
     auto deeper = config;
     deeper.transformer_depth = 3;
-    test::check_invalid([&] { nn::mobilevit_block::load_timm(prefix, deeper); }, "missing transformer_2_norm1_weight [8]",
+    test::check_invalid([&] { nn::load_timm(prefix, deeper); }, "missing transformer_2_norm1_weight [8]",
                         "missing transformer_2_mlp_fc2_bias [8]");
     auto unfused = config;
     unfused.fusion = false;
-    test::check_invalid([&] { nn::mobilevit_block::load_timm(prefix, unfused); }, "unexpected conv_fusion_conv_weight");
+    test::check_invalid([&] { nn::load_timm(prefix, unfused); }, "unexpected conv_fusion_conv_weight");
     std::filesystem::remove_all(dir);
 }
 
@@ -360,7 +360,7 @@ BOOST_AUTO_TEST_CASE(loads_a_timm_network) {
                                                  {.blocks = 1, .channels = C, .stride = 2, .expansion = 2.5,
                                                   .transformer_dim = D, .transformer_depth = 2}},
                                       .features = 12, .classes = 5, .num_heads = heads};
-    const auto loaded = nn::mobilevit::load_timm(prefix, config);
+    const auto loaded = nn::load_timm(prefix, config);
     BOOST_TEST(loaded.blocks().size() == 3u);
     BOOST_TEST(std::get<nn::inverted_residual>(loaded.blocks()[1]).stride() == 2u);
     const auto images = test::random_tensor<float, 4>({1, 3, 16, 16}, 95);
@@ -368,11 +368,11 @@ BOOST_AUTO_TEST_CASE(loads_a_timm_network) {
     // Without its head, or one stage short, it is another network: refused, every problem named.
     auto headless = config;
     headless.classes = 0;
-    test::check_invalid([&] { nn::mobilevit::load_timm(prefix, headless); }, "nn::mobilevit::load_timm", "(2 problems)",
+    test::check_invalid([&] { nn::load_timm(prefix, headless); }, "nn::load_timm", "(2 problems)",
                         "unexpected head_fc_bias", "unexpected head_fc_weight");
     auto shorter = config;
     shorter.stages.pop_back();
-    test::check_invalid([&] { nn::mobilevit::load_timm(prefix, shorter); }, "unexpected stages_1_0_conv1_1x1_conv_weight",
+    test::check_invalid([&] { nn::load_timm(prefix, shorter); }, "unexpected stages_1_0_conv1_1x1_conv_weight",
                         "unexpected stages_1_1_transformer_1_mlp_fc2_bias");
     std::filesystem::remove_all(dir);
 }

@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(matches_a_plain_loop_and_loads_npy) {
     xt::dump_npy(prefix + "out_proj_weight.npy", m.out_proj.weight());
     xt::dump_npy(prefix + "out_proj_bias.npy", m.out_proj.bias());
     const nn::attention_config config{.embed_dim = E, .num_heads = h};
-    const auto loaded = nn::multi_head_attention::load_npy(prefix, config);
+    const auto loaded = nn::load_npy(prefix, config);
     BOOST_TEST(loaded(x, x, x) == m(x, x, x));
     // numpy.save of float64 weights: the same floats, converted on loading.
     std::filesystem::create_directories(dir / "f64");
@@ -62,19 +62,19 @@ BOOST_AUTO_TEST_CASE(matches_a_plain_loop_and_loads_npy) {
     xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(test::in_proj_bias(m))));
     xt::dump_npy(wide + "out_proj_weight.npy", xt::xtensor<double, 2>(xt::cast<double>(m.out_proj.weight())));
     xt::dump_npy(wide + "out_proj_bias.npy", xt::xtensor<double, 1>(xt::cast<double>(m.out_proj.bias())));
-    BOOST_TEST(nn::multi_head_attention::load_npy(wide, config)(x, x, x) == m(x, x, x));
+    BOOST_TEST(nn::load_npy(wide, config)(x, x, x) == m(x, x, x));
     // Missing files, a bias of rank 2 and an element type that is not a float are named, all at once.
-    test::check_invalid([&] { nn::multi_head_attention::load_npy(prefix + "missing_", config); },
-                        "nn::multi_head_attention::load_npy", "(4 problems)", "missing in_proj_weight [72, 24]",
+    test::check_invalid([&] { nn::load_npy(prefix + "missing_", config); },
+                        "nn::load_npy", "(4 problems)", "missing in_proj_weight [72, 24]",
                         "missing out_proj_bias [24]");
     xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<float, 2>(xt::zeros<float>({3 * E, std::size_t(1)})));
-    test::check_invalid([&] { nn::multi_head_attention::load_npy(wide, config); }, "nn::multi_head_attention::load_npy",
+    test::check_invalid([&] { nn::load_npy(wide, config); }, "nn::load_npy",
                         wide + "in_proj_bias.npy: entry in_proj_bias holds [72, 1]; expected [72]");
     xt::dump_npy(wide + "in_proj_bias.npy", xt::xtensor<bool, 1>(xt::zeros<bool>({3 * E})));
-    test::check_invalid([&] { nn::multi_head_attention::load_npy(wide, config); },
+    test::check_invalid([&] { nn::load_npy(wide, config); },
                         wide + "in_proj_bias.npy: entry in_proj_bias holds elements of type |b1");
     // A layer of other heads or width is another architecture: its shapes are named.
-    test::check_invalid([&] { nn::multi_head_attention::load_npy(prefix, {.embed_dim = 2 * E, .num_heads = h}); },
+    test::check_invalid([&] { nn::load_npy(prefix, nn::attention_config{.embed_dim = 2 * E, .num_heads = h}); },
                         "in_proj_weight.npy: entry in_proj_weight holds [72, 24]; expected [144, 48]");
     std::filesystem::remove_all(dir);
 }
@@ -246,10 +246,10 @@ BOOST_AUTO_TEST_CASE(a_layer_without_biases) {
     const std::string prefix = (dir / "layer_").string();
     xt::dump_npy(prefix + "in_proj_weight.npy", w_in);
     xt::dump_npy(prefix + "out_proj_weight.npy", w_out);
-    test::check_close(nn::multi_head_attention::load_npy(prefix, {.embed_dim = E, .num_heads = 4, .bias = false})(x, x, x),
+    test::check_close(nn::load_npy(prefix, nn::attention_config{.embed_dim = E, .num_heads = 4, .bias = false})(x, x, x),
                       zeros(x, x, x), 0, 0, "loaded");
     // A biased layer needs its biases.
-    test::check_invalid([&] { nn::multi_head_attention::load_npy(prefix, {.embed_dim = E, .num_heads = 4}); },
+    test::check_invalid([&] { nn::load_npy(prefix, nn::attention_config{.embed_dim = E, .num_heads = 4}); },
                         "missing in_proj_bias [72]", "missing out_proj_bias [24]");
     std::filesystem::remove_all(dir);
     test::check_invalid([&] { nn::multi_head_attention(4, w_in, xt::zeros<float>({E}), w_out, {}); },
@@ -311,9 +311,9 @@ BOOST_AUTO_TEST_CASE(keys_and_values_of_their_own_widths) {
     xt::dump_npy(prefix + "out_proj_weight.npy", w_out);
     xt::dump_npy(prefix + "out_proj_bias.npy", b_out);
     const nn::attention_config config{.embed_dim = 24, .num_heads = 4, .kdim = 10, .vdim = 7};
-    BOOST_TEST(nn::multi_head_attention::load_npy(prefix, config).forward(x, keys, values, o).output == r.output);
+    BOOST_TEST(nn::load_npy(prefix, config).forward(x, keys, values, o).output == r.output);
     xt::dump_npy(prefix + "in_proj_bias.npy", part(0));
-    test::check_invalid([&] { nn::multi_head_attention::load_npy(prefix, config); }, "nn::multi_head_attention::load_npy",
+    test::check_invalid([&] { nn::load_npy(prefix, config); }, "nn::load_npy",
                         prefix + "in_proj_bias.npy: entry in_proj_bias holds [24]; expected [72]");
     std::filesystem::remove_all(dir);
 }

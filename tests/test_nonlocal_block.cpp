@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(loads_the_pytorch_reimplementation) {
     xt::dump_npy(prefix + "concat_project_0_weight.npy",
                  xt::xtensor<float, 4>(xt::reshape_view(w.concat, {std::size_t(1), 2 * w.e, std::size_t(1), std::size_t(1)})));
     const nn::nonlocal_block_config config{.form = nn::nonlocal_form::concatenation, .in_channels = 4, .dimensions = 3};
-    const auto loaded = nn::nonlocal_feature_block::load_npy(prefix, config);
+    const auto loaded = nn::load_npy(prefix, config);
     BOOST_TEST(loaded.sub_sample());
     BOOST_TEST(loaded.inter_channels() == 2u);
     BOOST_TEST(loaded(video) == w.block(nn::nonlocal_form::concatenation, true)(video));
@@ -174,14 +174,14 @@ BOOST_AUTO_TEST_CASE(loads_the_pytorch_reimplementation) {
     // The dot-product form has no concat_project; a 3 x 3 theta is another layer.
     auto dot_product = config;
     dot_product.form = nn::nonlocal_form::dot_product;
-    test::check_invalid([&] { nn::nonlocal_feature_block::load_npy(prefix, dot_product); },
-                        "nn::nonlocal_feature_block::load_npy", "(2 problems)",
+    test::check_invalid([&] { nn::load_npy(prefix, dot_product); },
+                        "nn::load_npy", "(2 problems)",
                         "theta_weight.npy: entry theta_weight holds [2, 4, 3, 3]; expected [2, 4, 1, 1, 1]",
                         "unexpected concat_project_0_weight");
     // Without sub-sampling the entries are g and phi, not g.0 and phi.0.
     auto dense_keys = config;
     dense_keys.sub_sample = false;
-    test::check_invalid([&] { nn::nonlocal_feature_block::load_npy(prefix, dense_keys); }, "missing g_weight [2, 4, 1, 1, 1]",
+    test::check_invalid([&] { nn::load_npy(prefix, dense_keys); }, "missing g_weight [2, 4, 1, 1, 1]",
                         "unexpected g_0_weight");
     std::filesystem::remove_all(dir);
 

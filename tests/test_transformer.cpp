@@ -229,24 +229,24 @@ BOOST_AUTO_TEST_CASE(loads_pytorch_state_dict_files) {
     const auto x = test::random_tensor<float, 3>({1, 9, E}, 51);
     const nn::encoder_layer_config config{.embed_dim = E, .num_heads = h, .feedforward = F,
                                           .kind = nn::activation::gelu, .norm_first = true};
-    const auto loaded = nn::transformer_encoder_layer::load_npy(prefix, config);
+    const auto loaded = nn::load_npy(prefix, config);
     BOOST_TEST(loaded(x) == layer(x));
     // PyTorch's defaults: relu, post-norm, eps 1e-5.
-    const auto post_norm = nn::transformer_encoder_layer::load_npy(prefix, {.embed_dim = E, .num_heads = h, .feedforward = F});
+    const auto post_norm = nn::load_npy(prefix, {.embed_dim = E, .num_heads = h, .feedforward = F});
     BOOST_TEST(!post_norm.norm_first);
     BOOST_TEST((post_norm.mlp.kind == nn::activation::relu));
     BOOST_TEST(post_norm.norm1.eps == 1e-5);
     // A missing file and one of the wrong rank are named, with every other problem.
     std::filesystem::remove(prefix + "norm2_bias.npy");
-    test::check_invalid([&] { nn::transformer_encoder_layer::load_npy(prefix, config); },
-                        "nn::transformer_encoder_layer::load_npy", "(1 problem)", "missing norm2_bias [16]");
+    test::check_invalid([&] { nn::load_npy(prefix, config); },
+                        "nn::load_npy", "(1 problem)", "missing norm2_bias [16]");
     xt::dump_npy(prefix + "norm2_bias.npy", xt::xtensor<float, 2>(xt::zeros<float>({E, std::size_t(1)})));
     xt::dump_npy(prefix + "norm3_bias.npy", xt::xtensor<float, 1>(xt::zeros<float>({E})));
-    test::check_invalid([&] { nn::transformer_encoder_layer::load_npy(prefix, config); },
-                        "nn::transformer_encoder_layer::load_npy", "(2 problems)",
+    test::check_invalid([&] { nn::load_npy(prefix, config); },
+                        "nn::load_npy", "(2 problems)",
                         prefix + "norm2_bias.npy: entry norm2_bias holds [16, 1]; expected [16]", "unexpected norm3_bias");
     // The default feed-forward width (2048) is another architecture.
-    test::check_invalid([&] { nn::transformer_encoder_layer::load_npy(prefix, {.embed_dim = E, .num_heads = h}); },
+    test::check_invalid([&] { nn::load_npy(prefix, nn::encoder_layer_config{.embed_dim = E, .num_heads = h}); },
                         "entry linear1_weight holds [32, 16]; expected [2048, 16]");
     std::filesystem::remove_all(dir);
 }

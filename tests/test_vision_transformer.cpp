@@ -154,32 +154,32 @@ BOOST_AUTO_TEST_CASE(loads_torchvision_and_timm_names) {
 
     const nn::vit_config config{.image_size = grid * patch, .patch = patch, .hidden = E, .layers = 2, .heads = heads,
                                 .mlp = hidden, .classes = classes};
-    BOOST_TEST(nn::vision_transformer::load_torchvision(tv, config)(images) == expected);
-    BOOST_TEST(nn::vision_transformer::load_timm(timm, config)(images) == expected);
+    BOOST_TEST(nn::load_torchvision(tv, config)(images) == expected);
+    BOOST_TEST(nn::load_timm(timm, config)(images) == expected);
     // Without a head (timm's num_classes=0): the features.
     std::filesystem::remove(timm + "head_weight.npy");
     std::filesystem::remove(timm + "head_bias.npy");
     auto headless = config;
     headless.classes = 0;
-    BOOST_TEST(nn::vision_transformer::load_timm(timm, headless)(images) == w.model().class_features(images));
+    BOOST_TEST(nn::load_timm(timm, headless)(images) == w.model().class_features(images));
     // ... which the architecture with a head refuses, rather than giving features for logits.
-    test::check_invalid([&] { nn::vision_transformer::load_timm(timm, config); }, "nn::vision_transformer::load_timm",
+    test::check_invalid([&] { nn::load_timm(timm, config); }, "nn::load_timm",
                         "(2 problems)", "missing head_weight [5, 8]", "missing head_bias [5]");
     // What the architecture has no place for is unexpected (layer scale here), and a missing
     // file is named with the other problems.
     save(timm + "blocks_0_ls1_gamma.npy", w.norm_w);
-    test::check_invalid([&] { nn::vision_transformer::load_timm(timm, headless); },
-                        "nn::vision_transformer::load_timm", "(1 problem)", "unexpected blocks_0_ls1_gamma");
+    test::check_invalid([&] { nn::load_timm(timm, headless); },
+                        "nn::load_timm", "(1 problem)", "unexpected blocks_0_ls1_gamma");
     std::filesystem::remove(tv + "encoder_ln_bias.npy");
-    test::check_invalid([&] { nn::vision_transformer::load_torchvision(tv, config); },
-                        "nn::vision_transformer::load_torchvision", "missing encoder_ln_bias [8]");
+    test::check_invalid([&] { nn::load_torchvision(tv, config); },
+                        "nn::load_torchvision", "missing encoder_ln_bias [8]");
     // One layer fewer leaves a layer's entries unused; another image size, other positions.
     auto shallow = config;
     shallow.layers = 1;
-    test::check_invalid([&] { nn::vision_transformer::load_timm(timm, shallow); }, "unexpected blocks_1_attn_proj_bias");
+    test::check_invalid([&] { nn::load_timm(timm, shallow); }, "unexpected blocks_1_attn_proj_bias");
     auto larger_images = headless;
     larger_images.image_size = 4 * patch;
-    test::check_invalid([&] { nn::vision_transformer::load_timm(timm, larger_images); },
+    test::check_invalid([&] { nn::load_timm(timm, larger_images); },
                         "pos_embed.npy: entry pos_embed holds [1, 10, 8]; expected [1, 17, 8]");
     std::filesystem::remove_all(dir);
 }

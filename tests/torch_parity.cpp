@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     // Each model's state_dict in a folder of its own, loaded strictly.
     const auto weights = [&](const std::string& model) { return folder + "weights/" + model + "/"; };
     const nn::attention_config attention{.embed_dim = 24, .num_heads = 4};
-    const auto mha = nn::multi_head_attention::load_npy(weights("mha"), attention);
+    const auto mha = nn::load_npy(weights("mha"), attention);
     const xt::xtensor<float, 3> x = load("x"), memory = load("memory");
     const xt::xarray<bool> padding = load("padding") > 0.5f, pairs = load("pairs") > 0.5f,
                            pairs_per_slice = load("pairs_per_slice") > 0.5f, causal = load("causal") > 0.5f;
@@ -89,16 +89,16 @@ int main(int argc, char** argv) {
         compare(c.name, mha.forward(x, keys, keys, c.options));
     }
     // A layer built with bias=False: no bias files.
-    const auto unbiased = nn::multi_head_attention::load_npy(weights("unbiased"), {.embed_dim = 24, .num_heads = 4, .bias = false});
+    const auto unbiased = nn::load_npy(weights("unbiased"), nn::attention_config{.embed_dim = 24, .num_heads = 4, .bias = false});
     compare("unbiased", unbiased.forward(x, memory, memory, cases[0].options));
     // kdim = 10 and vdim = 7: q_proj_weight, k_proj_weight and v_proj_weight.
-    const auto narrow = nn::multi_head_attention::load_npy(weights("narrow"), {.embed_dim = 24, .num_heads = 4, .kdim = 10, .vdim = 7});
+    const auto narrow = nn::load_npy(weights("narrow"), {.embed_dim = 24, .num_heads = 4, .kdim = 10, .vdim = 7});
     const xt::xtensor<float, 3> keys = load("narrow_keys"), values = load("narrow_values");
     compare("narrow", narrow.forward(x, keys, values, options([&](auto& o) {
         o.key_padding_mask = padding, o.average_attn_weights = false;
     })));
     // The first layer in double, with a padding and an additive mask.
-    const auto wide = nn::basic_multi_head_attention<double>::load_npy(weights("double"), attention);
+    const auto wide = nn::load_npy<double>(weights("double"), attention);
     const xt::xtensor<double, 3> x64 = xt::cast<double>(x), memory64 = xt::cast<double>(memory);
     compare("double", wide.forward(x64, memory64, memory64, options([&](auto& o) {
         o.key_padding_mask = padding, o.attn_bias = bias;
@@ -160,37 +160,37 @@ int main(int argc, char** argv) {
     // The non-local block, in the re-implementation's layout.
     const xt::xtensor<float, 4> maps = tensor4("nonlocal_input");
     check("nonlocal_embedded_gaussian_output",
-          nn::nonlocal_feature_block::load_npy(weights("nonlocal_embedded_gaussian"),
+          nn::load_npy(weights("nonlocal_embedded_gaussian"),
                                                {.form = nn::nonlocal_form::embedded_gaussian, .in_channels = 8})(maps));
     check("nonlocal_concatenation_output",
-          nn::nonlocal_feature_block::load_npy(weights("nonlocal_concatenation"),
+          nn::load_npy(weights("nonlocal_concatenation"),
                                                {.form = nn::nonlocal_form::concatenation, .in_channels = 8})(maps));
     const xt::xtensor<double, 4> double_maps = xt::cast<double>(maps);
     for (const auto& [form, name] : {std::pair{nn::nonlocal_form::embedded_gaussian, std::string("embedded_gaussian")},
                                      std::pair{nn::nonlocal_form::concatenation, std::string("concatenation")}})
         check_double(("nonlocal_double_" + name + "_output").c_str(),
-                     nn::basic_nonlocal_feature_block<double>::load_npy(weights("nonlocal_double_" + name),
+                     nn::load_npy<double>(weights("nonlocal_double_" + name),
                                                                          {.form = form, .in_channels = 8})(double_maps));
 
     // MobileViT's block, its inverted residuals and a whole MobileViT in timm's layout.
-    const auto mvit = nn::mobilevit_block::load_timm(
+    const auto mvit = nn::load_timm(
         weights("mvit"), {.in_channels = 6, .transformer_dim = 8, .transformer_depth = 2, .num_heads = 2});
     check("mvit_output", mvit(tensor4("mvit_input")));
     check("mvit_odd_output", mvit(tensor4("mvit_odd_input")));
     // InvertedResidual(6, 6, 1, 4) and (6, 10, 2, 2) of tests/torch/timm_layouts.py: in x ratio channels in the middle.
-    check("mv2_output", nn::inverted_residual::load_timm(weights("mv2"), {.in_channels = 6, .out_channels = 6, .mid_channels = 24})(
+    check("mv2_output", nn::load_timm(weights("mv2"), {.in_channels = 6, .out_channels = 6, .mid_channels = 24})(
                             tensor4("mvit_input")));
     check("mv2_strided_output",
-          nn::inverted_residual::load_timm(weights("mv2_strided"),
+          nn::load_timm(weights("mv2_strided"),
                                            {.in_channels = 6, .out_channels = 10, .stride = 2, .mid_channels = 12})(tensor4("mvit_input")));
     // timm_layouts.py's "small" configuration, 10 classes.
     const nn::mobilevit_config small{.stem = 8,
                                      .stages = {{1, 8, 1, 2}, {2, 12, 2, 2}, {1, 16, 2, 2, 16, 2}, {1, 20, 2, 2, 24, 1}, {1, 24, 2, 2, 24, 1}},
                                      .features = 40, .classes = 10};
-    auto mobile = nn::mobilevit::load_timm(weights("mobilevit"), small);
+    auto mobile = nn::load_timm(weights("mobilevit"), small);
     check("mobilevit_logits", mobile(tensor4("mobilevit_images")));
     check_bf16("mobilevit_double_logits", mobile.to(nonlocal::precision::bf16)(tensor4("mobilevit_images")));
-    check_double("mobilevit_double_logits", nn::basic_mobilevit<double>::load_timm(weights("mobilevit_double"), small)(
+    check_double("mobilevit_double_logits", nn::load_timm<double>(weights("mobilevit_double"), small)(
                                                 xt::xtensor<double, 4>(xt::cast<double>(tensor4("mobilevit_images")))));
 
     // Resizing: bilinear and bicubic, with and without antialias and align_corners.
@@ -212,14 +212,14 @@ int main(int argc, char** argv) {
     } else {
         // parity.py's VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32, num_classes=10)
         const nn::vit_config small{.image_size = 32, .patch = 8, .hidden = 16, .layers = 2, .heads = 2, .mlp = 32, .classes = 10};
-        const auto vit = nn::vision_transformer::load_torchvision(weights("vit"), small);
+        const auto vit = nn::load_torchvision(weights("vit"), small);
         check("vit_logits", vit(tensor4("vit_images")));
-        check_double("vit_double_logits", nn::basic_vision_transformer<double>::load_torchvision(weights("vit_double"), small)(
+        check_double("vit_double_logits", nn::load_torchvision<double>(weights("vit_double"), small)(
                                               xt::xtensor<double, 4>(xt::cast<double>(tensor4("vit_images")))));
         check("vit_logits_48", vit(tensor4("vit_images_48")));
         nn::vision_transformer in_bf16 = vit;
         check_bf16("vit_double_logits", in_bf16.to(nonlocal::precision::bf16)(tensor4("vit_images")));
-        const auto timm = nn::vision_transformer::load_timm(weights("timm"), small);
+        const auto timm = nn::load_timm(weights("timm"), small);
         check("timm_logits", timm(tensor4("vit_images")));
         check("timm_logits_48", timm(tensor4("vit_images_48")));
     }

@@ -6,7 +6,7 @@
 // that declares a huge shape, another element type or rank, or no .npy at all are among them.
 #include "fuzz_support.hpp"
 
-#include <nonlocal/nn/transformer.hpp>
+#include <nonlocal/nn/io/transformer.hpp>
 
 #include <xtensor/xnpy.hpp>
 
@@ -20,7 +20,7 @@ const nn::encoder_layer_config config{.embed_dim = 4, .num_heads = 2, .feedforwa
 const std::vector<nn::checkpoint::entry>& entries() {
     static const std::vector<nn::checkpoint::entry> all = [] {
         nn::checkpoint listing = nn::checkpoint::listing();
-        nn::transformer_encoder_layer::load_npy(listing, config);
+        nn::load_npy(listing, config);
         return listing.expected();
     }();
     return all;
@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     nonlocal::fuzz::scratch_file("layer_" + chosen.name + ".npy", data + 1, size - 1);
 
     nn::checkpoint strict(prefix());
-    const auto layer = nn::transformer_encoder_layer::load_npy(strict, config);   // problems are recorded, not thrown
+    const auto layer = nn::load_npy(strict, config);   // problems are recorded, not thrown
     const nn::load_report report = strict.report();
     bool refused = false;
     try {
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     nonlocal::fuzz::require(layer.self_attn.embed_dim == 4 && layer.mlp.hidden() == 8, "the architecture, not the files, sets the shapes");
 
     nn::checkpoint lenient(prefix(), {.strict = false});
-    nn::transformer_encoder_layer::load_npy(lenient, config);
+    nn::load_npy(lenient, config);
     const nn::load_report again = lenient.finish("fuzz");
     nonlocal::fuzz::require(again.mismatched.size() == report.mismatched.size(), "non-strict reports the same");
     write_valid(chosen);

@@ -23,9 +23,7 @@
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/nn/batch_norm.hpp"
-#include "nonlocal/nn/checkpoint.hpp"
 #include "nonlocal/nn/conv2d.hpp"
-#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/simd/activation.hpp"
 
 namespace nonlocal::nn {
@@ -118,25 +116,6 @@ public:
         project_.template apply<Arch>(middle.data(), B, out.h, out.w, y, threads);
         if (residual())
             for (std::size_t i = 0, n = B * out_channels() * H * W; i < n; ++i) y[i] += x[i];
-    }
-
-    /// Loads timm's inverted residual from the entries below `at` of `from` (see
-    /// nn/checkpoint.hpp): `conv1_1x1`, `conv2_kxk` and `conv3_1x1`, each `.conv` and `.bn`,
-    /// folded.
-    static basic_inverted_residual load_timm(checkpoint& from, const inverted_residual_config& c,
-                                             const std::string& at = "") {
-        const std::size_t mid = c.mid_channels;
-        return {read_conv_norm_act<T>(from, at + "conv1_1x1", {.in = c.in_channels, .out = mid, .act = c.act}),
-                read_conv_norm_act<T>(from, at + "conv2_kxk",
-                                      {.in = mid, .out = mid, .kernel = 3, .stride = c.stride, .groups = mid, .act = c.act}),
-                read_conv_norm_act<T>(from, at + "conv3_1x1", {.in = mid, .out = c.out_channels})};
-    }
-
-    /// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
-    /// naming every entry missing, misshapen or left over.
-    static basic_inverted_residual load_timm(const std::string& prefix, const inverted_residual_config& config) {
-        return load_strictly(prefix, "nn::inverted_residual::load_timm",
-                             [&](checkpoint& from) { return load_timm(from, config); });
     }
 
 private:

@@ -13,7 +13,7 @@
 /// Head i uses features [i E / h, (i + 1) E / h) of the projections, and the scale is
 /// 1 / sqrt(E / h). Grouped-query attention projects keys and values to fewer heads,
 /// E_kv = h_kv E / h features, query head i reading key and value head i / (h / h_kv).
-/// `load_npy` reads them from a state_dict saved as one .npy per entry (nn/checkpoint.hpp).
+/// `nn::load_npy` (nn/io/transformer.hpp) reads them from a state_dict saved as one .npy per entry.
 
 #include <cmath>
 #include <concepts>
@@ -39,8 +39,6 @@
 #include "nonlocal/attention.hpp"
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
-#include "nonlocal/nn/checkpoint.hpp"
-#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/simd/linear.hpp"
 #include "nonlocal/execution.hpp"
@@ -176,34 +174,6 @@ struct basic_multi_head_attention {
     std::size_t kv_heads() const noexcept { return k_proj.out_features() / head_dim(); }   ///< E_kv / (E / h)
     std::size_t kdim() const noexcept { return k_proj.in_features(); }                     ///< features of key
     std::size_t vdim() const noexcept { return v_proj.in_features(); }                     ///< features of value
-
-    /// Loads `nn.MultiheadAttention(config.embed_dim, config.num_heads, bias=config.bias,
-    /// kdim=config.kdim, vdim=config.vdim)` from the entries below `at` of `from` (see
-    /// nn/checkpoint.hpp): `in_proj_weight` [3E, E], or `q_proj_weight` [E, E],
-    /// `k_proj_weight` [E, kdim] and `v_proj_weight` [E, vdim] when kdim or vdim differ from E;
-    /// `in_proj_bias` [3E] and `out_proj.bias` [E] when biased; `out_proj.weight` [E, E].
-    static basic_multi_head_attention load_npy(checkpoint& from, const attention_config& config,
-                                               const std::string& at = "") {
-        const std::size_t E = config.embed_dim, kdim = config.kdim ? config.kdim : E, vdim = config.vdim ? config.vdim : E;
-        auto out = read_linear<T>(from, at + "out_proj", E, E, config.bias);
-        if (kdim == E && vdim == E) {
-            const auto in_weight = from.read<T, 2>(at + "in_proj_weight", {3 * E, E});
-            const auto in_bias = config.bias ? from.read<T, 1>(at + "in_proj_bias", {3 * E}) : xt::xtensor<T, 1>();
-            return {config.num_heads, in_weight, in_bias, out.weight(), out.bias()};
-        }
-        const auto in_bias = config.bias ? from.read<T, 1>(at + "in_proj_bias", {3 * E}) : xt::xtensor<T, 1>();
-        return {config.num_heads, linear_layer<T>(from.read<T, 2>(at + "q_proj_weight", {E, E}), part_of(in_bias, 0, E)),
-                linear_layer<T>(from.read<T, 2>(at + "k_proj_weight", {E, kdim}), part_of(in_bias, E, E)),
-                linear_layer<T>(from.read<T, 2>(at + "v_proj_weight", {E, vdim}), part_of(in_bias, 2 * E, E)),
-                std::move(out)};
-    }
-
-    /// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
-    /// naming every entry missing, misshapen or left over.
-    static basic_multi_head_attention load_npy(const std::string& prefix, const attention_config& config) {
-        return load_strictly(prefix, "nn::multi_head_attention::load_npy",
-                             [&](checkpoint& from) { return load_npy(from, config); });
-    }
 
     /// Attention of `query` [B, L, E] over `key` [B, S, kdim] and `value` [B, S, vdim] (or
     /// [L, E], [S, kdim] and [S, vdim]), keys restricted to `neighborhood` (e.g. `causal{}`

@@ -14,7 +14,7 @@
 /// folds back; the norms and the MLP act on each token alone, so that is this layer over
 /// the pixels with `patch_group{H, W, ph, pw}`, without unfolding the map.
 ///
-/// Weights load from a state_dict saved as one .npy per entry (nn/checkpoint.hpp):
+/// Weights load from a state_dict saved as one .npy per entry (nn/io/transformer.hpp):
 /// `self_attn.in_proj_weight`, `self_attn.in_proj_bias`, `self_attn.out_proj.{weight, bias}`,
 /// `linear1`, `linear2`, `norm1` and `norm2`, each `.weight` and `.bias`.
 
@@ -31,8 +31,6 @@
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/simd/linear.hpp"
-#include "nonlocal/nn/checkpoint.hpp"
-#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
@@ -130,13 +128,6 @@ struct encoder_layer_config {
     bool bias = true;                ///< the attention's input projection has a bias
 };
 
-/// The names of an encoder layer's parts in a checkpoint: PyTorch's
-/// `nn.TransformerEncoderLayer`'s unless given (torchvision's ViT says `self_attention_`,
-/// `mlp_0`, `mlp_3`, `ln_1` and `ln_2`).
-struct encoder_layer_names {
-    std::string self_attn = "self_attn_", linear1 = "linear1", linear2 = "linear2", norm1 = "norm1", norm2 = "norm2";
-};
-
 /// One Transformer encoder layer over tokens [B, L, E] or [L, E] of T, float or double (see
 /// the file's comment).
 template <class T = float>
@@ -165,50 +156,6 @@ struct basic_transformer_encoder_layer {
         self_attn.to(p);
         mlp.to(p);
         return *this;
-    }
-
-    /// Loads `nn.TransformerEncoderLayer` from the entries below `at` of `from` (see
-    /// nn/checkpoint.hpp): `self_attn` (`multi_head_attention::load_npy`), `linear1`
-    /// [F, E], `linear2` [E, F], `norm1`, `norm2` [E], their biases; or the same parts under
-    /// other `names`.
-    static basic_transformer_encoder_layer load_npy(checkpoint& from, const encoder_layer_config& c,
-                                                    const std::string& at = "", const encoder_layer_names& names = {}) {
-        const std::size_t E = c.embed_dim;
-        return {basic_multi_head_attention<T>::load_npy(from, {.embed_dim = E, .num_heads = c.num_heads, .bias = c.bias},
-                                                        at + names.self_attn),
-                feed_forward(from, at + names.linear1, at + names.linear2, c),
-                read_layer_norm<T>(from, at + names.norm1, E, c.layer_norm_eps),
-                read_layer_norm<T>(from, at + names.norm2, E, c.layer_norm_eps), c.norm_first};
-    }
-
-    /// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
-    /// naming every entry missing, misshapen or left over.
-    static basic_transformer_encoder_layer load_npy(const std::string& prefix, const encoder_layer_config& config) {
-        return load_strictly(prefix, "nn::transformer_encoder_layer::load_npy",
-                             [&](checkpoint& from) { return load_npy(from, config); });
-    }
-
-    /// Loads one block of timm's ViT layout (`blocks.N.` of a `VisionTransformer`,
-    /// `transformer.N.` of a `MobileVitBlock`) from the entries below `at`: `norm1`,
-    /// `attn.qkv` [3E, E] (its bias when `config.bias`), `attn.proj` [E, E], `norm2`,
-    /// `mlp.fc1` [F, E], `mlp.fc2` [E, F]; norm first whatever `config.norm_first` says.
-    static basic_transformer_encoder_layer load_timm(checkpoint& from, const encoder_layer_config& c,
-                                                     const std::string& at = "") {
-        const std::size_t E = c.embed_dim;
-        auto qkv = read_linear<T>(from, at + "attn_qkv", E, 3 * E, c.bias);
-        auto proj = read_linear<T>(from, at + "attn_proj", E, E);
-        return {basic_multi_head_attention<T>(c.num_heads, qkv.weight(), qkv.bias(), proj.weight(), proj.bias()),
-                feed_forward(from, at + "mlp_fc1", at + "mlp_fc2", c),
-                read_layer_norm<T>(from, at + "norm1", E, c.layer_norm_eps),
-                read_layer_norm<T>(from, at + "norm2", E, c.layer_norm_eps), true};
-    }
-
-    /// The MLP: `first` [F, E] and `second` [E, F] with their biases.
-    static basic_feed_forward<T> feed_forward(checkpoint& from, const std::string& first, const std::string& second,
-                                              const encoder_layer_config& c) {
-        auto one = read_linear<T>(from, first, c.embed_dim, c.feedforward);
-        auto two = read_linear<T>(from, second, c.feedforward, c.embed_dim);
-        return basic_feed_forward<T>(one.weight(), one.bias(), two.weight(), two.bias(), c.kind);
     }
 
     /// The layer's output, the shape of x, on the threads of `policy` (the projections, the

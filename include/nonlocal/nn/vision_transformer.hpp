@@ -7,7 +7,8 @@
 ///     tokens = encoder layers (norm first, GELU, layer norm eps 1e-6)
 ///     logits = head(norm(tokens)[0])
 ///
-/// Weights load from a model's state_dict saved as one .npy per entry, the dots of the
+/// `nn::load_torchvision` and `nn::load_timm` (nn/io/vision_transformer.hpp) read the weights
+/// from a model's state_dict saved as one .npy per entry, the dots of the
 /// names as underscores:
 ///
 ///     for name, value in model.state_dict().items():
@@ -31,9 +32,7 @@
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/execution.hpp"
 #include "nonlocal/neighborhood/dense.hpp"
-#include "nonlocal/nn/checkpoint.hpp"
 #include "nonlocal/nn/conv2d.hpp"
-#include "nonlocal/nn/layer_entries.hpp"
 #include "nonlocal/nn/layer_norm.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/nn/multi_head_attention.hpp"
@@ -203,48 +202,6 @@ public:
         return tokens;
     }
 
-    /// Loads torchvision's `VisionTransformer` of architecture `c` (`vit_config::named("vit_b_16")`,
-    /// ...) from the entries below `at` of `from` (see nn/checkpoint.hpp): `class_token`,
-    /// `conv_proj`, `encoder.pos_embedding`, `encoder.layers.encoder_layer_N.{ln_1,
-    /// self_attention, ln_2, mlp.0, mlp.3}`, `encoder.ln`, `heads.head`.
-    static basic_vision_transformer load_torchvision(checkpoint& from, const vit_config& c, const std::string& at = "") {
-        std::vector<basic_transformer_encoder_layer<T>> layers;
-        const encoder_layer_names names{"self_attention_", "mlp_0", "mlp_3", "ln_1", "ln_2"};
-        for (std::size_t i = 0; i < c.layers; ++i)
-            layers.push_back(basic_transformer_encoder_layer<T>::load_npy(
-                from, layer_config(c), at + "encoder_layers_encoder_layer_" + std::to_string(i) + "_", names));
-        return parts(from, c, at, {"conv_proj", "class_token", "encoder_pos_embedding", "encoder_ln", "heads_head"},
-                     std::move(layers), torchvision_position_resampling);
-    }
-
-    /// Loads timm's `VisionTransformer` with class-token pooling of architecture `c`
-    /// (`vit_config::named("vit_base_patch16_224")`, ...) from the entries below `at`:
-    /// `cls_token`, `patch_embed.proj`, `pos_embed`, `blocks.N.{norm1, attn.qkv, attn.proj,
-    /// norm2, mlp.fc1, mlp.fc2}`, `norm`, `head`; for images of another size the position
-    /// embedding is resampled as timm's `resample_abs_pos_embed` does
-    /// (`timm_position_resampling`). Layer scale (`ls1`), `fc_norm` and average pooling are
-    /// not part of this architecture: their entries are unexpected.
-    static basic_vision_transformer load_timm(checkpoint& from, const vit_config& c, const std::string& at = "") {
-        std::vector<basic_transformer_encoder_layer<T>> layers;
-        for (std::size_t i = 0; i < c.layers; ++i)
-            layers.push_back(basic_transformer_encoder_layer<T>::load_timm(from, layer_config(c), at + "blocks_" + std::to_string(i) + "_"));
-        return parts(from, c, at, {"patch_embed_proj", "cls_token", "pos_embed", "norm", "head"}, std::move(layers),
-                     timm_position_resampling);
-    }
-
-    /// `load_torchvision` of the files `prefix + name + ".npy"`, strictly: throws
-    /// `checkpoint_error` naming every entry missing, misshapen or left over.
-    static basic_vision_transformer load_torchvision(const std::string& prefix, const vit_config& config) {
-        return load_strictly(prefix, "nn::vision_transformer::load_torchvision",
-                             [&](checkpoint& from) { return load_torchvision(from, config); });
-    }
-
-    /// `load_timm` of the files `prefix + name + ".npy"`, strictly, as `load_torchvision`.
-    static basic_vision_transformer load_timm(const std::string& prefix, const vit_config& config) {
-        return load_strictly(prefix, "nn::vision_transformer::load_timm",
-                             [&](checkpoint& from) { return load_timm(from, config); });
-    }
-
 private:
     conv2d<T> patch_;
     xt::xtensor<T, 1> class_token_;
@@ -254,32 +211,6 @@ private:
     std::optional<linear_layer<T>> head_;
     resize_options position_resampling_;
     std::size_t grid_ = 0;
-
-    /// The encoder layers of `c`, in either layout: norm first, GELU, layer norms of eps 1e-6.
-    static encoder_layer_config layer_config(const vit_config& c) {
-        return {.embed_dim = c.hidden, .num_heads = c.heads, .feedforward = c.mlp, .kind = activation::gelu,
-                .norm_first = true, .layer_norm_eps = 1e-6, .bias = c.qkv_bias};
-    }
-
-    /// The names of the parts around the layers in one layout.
-    struct part_names {
-        std::string patch_embedding, class_token, positions, norm, head;
-    };
-
-    /// The patch embedding [E, C, p, p] with its bias, the class token [1, 1, E], the position
-    /// embedding [1, 1 + g^2, E], the final norm and the head [classes, E] of `c`.
-    static basic_vision_transformer parts(checkpoint& from, const vit_config& c, const std::string& at,
-                                          const part_names& names, std::vector<basic_transformer_encoder_layer<T>> layers,
-                                          resize_options resampling) {
-        const std::size_t E = c.hidden, p = c.patch, g = c.image_size / c.patch;
-        conv2d<T> patch = read_conv<T>(from, at + names.patch_embedding, {.in = c.in_channels, .out = E, .kernel = p, .stride = p});
-        const xt::xtensor<T, 3> token = from.read<T, 3>(at + names.class_token, {1, 1, E});
-        const xt::xtensor<T, 3> positions = from.read<T, 3>(at + names.positions, {1, 1 + g * g, E});
-        std::optional<linear_layer<T>> head;
-        if (c.classes) head = read_linear<T>(from, at + names.head, E, c.classes);
-        return {std::move(patch), xt::xtensor<T, 1>(xt::flatten(token)), xt::xtensor<T, 2>(xt::view(positions, 0)),
-                std::move(layers), read_layer_norm<T>(from, at + names.norm, E, 1e-6), std::move(head), resampling};
-    }
 };
 
 /// The float network.

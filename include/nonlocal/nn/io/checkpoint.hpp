@@ -1,5 +1,5 @@
 #pragma once
-/// @file nn/checkpoint.hpp
+/// @file nn/io/checkpoint.hpp
 /// A PyTorch state_dict saved as one .npy per entry, read strictly, as `load_state_dict`
 /// reads one by default: the architecture (a configuration the loader is given, never the
 /// files it finds) names every entry and its shape; an entry missing, of another shape or

@@ -1,5 +1,5 @@
 #pragma once
-/// @file nn/layer_entries.hpp
+/// @file nn/io/layer_entries.hpp
 /// The entries of PyTorch's common layers in a checkpoint, read with the shapes the
 /// architecture gives them: `nn.Linear`, `nn.LayerNorm`, `nn.Conv2d` and timm's
 /// `ConvNormAct` (a convolution without bias and its `BatchNorm2d`, folded into one).
@@ -12,7 +12,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "nonlocal/nn/batch_norm.hpp"
-#include "nonlocal/nn/checkpoint.hpp"
+#include "nonlocal/nn/io/checkpoint.hpp"
 #include "nonlocal/nn/conv2d.hpp"
 #include "nonlocal/nn/layer_norm.hpp"
 #include "nonlocal/nn/linear.hpp"
