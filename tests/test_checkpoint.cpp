@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(every_vit_entry_is_needed) {
 BOOST_AUTO_TEST_CASE(listing_names_every_entry_with_its_shape) {
     // nn.MultiheadAttention(6, 2, kdim=4, vdim=5): PyTorch's names and shapes, by hand.
     nn::checkpoint listing = nn::checkpoint::listing();
-    nn::load_npy(listing, {.embed_dim = 6, .num_heads = 2, .kdim = 4, .vdim = 5});
+    nn::load_npy(listing, nn::attention_config{.embed_dim = 6, .num_heads = 2, .kdim = 4, .vdim = 5});
     std::vector<std::string> listed;
     for (const auto& e : listing.expected()) listed.push_back(e.name + " " + detail::shape_string(e.shape));
     BOOST_TEST(listed == (std::vector<std::string>{"out_proj_weight [6, 6]", "out_proj_bias [6]", "in_proj_bias [18]",

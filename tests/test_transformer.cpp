@@ -232,7 +232,7 @@ BOOST_AUTO_TEST_CASE(loads_pytorch_state_dict_files) {
     const auto loaded = nn::load_npy(prefix, config);
     BOOST_TEST(loaded(x) == layer(x));
     // PyTorch's defaults: relu, post-norm, eps 1e-5.
-    const auto post_norm = nn::load_npy(prefix, {.embed_dim = E, .num_heads = h, .feedforward = F});
+    const auto post_norm = nn::load_npy(prefix, nn::encoder_layer_config{.embed_dim = E, .num_heads = h, .feedforward = F});
     BOOST_TEST(!post_norm.norm_first);
     BOOST_TEST((post_norm.mlp.kind == nn::activation::relu));
     BOOST_TEST(post_norm.norm1.eps == 1e-5);

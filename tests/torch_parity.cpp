@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     const auto unbiased = nn::load_npy(weights("unbiased"), nn::attention_config{.embed_dim = 24, .num_heads = 4, .bias = false});
     compare("unbiased", unbiased.forward(x, memory, memory, cases[0].options));
     // kdim = 10 and vdim = 7: q_proj_weight, k_proj_weight and v_proj_weight.
-    const auto narrow = nn::load_npy(weights("narrow"), {.embed_dim = 24, .num_heads = 4, .kdim = 10, .vdim = 7});
+    const auto narrow = nn::load_npy(weights("narrow"), nn::attention_config{.embed_dim = 24, .num_heads = 4, .kdim = 10, .vdim = 7});
     const xt::xtensor<float, 3> keys = load("narrow_keys"), values = load("narrow_values");
     compare("narrow", narrow.forward(x, keys, values, options([&](auto& o) {
         o.key_padding_mask = padding, o.average_attn_weights = false;
@@ -161,28 +161,28 @@ int main(int argc, char** argv) {
     const xt::xtensor<float, 4> maps = tensor4("nonlocal_input");
     check("nonlocal_embedded_gaussian_output",
           nn::load_npy(weights("nonlocal_embedded_gaussian"),
-                                               {.form = nn::nonlocal_form::embedded_gaussian, .in_channels = 8})(maps));
+                       nn::nonlocal_block_config{.form = nn::nonlocal_form::embedded_gaussian, .in_channels = 8})(maps));
     check("nonlocal_concatenation_output",
           nn::load_npy(weights("nonlocal_concatenation"),
-                                               {.form = nn::nonlocal_form::concatenation, .in_channels = 8})(maps));
+                       nn::nonlocal_block_config{.form = nn::nonlocal_form::concatenation, .in_channels = 8})(maps));
     const xt::xtensor<double, 4> double_maps = xt::cast<double>(maps);
     for (const auto& [form, name] : {std::pair{nn::nonlocal_form::embedded_gaussian, std::string("embedded_gaussian")},
                                      std::pair{nn::nonlocal_form::concatenation, std::string("concatenation")}})
         check_double(("nonlocal_double_" + name + "_output").c_str(),
                      nn::load_npy<double>(weights("nonlocal_double_" + name),
-                                                                         {.form = form, .in_channels = 8})(double_maps));
+                                          nn::nonlocal_block_config{.form = form, .in_channels = 8})(double_maps));
 
     // MobileViT's block, its inverted residuals and a whole MobileViT in timm's layout.
     const auto mvit = nn::load_timm(
-        weights("mvit"), {.in_channels = 6, .transformer_dim = 8, .transformer_depth = 2, .num_heads = 2});
+        weights("mvit"), nn::mobilevit_block_config{.in_channels = 6, .transformer_dim = 8, .transformer_depth = 2, .num_heads = 2});
     check("mvit_output", mvit(tensor4("mvit_input")));
     check("mvit_odd_output", mvit(tensor4("mvit_odd_input")));
     // InvertedResidual(6, 6, 1, 4) and (6, 10, 2, 2) of tests/torch/timm_layouts.py: in x ratio channels in the middle.
-    check("mv2_output", nn::load_timm(weights("mv2"), {.in_channels = 6, .out_channels = 6, .mid_channels = 24})(
+    check("mv2_output", nn::load_timm(weights("mv2"), nn::inverted_residual_config{.in_channels = 6, .out_channels = 6, .mid_channels = 24})(
                             tensor4("mvit_input")));
     check("mv2_strided_output",
           nn::load_timm(weights("mv2_strided"),
-                                           {.in_channels = 6, .out_channels = 10, .stride = 2, .mid_channels = 12})(tensor4("mvit_input")));
+                        nn::inverted_residual_config{.in_channels = 6, .out_channels = 10, .stride = 2, .mid_channels = 12})(tensor4("mvit_input")));
     // timm_layouts.py's "small" configuration, 10 classes.
     const nn::mobilevit_config small{.stem = 8,
                                      .stages = {{1, 8, 1, 2}, {2, 12, 2, 2}, {1, 16, 2, 2, 16, 2}, {1, 20, 2, 2, 24, 1}, {1, 24, 2, 2, 24, 1}},

@@ -17,6 +17,7 @@
 #include "nonlocal/nn/layer_norm.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/nn/mobilevit.hpp"
+#include "nonlocal/nn/mobilevit_block.hpp"
 #include "nonlocal/nn/multi_head_attention.hpp"
 #include "nonlocal/nn/nonlocal_block.hpp"
 #include "nonlocal/nn/pooling.hpp"

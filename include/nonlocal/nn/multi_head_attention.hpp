@@ -39,6 +39,8 @@
 #include "nonlocal/attention.hpp"
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/nn/attention_options.hpp"
+#include "nonlocal/nn/attention_weights.hpp"
 #include "nonlocal/nn/linear.hpp"
 #include "nonlocal/simd/linear.hpp"
 #include "nonlocal/execution.hpp"
@@ -47,73 +49,6 @@
 #include "nonlocal/similarity/pair_bias.hpp"
 
 namespace nonlocal::nn {
-
-/// The architecture of one `nn.MultiheadAttention`, as its constructor takes it.
-struct attention_config {
-    std::size_t embed_dim = 0;   ///< E
-    std::size_t num_heads = 1;   ///< h, dividing E
-    std::size_t kdim = 0;        ///< features of key (0: E)
-    std::size_t vdim = 0;        ///< features of value (0: E)
-    bool bias = true;            ///< the projections have biases
-};
-
-/// The masks and outputs of `multi_head_attention::forward`, as `nn.MultiheadAttention.forward`
-/// takes them. As in PyTorch, a set entry of a boolean mask marks what is *not* attended.
-struct attention_options {
-    /// [B, S] ([S] for unbatched inputs): keys that are padding.
-    std::optional<xt::xarray<bool>> key_padding_mask;
-    /// [L, S] or [B * H, L, S]: pairs not attended (PyTorch's boolean attn_mask).
-    std::optional<xt::xarray<bool>> attn_mask;
-    /// [L, S] or [B * H, L, S]: added to the scaled logits, -inf dropping the pair (PyTorch's
-    /// float attn_mask); tiles of -inf are skipped, as a boolean mask's are.
-    std::optional<xt::xarray<float>> attn_bias;
-    /// Whether to return the attention weights, and averaged over the heads or per head.
-    bool need_weights = false;
-    bool average_attn_weights = true;
-
-    /// The boolean masks (and the -inf entries of `attn_bias`) as neighborhoods of
-    /// `weighted_aggregate`, checked against the shapes, with `attn_bias`'s shape.
-    struct policies {
-        key_mask keys;
-        element_mask pairs;
-    };
-    policies masks(bool batched, std::size_t B, std::size_t H, std::size_t L, std::size_t S) const {
-        using shape = std::vector<std::size_t>;
-        const auto require_shape = [&](const char* name, const auto& mask, std::initializer_list<shape> allowed) {
-            const shape actual(mask.shape().begin(), mask.shape().end());
-            std::string expected;
-            for (const shape& a : allowed) {
-                if (actual == a) return;
-                expected += (expected.empty() ? "" : " or ") + detail::shape_string(a);
-            }
-            detail::fail("nn::multi_head_attention",
-                         std::string(name) + " " + detail::shape_string(actual) + " must be " + expected);
-        };
-        policies p;
-        if (key_padding_mask) {
-            require_shape("key_padding_mask", *key_padding_mask, {batched ? shape{B, S} : shape{S}});
-            p.keys = key_mask(!*key_padding_mask);
-        }
-        if (attn_mask) require_shape("attn_mask", *attn_mask, {shape{L, S}, shape{B * H, L, S}});
-        if (attn_bias) require_shape("attn_bias", *attn_bias, {shape{L, S}, shape{B * H, L, S}});
-        // The pairs an additive mask drops (-inf) leave the neighborhood too, so that the tiles
-        // they fill are skipped: PyTorch's float causal mask runs as a boolean one does.
-        constexpr float minus_inf = -std::numeric_limits<float>::infinity();
-        const bool drops = attn_bias && xt::any(xt::equal(*attn_bias, minus_inf));
-        if (attn_mask && drops)
-            p.pairs = element_mask(xt::xarray<bool>(!*attn_mask && xt::not_equal(*attn_bias, minus_inf)));
-        else if (attn_mask) p.pairs = element_mask(!*attn_mask);
-        else if (drops) p.pairs = element_mask(xt::not_equal(*attn_bias, minus_inf));
-        return p;
-    }
-};
-
-/// The output of `multi_head_attention::forward`, and its weights when asked for.
-template <std::size_t R, class T = float>
-struct attention_result {
-    xt::xtensor<T, R> output;
-    std::optional<xt::xarray<T>> weights;
-};
 
 /// y = MultiheadAttention(query, key, value) over tokens [B, L, E] or [L, E] of T (float or
 /// double): `multi_head_attention` is the float layer, as PyTorch's default.
@@ -298,7 +233,7 @@ struct basic_multi_head_attention {
             if (!options.need_weights)
                 return weighted_aggregate<Arch>(policy, qh, kh, vh, similarity, nb, softmax{}, o);
             auto a = weighted_aggregate_lse<Arch>(policy, qh, kh, vh, similarity, nb, softmax{});
-            weights = attention_weights<Arch>(qh, kh, a.lse, similarity, nb, options.average_attn_weights, R == 3);
+            weights = detail::attention_weights<Arch, T>(qh, kh, a.lse, similarity, nb, options.average_attn_weights, R == 3);
             std::copy(a.out.begin(), a.out.end(), o.begin());
         };
         // The masks narrow the neighborhood; without them a window keeps its own kernel.
@@ -349,69 +284,6 @@ private:
                         });
     }
 
-    /// softmax(q k^T / sqrt(hd) + bias) of every head, 0 where the neighborhood drops a pair,
-    /// from the log-sum-exp of the attention's own pass: each weight is exp(logit - lse), one
-    /// more pass over the scores (q k^T by the projections' GEMM, the scale applied as it
-    /// stores; the exponentials a row at a time in vectors, written where they belong, each
-    /// element of the result written once). [B, L, S] averaged over the heads or
-    /// [B, h, L, S]; without B for unbatched inputs.
-    template <class Arch, class QH, class KH, class S, class Nb>
-    static xt::xarray<T> attention_weights(const QH& q, const KH& k, const xt::xtensor<T, 3>& lse,
-                                           const S& similarity, const Nb& nb, bool average, bool batched) {
-        const std::size_t B = q.shape(0), h = q.shape(1), L = q.shape(2), S_ = k.shape(2), hd = q.shape(3);
-        const std::size_t group = h / k.shape(1);
-        constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-        std::vector<std::size_t> shape;
-        if (batched) shape.push_back(B);
-        if (!average) shape.push_back(h);
-        shape.insert(shape.end(), {L, S_});
-        auto weights = xt::xarray<T>::from_shape(shape);
-        const T scale = static_cast<T>(scaled_dot_product{}.scale(hd));
-        buffer<T> logits(L * S_);
-        std::vector<T> row(average ? S_ : 0);
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t head = 0; head < h; ++head) {
-                const slice_index at{b, head, B, h};
-                simd::linear_rows<Arch>(row_matrix<const T>{&q(b, head, 0, 0), L, hd},
-                                        simd::packed_weight<T>(row_matrix<const T>{&k(b, head / group, 0, 0), S_, hd}),
-                                        [&](std::size_t i, std::size_t j, const auto& v, std::size_t lanes) {
-                                            simd::store_lanes(v * std::decay_t<decltype(v)>(scale), lanes,
-                                                              logits.data() + i * S_ + j);
-                                        });
-                T* out = weights.data() + (b * (average ? 1 : h) + (average ? 0 : head)) * L * S_;
-                detail::with_head<4>(similarity, at, [&](const auto& s) {
-                    constexpr bool biased = detail::pair_biased_dot_product<std::decay_t<decltype(s)>>;
-                    detail::with_neighborhood(nb, at, [&](const auto& n) {
-                        for (std::size_t i = 0; i < L; ++i) {
-                            const T top = lse(b, head, i);
-                            // The first head of an average writes its row; the others add theirs.
-                            const bool write = !average || head == 0;
-                            if (std::isinf(top)) {   // no key admitted: the row is 0
-                                if (write) std::fill(out + i * S_, out + (i + 1) * S_, T(0));
-                                continue;
-                            }
-                            // The admitted pairs' logits, -inf elsewhere, then exp(logit - lse).
-                            T* target = average ? row.data() : out + i * S_;
-                            const T* l = logits.data() + i * S_;
-                            std::fill(target, target + S_, minus_inf);
-                            n.for_each_range(i, extents{L, S_}, [&](key_range r) {
-                                if (!biased && r.stride == 1) return void(std::copy_n(l + r.first, r.count, target + r.first));
-                                for (std::size_t t = 0; t < r.count; ++t) {
-                                    const std::size_t j = r.first + t * r.stride;
-                                    target[j] = l[j];
-                                    if constexpr (biased) target[j] += static_cast<T>(s.bias(i, j));
-                                }
-                            });
-                            simd::exp_shifted_sum<Arch>(target, top, S_);
-                            if (!average) continue;
-                            if (head == 0) std::fill(out + i * S_, out + (i + 1) * S_, T(0));
-                            simd::axpy<Arch>(T(1) / T(h), target, out + i * S_, S_);
-                        }
-                    });
-                });
-            }
-        return weights;
-    }
 };
 
 /// The float layer, as PyTorch's default dtype.

@@ -189,4 +189,26 @@ auto load_strictly(const std::string& prefix, std::string_view who, Load&& load)
     return loaded;
 }
 
+/// The loader of `config`'s architecture in PyTorch's own layout (`nn::load_npy(checkpoint&,
+/// config)`: `attention_config`, `encoder_layer_config`, `nonlocal_block_config`) over the
+/// files `prefix + name + ".npy"`, strictly: throws `checkpoint_error` naming every entry
+/// missing, misshapen or left over.
+template <class T = float, class Config>
+auto load_npy(const std::string& prefix, const Config& config) {
+    return load_strictly(prefix, "nn::load_npy", [&](checkpoint& from) { return load_npy<T>(from, config); });
+}
+
+/// The same for torchvision's layout (`vit_config`).
+template <class T = float, class Config>
+auto load_torchvision(const std::string& prefix, const Config& config) {
+    return load_strictly(prefix, "nn::load_torchvision", [&](checkpoint& from) { return load_torchvision<T>(from, config); });
+}
+
+/// The same for timm's layout (`vit_config`, `mobilevit_config`, `mobilevit_block_config`,
+/// `inverted_residual_config`, `encoder_layer_config`).
+template <class T = float, class Config>
+auto load_timm(const std::string& prefix, const Config& config) {
+    return load_strictly(prefix, "nn::load_timm", [&](checkpoint& from) { return load_timm<T>(from, config); });
+}
+
 }  // namespace nonlocal::nn

@@ -17,6 +17,7 @@
 #include "nonlocal/nn/inverted_residual.hpp"
 #include "nonlocal/nn/io/transformer.hpp"
 #include "nonlocal/nn/mobilevit.hpp"
+#include "nonlocal/nn/mobilevit_block.hpp"
 
 namespace nonlocal::nn {
 
@@ -31,14 +32,6 @@ basic_inverted_residual<T> load_timm(checkpoint& from, const inverted_residual_c
             read_conv_norm_act<T>(from, at + "conv2_kxk",
                                   {.in = mid, .out = mid, .kernel = 3, .stride = c.stride, .groups = mid, .act = c.act}),
             read_conv_norm_act<T>(from, at + "conv3_1x1", {.in = mid, .out = c.out_channels})};
-}
-
-/// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
-/// naming every entry missing, misshapen or left over.
-template <class T = float>
-basic_inverted_residual<T> load_timm(const std::string& prefix, const inverted_residual_config& config) {
-    return load_strictly(prefix, "nn::load_timm",
-                         [&](checkpoint& from) { return load_timm<T>(from, config); });
 }
 
 /// Loads timm's `MobileVitBlock` from the entries below `at` of `from` (see
@@ -65,14 +58,6 @@ basic_mobilevit_block<T> load_timm(checkpoint& from, const mobilevit_block_confi
     if (c.fusion) fusion = read_conv_norm_act<T>(from, at + "conv_fusion", {.in = C + O, .out = O, .kernel = k, .act = silu});
     return {std::move(conv_kxk), std::move(conv_1x1), std::move(layers), std::move(norm), std::move(conv_proj),
             std::move(fusion), c.patch};
-}
-
-/// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
-/// naming every entry missing, misshapen or left over.
-template <class T = float>
-basic_mobilevit_block<T> load_timm(const std::string& prefix, const mobilevit_block_config& config) {
-    return load_strictly(prefix, "nn::load_timm",
-                         [&](checkpoint& from) { return load_timm<T>(from, config); });
 }
 
 /// Loads timm's MobileViT of architecture `c` (`mobilevit_config::named("mobilevit_s")`,
@@ -107,14 +92,6 @@ basic_mobilevit<T> load_timm(checkpoint& from, const mobilevit_config& c, const 
     std::optional<linear_layer<T>> head;
     if (c.classes) head = read_linear<T>(from, at + "head_fc", c.features, c.classes);
     return {std::move(stem), std::move(blocks), std::move(final_conv), std::move(head)};
-}
-
-/// `load_timm` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
-/// naming every entry missing, misshapen or left over.
-template <class T = float>
-basic_mobilevit<T> load_timm(const std::string& prefix, const mobilevit_config& config) {
-    return load_strictly(prefix, "nn::load_timm",
-                         [&](checkpoint& from) { return load_timm<T>(from, config); });
 }
 
 }  // namespace nonlocal::nn

@@ -45,12 +45,4 @@ basic_nonlocal_feature_block<T> load_npy(checkpoint& from, const nonlocal_block_
     return {c.form, std::move(g), std::move(theta), std::move(phi), std::move(w_z), c.sub_sample, std::move(concat)};
 }
 
-/// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
-/// naming every entry missing, misshapen or left over.
-template <class T = float>
-basic_nonlocal_feature_block<T> load_npy(const std::string& prefix, const nonlocal_block_config& config) {
-    return load_strictly(prefix, "nn::load_npy",
-                         [&](checkpoint& from) { return load_npy<T>(from, config); });
-}
-
 }  // namespace nonlocal::nn

@@ -67,14 +67,6 @@ basic_multi_head_attention<T> load_npy(checkpoint& from, const attention_config&
             std::move(out)};
 }
 
-/// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
-/// naming every entry missing, misshapen or left over.
-template <class T = float>
-basic_multi_head_attention<T> load_npy(const std::string& prefix, const attention_config& config) {
-    return load_strictly(prefix, "nn::load_npy",
-                         [&](checkpoint& from) { return load_npy<T>(from, config); });
-}
-
 /// Loads `nn.TransformerEncoderLayer` from the entries below `at` of `from` (see
 /// nn/io/checkpoint.hpp): `self_attn` (`multi_head_attention::load_npy`), `linear1`
 /// [F, E], `linear2` [E, F], `norm1`, `norm2` [E], their biases; or the same parts under
@@ -88,14 +80,6 @@ basic_transformer_encoder_layer<T> load_npy(checkpoint& from, const encoder_laye
             detail::encoder_feed_forward<T>(from, at + names.linear1, at + names.linear2, c),
             read_layer_norm<T>(from, at + names.norm1, E, c.layer_norm_eps),
             read_layer_norm<T>(from, at + names.norm2, E, c.layer_norm_eps), c.norm_first};
-}
-
-/// `load_npy` of the files `prefix + name + ".npy"`, strictly: throws `checkpoint_error`
-/// naming every entry missing, misshapen or left over.
-template <class T = float>
-basic_transformer_encoder_layer<T> load_npy(const std::string& prefix, const encoder_layer_config& config) {
-    return load_strictly(prefix, "nn::load_npy",
-                         [&](checkpoint& from) { return load_npy<T>(from, config); });
 }
 
 /// Loads one block of timm's ViT layout (`blocks.N.` of a `VisionTransformer`,

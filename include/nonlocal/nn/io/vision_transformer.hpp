@@ -80,19 +80,4 @@ basic_vision_transformer<T> load_timm(checkpoint& from, const vit_config& c, con
                  timm_position_resampling);
 }
 
-/// `load_torchvision` of the files `prefix + name + ".npy"`, strictly: throws
-/// `checkpoint_error` naming every entry missing, misshapen or left over.
-template <class T = float>
-basic_vision_transformer<T> load_torchvision(const std::string& prefix, const vit_config& config) {
-    return load_strictly(prefix, "nn::load_torchvision",
-                         [&](checkpoint& from) { return load_torchvision<T>(from, config); });
-}
-
-/// `load_timm` of the files `prefix + name + ".npy"`, strictly, as `load_torchvision`.
-template <class T = float>
-basic_vision_transformer<T> load_timm(const std::string& prefix, const vit_config& config) {
-    return load_strictly(prefix, "nn::load_timm",
-                         [&](checkpoint& from) { return load_timm<T>(from, config); });
-}
-
 }  // namespace nonlocal::nn
