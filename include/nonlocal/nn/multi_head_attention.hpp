@@ -48,6 +48,15 @@
 #include "nonlocal/neighborhood/mask.hpp"
 #include "nonlocal/similarity/pair_bias.hpp"
 
+namespace nonlocal::detail {
+/// Entries [first, first + count) of an in-projection's bias, or none when it has none.
+template <class T>
+xt::xtensor<T, 1> bias_part(const xt::xtensor<T, 1>& bias, std::size_t first, std::size_t count) {
+    if (bias.size() == 0) return {};
+    return xt::view(bias, xt::range(first, first + count));
+}
+}  // namespace nonlocal::detail
+
 namespace nonlocal::nn {
 
 /// y = MultiheadAttention(query, key, value) over tokens [B, L, E] or [L, E] of T (float or
@@ -260,11 +269,7 @@ private:
     static linear_layer<T> rows_of(const xt::xtensor<T, 2>& weight, const xt::xtensor<T, 1>& bias, std::size_t first,
                                    std::size_t count) {
         return linear_layer<T>(xt::xtensor<T, 2>(xt::view(weight, xt::range(first, first + count), xt::all())),
-                               part_of(bias, first, count));
-    }
-    static xt::xtensor<T, 1> part_of(const xt::xtensor<T, 1>& bias, std::size_t first, std::size_t count) {
-        if (bias.size() == 0) return {};
-        return xt::view(bias, xt::range(first, first + count));
+                               detail::bias_part(bias, first, count));
     }
 
     void check() const {

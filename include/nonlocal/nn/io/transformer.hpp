@@ -58,12 +58,9 @@ basic_multi_head_attention<T> load_npy(checkpoint& from, const attention_config&
         return {config.num_heads, in_weight, in_bias, out.weight(), out.bias()};
     }
     const auto in_bias = config.bias ? from.read<T, 1>(at + "in_proj_bias", {3 * E}) : xt::xtensor<T, 1>();
-    const auto part_of = [&](std::size_t first) {   // the bias of one projection, none without
-        return in_bias.size() ? xt::xtensor<T, 1>(xt::view(in_bias, xt::range(first, first + E))) : xt::xtensor<T, 1>();
-    };
-    return {config.num_heads, linear_layer<T>(from.read<T, 2>(at + "q_proj_weight", {E, E}), part_of(0)),
-            linear_layer<T>(from.read<T, 2>(at + "k_proj_weight", {E, kdim}), part_of(E)),
-            linear_layer<T>(from.read<T, 2>(at + "v_proj_weight", {E, vdim}), part_of(2 * E)),
+    return {config.num_heads, linear_layer<T>(from.read<T, 2>(at + "q_proj_weight", {E, E}), detail::bias_part(in_bias, 0, E)),
+            linear_layer<T>(from.read<T, 2>(at + "k_proj_weight", {E, kdim}), detail::bias_part(in_bias, E, E)),
+            linear_layer<T>(from.read<T, 2>(at + "v_proj_weight", {E, vdim}), detail::bias_part(in_bias, 2 * E, E)),
             std::move(out)};
 }
 
