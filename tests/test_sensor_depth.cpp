@@ -175,10 +175,11 @@ BOOST_AUTO_TEST_CASE(medians_of_the_observations_match_a_literal_sort) {
     // (computed in float) and that they do not (in double), and with ties.
     std::mt19937 engine(17);
     enum class depths { doubles, floats, ties };
-    for (const auto& [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 7}, {5, 5}, {6, 13}, {9, 12}, {9, 13},
-                               {9, 21}, {17, 33}, {12, 40}, {7, 37}})
+    for (const auto& grid : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 7}, {5, 5}, {6, 13}, {9, 12}, {9, 13},
+                             {9, 21}, {17, 33}, {12, 40}, {7, 37}})
         for (const double holes : {0.0, 0.3, 0.9})
             for (const depths kind : {depths::doubles, depths::floats, depths::ties}) {
+                const std::size_t H = grid.first, W = grid.second;   // not bindings: a lambda captures them
                 detail::observed_depth d(H, W);
                 std::uniform_real_distribution<double> value(0, 50);
                 std::bernoulli_distribution missing(holes);

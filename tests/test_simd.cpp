@@ -279,6 +279,39 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(exp_of_nonpositive_values, T, test::value_types) {
     });
 }
 
+BOOST_AUTO_TEST_CASE_TEMPLATE(exp_of_any_value, T, test::value_types) {
+    // simd::exp is defined on every input: xsimd's exp, bit for bit, over the range where exp
+    // is finite and nonzero, exactly 0 and +inf beyond, NaN for NaN.
+    test::for_each_arch([](auto arch) {
+        using Arch = decltype(arch);
+        constexpr T inf = std::numeric_limits<T>::infinity();
+        std::vector<T> x;
+        for (double t = -800; t <= 800; t += 0.917) x.push_back(T(t));
+        for (T special : {T(0), T(-0.0), T(1), T(-1), inf, -inf, std::numeric_limits<T>::quiet_NaN(),
+                          std::numeric_limits<T>::max(), std::numeric_limits<T>::lowest()})
+            x.push_back(special);
+        const std::vector<T> out = batchwise<Arch>(x, [](auto v) { return simd::exp(v); }, T(0));
+        std::size_t wrong = 0;
+        double worst = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const double expected = std::exp(double(x[i]));
+            if (std::isnan(x[i])) wrong += !std::isnan(out[i]);
+            else if (expected > double(std::numeric_limits<T>::max())) wrong += out[i] != inf;
+            else if (expected < double(std::numeric_limits<T>::denorm_min()) / 2) wrong += out[i] != T(0);
+            else if (std::is_same_v<T, float> && x[i] > T(88.37) && out[i] == inf) continue;   // xsimd's float bound
+            else if (expected >= double(std::numeric_limits<T>::min()))
+                worst = std::max(worst, std::abs(double(out[i]) - expected) / expected);
+        }
+        BOOST_TEST(wrong == 0u, Arch::name() << ": " << wrong << " overflows, underflows or NaNs mishandled");
+        BOOST_TEST(worst < (std::is_same_v<T, float> ? 5e-7 : 1e-15), Arch::name() << " worst relative error " << worst);
+        // Hand-computed: e, 1 and 1/e.
+        const std::vector<T> e = batchwise<Arch>(std::vector<T>{T(1), T(0), T(-1)}, [](auto v) { return simd::exp(v); }, T(0));
+        BOOST_TEST(std::abs(double(e[0]) - 2.718281828459045) < 3e-7 * 2.72);
+        BOOST_TEST(e[1] == T(1));
+        BOOST_TEST(std::abs(double(e[2]) - 0.36787944117144233) < 3e-7 * 0.37);
+    });
+}
+
 BOOST_AUTO_TEST_CASE(exp_of_bounded_values) {
     // exp_bounded takes x in [-87.3, 89]: 2 ulp against the double exp up to 88.37, above that
     // 2 ulp or +inf (the exponent bits' 2^128), +inf where exp is too large for a float

@@ -106,8 +106,9 @@ BOOST_AUTO_TEST_CASE(solvers_reach_the_dense_solution) {
                 const std::vector<double> exact = test::dense_solve(p.system(connectivity, radius));
                 const ar_system<float, Arch> A = p.system<float, Arch>(connectivity, radius);
                 const solve_options options{1e-4, 2000};   // a float-sized tolerance
+                const std::string grid = std::to_string(H) + " x " + std::to_string(W);
                 const auto close = [&](const solve_report& r, const std::vector<float>& x, const char* what) {
-                    BOOST_TEST(r.converged, what << " on " << H << " x " << W);
+                    BOOST_TEST(r.converged, what << " on " << grid);
                     for (std::size_t i = 0; i < x.size(); ++i)
                         BOOST_TEST(std::abs(double(x[i]) - exact[i]) <= 1e-3 * exact[i], what << " at " << i);
                 };

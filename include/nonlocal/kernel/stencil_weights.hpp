@@ -115,7 +115,7 @@ std::vector<buffer<T>> edge_weights_by_channel(const image_planes<P>& g, const s
         // The logit second: x86's min returns its second operand when either is NaN, and
         // exp_nonpositive keeps NaN, so a NaN logit gives a NaN weight.
         else if constexpr (std::is_same_v<P, float>) return simd::exp_nonpositive(xsimd::min(V(88.f), logit));
-        else return xsimd::exp(logit);
+        else return simd::exp(logit);
     };
     // W of the edges from pixel i (and the next ones, for a batch V) to i + shift.
     const auto weight = [&](auto like, std::size_t i, std::size_t shift) {

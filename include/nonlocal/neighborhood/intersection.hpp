@@ -81,6 +81,11 @@ struct intersection {
     }
 };
 
+/// `intersection{first, second}` deduces both types (compilers without C++20's deduction
+/// for aggregates, Clang before 17, need the guide).
+template <class First, class Second>
+intersection(First, Second) -> intersection<First, Second>;
+
 /// The keys both `first` and `second` admit.
 template <neighborhood First, tiled_neighborhood Second>
 intersection<First, Second> intersect(First first, Second second) {

@@ -40,7 +40,7 @@ template <class Batch>
     const Batch lowest(std::numeric_limits<T>::lowest()), one(T(1));
     if constexpr (std::is_same_v<T, float>)
         return divide(xsimd::max(lowest, x), one + exp_bounded(xsimd::min(Batch(89.f), xsimd::max(Batch(-87.3f), -x))));
-    else return divide(xsimd::max(lowest, x), one + xsimd::exp(-x));
+    else return divide(xsimd::max(lowest, x), one + simd::exp(Batch(-x)));
 }
 
 /// a(v) lane by lane. Always inlined: GEMMs call it on each vector they store, and a call

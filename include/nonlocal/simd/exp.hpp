@@ -1,6 +1,6 @@
 #pragma once
 /// @file simd/exp.hpp
-/// exp(x) for the softmax weights, where x = logit - row maximum <= 0.
+/// exp(x) for the softmax weights, where x = logit - row maximum <= 0, and for any x.
 
 #include <cmath>
 #include <type_traits>
@@ -70,10 +70,28 @@ xsimd::batch<float, Arch> exp_nonpositive(xsimd::batch<float, Arch> x) noexcept 
     return xsimd::select(underflow, batch(0.f), exp_bounded(xsimd::max(batch(-87.3f), x)));
 }
 
-/// exp(x) for double lanes: xsimd's exp (0 for x = -inf, +inf where it overflows).
+/// exp(x) lane by lane for any x: xsimd's exp where it is finite and nonzero, 0 below,
+/// +inf above (for float from 88.38, where xsimd's bound is), NaN for NaN. xsimd's exp converts round(x / ln 2) to an integer, which is
+/// undefined for NaN and infinities where the conversion is scalar (double lanes without
+/// AVX512DQ's conversions): double lanes are clamped first to [-750, 710], where exp is
+/// already 0 and +inf, and a NaN put back. Float lanes convert in one instruction everywhere
+/// and go to xsimd's exp as they are.
+template <class T, class Arch>
+xsimd::batch<T, Arch> exp(xsimd::batch<T, Arch> x) noexcept {
+    using batch = xsimd::batch<T, Arch>;
+    if constexpr (std::is_same_v<T, float>) {
+        return xsimd::exp(x);
+    } else {
+        const batch low(T(-750)), high(T(710));
+        const batch inside = xsimd::select(x > low, xsimd::select(x < high, x, high), low);
+        return xsimd::select(xsimd::isnan(x), x, xsimd::exp(inside));
+    }
+}
+
+/// exp(x) for double lanes: `exp` (0 for x = -inf, +inf where it overflows).
 template <class Arch>
 xsimd::batch<double, Arch> exp_nonpositive(xsimd::batch<double, Arch> x) noexcept {
-    return xsimd::exp(x);
+    return simd::exp(x);
 }
 
 }  // namespace nonlocal::simd

@@ -13,6 +13,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "nonlocal/config.hpp"
+#include "nonlocal/simd/exp.hpp"
 
 namespace nonlocal::simd {
 
@@ -372,7 +373,7 @@ void exp_in_place(T* x, std::size_t n) noexcept {
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W = batch::size;
     std::size_t i = 0;
-    for (; i + W <= n; i += W) xsimd::exp(batch::load_unaligned(x + i)).store_unaligned(x + i);
+    for (; i + W <= n; i += W) simd::exp(batch::load_unaligned(x + i)).store_unaligned(x + i);
     for (; i < n; ++i) x[i] = std::exp(x[i]);
 }
 
@@ -385,7 +386,7 @@ T exp_shifted_sum(T* x, T shift, std::size_t n) noexcept {
     batch acc(T(0));
     std::size_t i = 0;
     for (; i + W <= n; i += W) {
-        const batch e = xsimd::exp(batch::load_unaligned(x + i) - s);
+        const batch e = simd::exp(batch(batch::load_unaligned(x + i) - s));
         e.store_unaligned(x + i);
         acc += e;
     }
