@@ -2,7 +2,7 @@
 // reference, on every tested architecture.
 #include <nonlocal/nonlocal.hpp>
 
-#include "support.hpp"
+#include "support/support.hpp"
 
 using namespace nonlocal;
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "support.hpp"
+#include "support/support.hpp"
 
 using namespace nonlocal;
 

@@ -3,7 +3,7 @@
 // same kernels as the built-in ones.
 #include <nonlocal/nonlocal.hpp>
 
-#include "support.hpp"
+#include "support/support.hpp"
 
 using namespace nonlocal;
 

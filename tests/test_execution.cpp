@@ -2,7 +2,7 @@
 // and over the query tiles of one slice, for the tiled and the gather kernels.
 #include <nonlocal/nonlocal.hpp>
 
-#include "support.hpp"
+#include "support/support.hpp"
 
 using namespace nonlocal;
 

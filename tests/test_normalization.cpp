@@ -2,7 +2,7 @@
 // rows without neighbours, and the data term of the AR model.
 #include <nonlocal/nonlocal.hpp>
 
-#include "support.hpp"
+#include "support/support.hpp"
 
 using namespace nonlocal;
 

@@ -1,7 +1,7 @@
 // pairwise.hpp: materialised similarity matrices against literal loops.
 #include <nonlocal/nonlocal.hpp>
 
-#include "support.hpp"
+#include "support/support.hpp"
 
 using namespace nonlocal;
 

@@ -8,7 +8,7 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
 
-#include "support.hpp"
+#include "support/support.hpp"
 
 using namespace nonlocal;
 

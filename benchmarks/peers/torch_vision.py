@@ -3,7 +3,7 @@
     torch_vision.py MODEL THREADS RUNS [ONNX_PATH]
 
 MODEL is vit_b_16 (torchvision's, on [1, 3, 224, 224]) or mobilevit_s (timm's layout from
-tests/torch/timm_layouts.py, on [1, 3, 256, 256]), random weights, in inference mode; with
+tests/nn/torch/timm_layouts.py, on [1, 3, 256, 256]), random weights, in inference mode; with
 `:bf16` after it (vit_b_16:bf16) the model and its input cast to bfloat16, PyTorch's way of
 running a model in bfloat16 on the CPU (autocast stops at the fused attention of inference).
 Times RUNS forward passes on THREADS threads and prints the median in milliseconds as

@@ -179,7 +179,7 @@ struct depth_result {
 /// The most memory a depth task takes per pixel of its guide beyond its inputs, at the
 /// defaults of `fill_depth`, `denoise_depth` and `upsample_depth` (a job's memory: this
 /// times the pixels, plus the inputs). The suite holds the tasks to it
-/// (tests/depth_memory.cpp); the measured figures are in the performance page.
+/// (tests/depth/depth_memory.cpp); the measured figures are in the performance page.
 inline constexpr std::size_t depth_task_bytes_per_pixel = 256;
 
 /// What a guide of pixel type `Pixel` is multiplied by to be on the 8-bit scale of
