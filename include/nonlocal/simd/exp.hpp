@@ -71,11 +71,11 @@ xsimd::batch<float, Arch> exp_nonpositive(xsimd::batch<float, Arch> x) noexcept 
 }
 
 /// exp(x) lane by lane for any x: xsimd's exp where it is finite and nonzero, 0 below,
-/// +inf above (for float from 88.38, where xsimd's bound is), NaN for NaN. xsimd's exp converts round(x / ln 2) to an integer, which is
-/// undefined for NaN and infinities where the conversion is scalar (double lanes without
-/// AVX512DQ's conversions): double lanes are clamped first to [-750, 710], where exp is
-/// already 0 and +inf, and a NaN put back. Float lanes convert in one instruction everywhere
-/// and go to xsimd's exp as they are.
+/// +inf above (for float from 88.38, where xsimd's bound is), NaN for NaN. xsimd's exp
+/// converts round(x / ln 2) to an integer, which is undefined for NaN and infinities where
+/// the conversion is scalar (double lanes without AVX512DQ's conversions): double lanes are
+/// clamped first to [-750, 710], where exp is already 0 and +inf, and a NaN put back. Float
+/// lanes convert in one instruction everywhere and go to xsimd's exp as they are.
 template <class T, class Arch>
 xsimd::batch<T, Arch> exp(xsimd::batch<T, Arch> x) noexcept {
     using batch = xsimd::batch<T, Arch>;

@@ -15,7 +15,6 @@
 
 namespace nonlocal::simd {
 
-
 /// Whether a batch's partial loads and stores are AVX-512's masked moves, or AVX2's.
 template <class Batch>
 inline constexpr bool avx512_masked = std::is_base_of_v<xsimd::avx512f, typename Batch::arch_type>;
