@@ -137,7 +137,7 @@ void ar_jacobi_step(benchmark::State& state) {
     const stencil_problem p(int(state.range(0)));
     nonlocal::buffer<float> y(p.n);
     for (auto _ : state) {
-        p.A.jacobi_step(p.A.rhs().data(), p.x.data(), y.data());
+        p.A.jacobi_step(nonlocal::execution::seq, p.A.rhs().data(), p.x.data(), y.data());
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
     }

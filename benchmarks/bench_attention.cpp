@@ -166,7 +166,7 @@ void run_encoder_layer(benchmark::State& state, std::size_t L, Nb nb, std::size_
     const auto x2 = randn(L, E, 8);
     std::copy(x2.begin(), x2.end(), x.begin());
     for (auto _ : state) {
-        auto y = layer(x, nb, policy);
+        auto y = layer(policy, x, nb);
         benchmark::DoNotOptimize(y.data());
     }
     // The projections' 8 L E^2, attention's 4 L keys E and the MLP's 2 x 2 L E F flops.
@@ -210,7 +210,7 @@ void vit_b16_encoder(benchmark::State& state) {
     const nonlocal::execution::parallel_policy policy{int(state.range(0))};
     for (auto _ : state) {
         xt::xtensor<float, 3> y = x;
-        for (const auto& layer : layers) y = layer(y, nonlocal::dense{}, policy);
+        for (const auto& layer : layers) y = layer(policy, y, nonlocal::dense{});
         benchmark::DoNotOptimize(y.data());
     }
     report(state, double(depth) * (8.0 * L * E * E + 4.0 * L * L * E + 4.0 * L * E * F), 0, policy.threads);

@@ -99,12 +99,11 @@ void depth_upsample(benchmark::State& state) {
     const std::size_t factor = state.range(0);
     const auto low = nonlocal::bench::upsampling_samples(aloe().truth, factor);
     std::size_t iterations = 0;
-    nonlocal::depth_options o{.model = nonlocal::depth_model(state.range(1)),
-                              .threads = int(state.range(2)),
-                              .single_precision = state.range(3) != 0};
+    nonlocal::depth_options o{.model = nonlocal::depth_model(state.range(1)), .single_precision = state.range(3) != 0};
+    const nonlocal::execution::parallel_policy on{int(state.range(2))};
     if (state.range(4)) o.multigrid.transfer = nonlocal::coarsening::aggregation;
     for (auto _ : state) {
-        auto out = nonlocal::upsample_depth(low, aloe().guide, factor, o);
+        auto out = nonlocal::upsample_depth(on, low, aloe().guide, factor, o);
         iterations = out.report.iterations;
         benchmark::DoNotOptimize(out.depth.data());
     }
@@ -388,7 +387,7 @@ void ar_apply(benchmark::State& state) {
                                    nonlocal::colour_weights(H, W, 3, 3.0), s.truth, alpha, 1e-3);
     nonlocal::buffer<T> x(A.size(), T(1)), y(A.size());   // aligned, as the solvers' own vectors are
     for (auto _ : state) {
-        A.apply(x.data(), y.data());
+        A.apply(nonlocal::execution::seq, x.data(), y.data());
         benchmark::DoNotOptimize(y.data());
     }
     state.counters["Mpix_per_s"] = benchmark::Counter(double(A.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);

@@ -155,7 +155,7 @@ void vit_b16(benchmark::State& state, nonlocal::precision p) {
     const auto images = randn<4>({1, 3, 224, 224}, 92, 1.0f);
     const int threads = int(state.range(0));
     for (auto _ : state) {
-        auto logits = vit(images, nonlocal::execution::parallel_policy{threads});
+        auto logits = vit(nonlocal::execution::parallel_policy{threads}, images);
         benchmark::DoNotOptimize(logits.data());
     }
     report_flops(state, b.flops, threads);
@@ -192,7 +192,7 @@ void mobilevit_s_forward(benchmark::State& state) {
     const std::size_t batch = state.range(1);
     const auto images = randn<4>({batch, 3, 256, 256}, 93, 1.0f);
     for (auto _ : state) {
-        auto logits = net(images, nonlocal::execution::parallel_policy{threads});
+        auto logits = net(nonlocal::execution::parallel_policy{threads}, images);
         benchmark::DoNotOptimize(logits.data());
     }
     report_flops(state, b.flops * double(batch), threads);

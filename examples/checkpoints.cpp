@@ -15,7 +15,7 @@ std::function<xt::xarray<float>(const xt::xtensor<float, 4>&)> load_checkpoint(c
         if constexpr (requires { network.to(p); }) network.to(p);
         else if (p != precision::native)
             throw std::runtime_error("--precision bf16: " + model + " has no bfloat16 products (its convolutions run in float)");
-        return [network = std::move(network), policy](const xt::xtensor<float, 4>& x) -> xt::xarray<float> { return network(x, policy); };
+        return [network = std::move(network), policy](const xt::xtensor<float, 4>& x) -> xt::xarray<float> { return network(policy, x); };
     };
     if (model == "torchvision-vit") return wrap(nn::load_torchvision(from, std::get<nn::vit_config>(a.config)));
     if (model == "timm-vit") return wrap(nn::load_timm(from, std::get<nn::vit_config>(a.config)));

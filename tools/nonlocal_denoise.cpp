@@ -45,7 +45,7 @@ nonlocal::tools::item_outcome denoise_image(const image_item& item, const denois
     const auto colour = nonlocal::tools::without_alpha(img);
     const auto t0 = std::chrono::steady_clock::now();
     xt::xtensor<float, 3> out =
-        nonlocal::nlm_denoise(colour.pixels, how.options, nonlocal::execution::parallel_policy{how.threads});
+        nonlocal::nlm_denoise(nonlocal::execution::parallel_policy{how.threads}, colour.pixels, how.options);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (colour.pixels.shape(2) != img.pixels.shape(2))
         out = xt::concatenate(

@@ -39,6 +39,7 @@ struct refinement {
     std::string mode = "fill";
     std::size_t factor = 1;
     nonlocal::depth_options options;
+    int threads = 1;   ///< of each pair's solves
 };
 
 /// The confidence map at `path` for a depth map of `shape`: a PNG of 8 or 16 bits scaled to
@@ -70,15 +71,16 @@ nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, cons
     const std::optional<xt::xtensor<float, 2>> confidence =
         pair.confidence.empty() ? std::nullopt
                                 : std::optional(read_confidence(pair.confidence, {depth.shape(0), depth.shape(1)}));
+    const nonlocal::execution::parallel_policy on{how.threads};
     const auto refine = [&]() {
         if (confidence) {
-            if (how.mode == "upsample") return nonlocal::upsample_depth(depth, *confidence, guide, how.factor, how.options);
-            if (how.mode == "denoise") return nonlocal::denoise_depth(depth, *confidence, guide, how.options);
-            return nonlocal::fill_depth(depth, *confidence, guide, how.options);
+            if (how.mode == "upsample") return nonlocal::upsample_depth(on, depth, *confidence, guide, how.factor, how.options);
+            if (how.mode == "denoise") return nonlocal::denoise_depth(on, depth, *confidence, guide, how.options);
+            return nonlocal::fill_depth(on, depth, *confidence, guide, how.options);
         }
-        if (how.mode == "upsample") return nonlocal::upsample_depth(depth, guide, how.factor, how.options);
-        if (how.mode == "denoise") return nonlocal::denoise_depth(depth, guide, how.options);
-        return nonlocal::fill_depth(depth, guide, how.options);
+        if (how.mode == "upsample") return nonlocal::upsample_depth(on, depth, guide, how.factor, how.options);
+        if (how.mode == "denoise") return nonlocal::denoise_depth(on, depth, guide, how.options);
+        return nonlocal::fill_depth(on, depth, guide, how.options);
     };
     nonlocal::depth_result result = refine();
     // Written whole or not at all: an interrupted run leaves no partial output that
@@ -246,7 +248,7 @@ int main(int argc, char** argv) {
                  "(time of flight; a ledge one or two pixels wide looks the same)");
     app.add_option("--step", options.step, "a depth step, in depth units (0: 5 % of the observed range)")
         ->check(nonlocal::tools::at_least(0))->capture_default_str();
-    app.add_option("--threads", options.threads, "threads of each pair's solver passes")->check(nonlocal::tools::at_least(1))
+    app.add_option("--threads", how.threads, "threads of each pair's solver passes")->check(nonlocal::tools::at_least(1))
         ->capture_default_str();
     bool double_precision = false;
     app.add_flag("--double", double_precision, "solve in double precision (default: float)");

@@ -25,7 +25,7 @@ int main() {
     // A depthwise 3 x 3 convolution at stride 2 (groups = channels) on two threads.
     const nn::conv2d<float> depthwise(xt::random::randn<float>({32, 1, 3, 3}) * 0.1f, xt::zeros<float>({32}),
                                       {.stride = 2, .padding = 1, .groups = 32}, activation::relu6);
-    auto reduced = depthwise(features, nonlocal::execution::parallel_policy{2});   // [2, 32, 16, 16]
+    auto reduced = depthwise(nonlocal::execution::parallel_policy{2}, features);   // [2, 32, 16, 16]
 
     // Pooling as PyTorch's: 3 x 3 max pooling at stride 2, and global average pooling.
     auto pooled = nn::max_pool2d(features, {.kernel = 3, .stride = 2, .padding = 1});   // [2, 32, 16, 16]

@@ -24,7 +24,7 @@ int main() {
                                            /*sub_sample=*/true);
     const xt::xtensor<float, 4> x = xt::random::randn<float>({std::size_t(2), C, std::size_t(10), std::size_t(12)});
     const xt::xtensor<float, 4> z = block(x);                                            // [2, 8, 10, 12]
-    const xt::xtensor<float, 4> z2 = block(x, nonlocal::execution::parallel_policy{2});  // the same, on two threads
+    const xt::xtensor<float, 4> z2 = block(nonlocal::execution::parallel_policy{2}, x);  // the same, on two threads
 
     const nn::nonlocal_feature_block identity(nn::nonlocal_form::embedded_gaussian, nn::conv2d<float>(weights(e, C)),
                                               nn::conv2d<float>(weights(e, C)), nn::conv2d<float>(weights(e, C)),

@@ -33,11 +33,18 @@ auto attention(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const x
 
 /// `attention` that also returns the log-sum-exp of each query's logits
 /// (`.out`, `.lse`), as FlashAttention does, to merge partial results.
-template <class Arch = default_arch, execution_policy Ex = execution::sequenced_policy, class Q, class K, class V,
+template <class Arch = default_arch, execution_policy Ex, class Q, class K, class V,
           neighborhood Nb = dense, similarity S = scaled_dot_product>
-auto attention_lse(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
-                   const Nb& neighborhood = {}, const S& similarity = {}, Ex policy = {}) {
+auto attention_lse(Ex policy, const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
+                   const Nb& neighborhood = {}, const S& similarity = {}) {
     return weighted_aggregate_lse<Arch>(policy, q, k, v, similarity, neighborhood, softmax{});
+}
+/// The same on the calling thread.
+template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
+          similarity S = scaled_dot_product>
+auto attention_lse(const xt::xexpression<Q>& q, const xt::xexpression<K>& k, const xt::xexpression<V>& v,
+                   const Nb& neighborhood = {}, const S& similarity = {}) {
+    return attention_lse<Arch>(execution::seq, q, k, v, neighborhood, similarity);
 }
 
 }  // namespace nonlocal

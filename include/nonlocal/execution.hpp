@@ -60,6 +60,12 @@ inline int thread_count(execution::parallel_policy p) {
 #endif
 }
 
+/// Any policy as the parallel policy of as many threads (for code compiled once for both).
+template <class Ex>
+execution::parallel_policy as_parallel(Ex policy) {
+    return {thread_count(policy)};
+}
+
 /// How `parallel_for` deals its calls out: `uneven` tasks one at a time to whichever
 /// thread is free (OpenMP's dynamic schedule), `even` ones in equal runs of consecutive
 /// indices, thread t always the t-th run (static schedule). With even tasks over the same

@@ -495,7 +495,8 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     test::check_invalid([&] { fill_depth(some, guide, {.connectivity = 6, .sigma_r = -1}); }, "fill_depth",
                         "depth_options::connectivity must be 4 or 8, got 6; depth_options::sigma_r must be finite and positive, got -1");
     test::check_invalid([&] { denoise_depth(some, guide, {.lambda = -1}); }, "denoise_depth", "depth_options::lambda must be", "got -1");
-    test::check_invalid([&] { fill_depth(some, guide, {.threads = 0}); }, "fill_depth", "depth_options::threads must be", "got 0");
+    test::check_invalid([&] { fill_depth(execution::parallel_policy{-1}, some, guide); }, "execution::parallel_policy",
+                        "threads must be >= 0", "got -1");
     test::check_invalid([&] { fill_depth(some, guide, {.median_scale = -1}); }, "fill_depth", "depth_options::median_scale must be", "got -1");
     test::check_invalid([&] { fill_depth(some, guide, {.sigma_d = -2}); }, "fill_depth", "depth_options::sigma_d must be", "got -2");
     test::check_invalid([&] { fill_depth(some, guide, {.median_scale = std::nan("")}); }, "fill_depth",

@@ -221,15 +221,15 @@ BOOST_AUTO_TEST_CASE(integer_images_and_channels) {
 BOOST_AUTO_TEST_CASE(threads_do_not_change_results) {
     const auto image = test::random_tensor<float, 2>({70, 41}, 9, 0, 10);
     const auto one = median_filter(image, 2);
-    BOOST_TEST(median_filter(image, 2, 2) == one);
-    BOOST_TEST(median_filter(image, 2, 3) == one);
+    BOOST_TEST(median_filter(execution::parallel_policy{2}, image, 2) == one);
+    BOOST_TEST(median_filter(execution::parallel_policy{3}, image, 2) == one);
 }
 
 BOOST_AUTO_TEST_CASE(in_place) {
     // The kernel reads its input into a padded copy before it writes: output = input is allowed.
     for (std::size_t radius : {1, 4}) {
         auto image = test::random_tensor<float, 2>({37, 53}, 10, 0, 10);
-        const auto expected = median_filter(image, radius, 2);
+        const auto expected = median_filter(execution::parallel_policy{2}, image, radius);
         detail::median_filter<default_arch>(image.data(), 37, 53, radius, image.data(), 2);
         BOOST_TEST(image == expected);
     }
@@ -241,8 +241,8 @@ BOOST_AUTO_TEST_CASE(empty_and_bad_input) {
     xt::xtensor<float, 2> with_nan = xt::ones<float>({3, 4});
     with_nan(1, 2) = std::nanf("");
     test::check_invalid([&] { median_filter(with_nan, 1); }, "median_filter", "image [3, 4]", "NaN at flat index 6");
-    test::check_invalid([&] { median_filter(xt::xtensor<float, 2>(xt::ones<float>({3, 4})), 1, 0); }, "median_filter",
-                        "threads must be >= 1, got 0");
+    test::check_invalid([&] { median_filter(execution::parallel_policy{-1}, xt::xtensor<float, 2>(xt::ones<float>({3, 4})), 1); },
+                        "execution::parallel_policy", "threads must be >= 0", "got -1");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

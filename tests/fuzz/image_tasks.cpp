@@ -50,7 +50,7 @@ void denoise(FuzzedDataProvider& in) {
                        o.h >= 0 && std::isfinite(strength) && strength > 0 && o.patch_radius <= std::max(h, w);
     xt::xtensor<float, 3> out;
     const bool ran = nonlocal::fuzz::completed<std::invalid_argument>(
-        [&] { out = nonlocal::nlm_denoise(image, o, nonlocal::execution::parallel_policy{int(c)}); });
+        [&] { out = nonlocal::nlm_denoise(nonlocal::execution::parallel_policy{int(c)}, image, o); });
     if (ran != valid)
         std::fprintf(stderr, "%zu x %zu x %zu, h = %g, sigma = %g, NaN: %d, patch %zu, search %zu\n", h, w, c, o.h, o.sigma,
                      int(with_nan), o.patch_radius, o.search_radius);
@@ -82,7 +82,7 @@ void fill(FuzzedDataProvider& in) {
     o.median_scale = in.ConsumeBool() ? 0 : 0.75;
     o.depth_passes = in.ConsumeIntegralInRange(0, 2);
     o.solver = nonlocal::depth_solver(in.ConsumeIntegralInRange(0, 4));
-    o.threads = in.ConsumeIntegralInRange(1, 2);
+    const nonlocal::execution::parallel_policy on{in.ConsumeIntegralInRange(1, 2)};
     o.single_precision = in.ConsumeBool();
     o.robust_iterations = in.ConsumeIntegralInRange(0, 3);
     o.flying_pixels = in.ConsumeBool();
@@ -107,7 +107,7 @@ void fill(FuzzedDataProvider& in) {
                        std::isfinite(o.lambda) && o.lambda > 0 && (!confident || (ch == h && spoiled != 1 && spoiled != 2));
     nonlocal::depth_result result;
     const bool ran = nonlocal::fuzz::completed<std::invalid_argument>([&] {
-        result = confident ? nonlocal::fill_depth(depth, confidence, guide, o) : nonlocal::fill_depth(depth, guide, o);
+        result = confident ? nonlocal::fill_depth(on, depth, confidence, guide, o) : nonlocal::fill_depth(on, depth, guide, o);
     });
     if (ran != valid)
         std::fprintf(stderr, "%zu x %zu (guide %zu x %zu x %zu, confidence %d: %zu rows, spoiled %d), epsilon_scale = %g, "

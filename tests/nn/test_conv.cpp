@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(matches_the_literal_convolution) {
                 (void)conv.template operator()<Arch>(nans);
                 const auto y = conv.template operator()<Arch>(x);
                 test::check_close(y, expected, atol, 1e-5, what);
-                BOOST_TEST(conv.template operator()<Arch>(x, execution::parallel_policy{2}) == y, what + " two threads");
+                BOOST_TEST(conv.template operator()<Arch>(execution::parallel_policy{2}, x) == y, what + " two threads");
             }
         });
         // Double precision, the automatic choice.

@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(the_block_unfolds_attends_and_folds) {
     BOOST_TEST(block.out_channels() == O);
     const auto y = block(x);
     test::check_close(y, by_hand(parts, x, true), 1e-5, 1e-5, "mobilevit block");
-    BOOST_TEST(block(x, execution::parallel_policy{2}) == y);
+    BOOST_TEST(block(execution::parallel_policy{2}, x) == y);
     test::check_close(parts.block(false)(x), by_hand(parts, x, false), 1e-5, 1e-5, "without fusion");
     // Maps the patch does not divide, one pixel among them.
     for (const auto& [H, W] : {std::pair{5, 8}, std::pair{7, 3}, std::pair{1, 1}}) {
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(the_block_unfolds_attends_and_folds) {
             const auto map = test::random_tensor<float, 4>({2, C, std::size_t(H), std::size_t(W)}, 30 + H);
             const auto by_patch = parts.block(true, patch);
             test::check_close(by_patch(map), by_hand(parts, map, true, patch), 1e-5, 1e-5, "patches of other shapes");
-            BOOST_TEST(by_patch(map, execution::parallel_policy{2}) == by_patch(map));
+            BOOST_TEST(by_patch(execution::parallel_policy{2}, map) == by_patch(map));
         }
 
     test::check_invalid([&] { block(xt::xtensor<float, 4>(xt::zeros<float>({std::size_t(1), C + 1, std::size_t(4), std::size_t(4)}))); },
@@ -227,7 +227,7 @@ BOOST_AUTO_TEST_CASE(inverted_residual_matches_literal_convolutions) {
                 test::literal_conv2d(xt::xtensor<float, 4>(middle), p.project.weight(), p.project.bias(), {});
             if (block.residual()) expected += x;
             test::check_close(block(x), expected, 1e-4, 1e-4, "inverted residual");
-            BOOST_TEST(block(x, execution::parallel_policy{2}) == block(x));
+            BOOST_TEST(block(execution::parallel_policy{2}, x) == block(x));
         }
     }
     // Without expansion (MobileNetV2's first block): the depthwise convolution reads x.
@@ -286,12 +286,12 @@ BOOST_AUTO_TEST_CASE(the_network_chains_its_parts) {
     const xt::xtensor<double, 2> pooled = xt::mean(xt::xtensor<double, 4>(maps), {2, 3});
     const auto expected = test::literal_linear(pooled, head.weight(), head.bias());
     test::check_close(net(images), expected, 1e-5, 1e-5, "logits");
-    BOOST_TEST(net(images, execution::parallel_policy{2}) == net(images));
+    BOOST_TEST(net(execution::parallel_policy{2}, images) == net(images));
     // A batch of at least as many images as threads is shared out image by image (3 on 2
     // threads: 2 and 1; on 3: one each), a smaller one layer by layer (on 4): the same, bit for bit.
     const auto three = test::random_tensor<float, 4>({3, 3, 19, 16}, 98);
     const xt::xtensor<float, 2> on_one = net(three);
-    for (int threads : {2, 3, 4}) BOOST_TEST(net(three, execution::parallel_policy{threads}) == on_one);
+    for (int threads : {2, 3, 4}) BOOST_TEST(net(execution::parallel_policy{threads}, three) == on_one);
     const nn::mobilevit headless(stem, {first.block()}, final_conv);
     test::check_close(headless(images), xt::mean(xt::xtensor<double, 4>(final_conv(first.block()(stem(images)))), {2, 3}),
                       1e-5, 1e-5, "pooled features");

@@ -34,7 +34,7 @@ BOOST_AUTO_TEST_CASE(matches_a_plain_loop_and_loads_npy) {
     const auto x = test::random_tensor<float, 3>({2, 37, E}, 5);
     test::check_close(m(x, x, x), literal_mha(x, m, false), 1e-5, 1e-4, "self-attention");
     test::check_close(m(x, x, x, causal{}), literal_mha(x, m, true), 1e-5, 1e-4, "causal");
-    const auto on_two_threads = m(x, x, x, causal{}, execution::parallel_policy{2});
+    const auto on_two_threads = m(execution::parallel_policy{2}, x, x, x, causal{});
     BOOST_TEST(on_two_threads == m(x, x, x, causal{}));
     // [L, E] input equals batch item 0.
     const xt::xtensor<float, 2> x0 = xt::view(x, 0);
@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(masks_and_weights_as_pytorch_defines_them) {
                                                                 std::size_t j) {
         return padding(b, j) || pairs_per_slice(b * H + head, i, j) ? minus_inf : double(bias(b * H + head, i, j));
     });
-    r = m.forward(x, memory, memory, o, dense{}, execution::parallel_policy{2});
+    r = m.forward(execution::parallel_policy{2}, x, memory, memory, o, dense{});
     test::check_close(r.output, expected.output, 1e-5, 1e-4, "masks per slice and an additive mask");
     const xt::xtensor<double, 3> averaged = xt::mean(expected.weights, {1});
     test::check_close(*r.weights, averaged, 1e-6, 1e-4, "weights averaged over the heads");
@@ -342,8 +342,8 @@ BOOST_AUTO_TEST_CASE(grouped_query_attention) {
         const std::string what = is_causal ? "grouped-query, causal" : "grouped-query";
         test::check_close(r.output, expected.output, 1e-5, 1e-4, what);
         test::check_close(*r.weights, expected.weights, 1e-6, 1e-4, what + " weights");
-        const auto two = is_causal ? m.forward(x, x, x, o, causal{}, execution::parallel_policy{2})
-                                   : m.forward(x, x, x, o, dense{}, execution::parallel_policy{2});
+        const auto two = is_causal ? m.forward(execution::parallel_policy{2}, x, x, x, o, causal{})
+                                   : m.forward(execution::parallel_policy{2}, x, x, x, o, dense{});
         BOOST_TEST(two.output == r.output, what + " on two threads");
     }
 }

@@ -99,8 +99,8 @@ BOOST_AUTO_TEST_CASE(linear_layer_packs_once_and_applies_its_epilogue) {
     const nn::linear_layer<float> small(w1, b1);
     const xt::xtensor<float, 2> plain{{1.5f, -1.f, -1.f}}, relu{{1.5f, 0.f, 0.f}};
     BOOST_TEST(small(x1) == plain);
-    BOOST_TEST(small(x1, execution::seq, simd::activation::relu) == relu);
-    const auto gelu = small(x1, execution::seq, simd::activation::gelu);
+    BOOST_TEST(small(execution::seq, x1, simd::activation::relu) == relu);
+    const auto gelu = small(execution::seq, x1, simd::activation::gelu);
     BOOST_TEST(std::abs(gelu(0, 1) - -0.15865525f) < 1e-6f);
     BOOST_TEST(std::abs(gelu(0, 0) - 1.3997892f) < 1e-6f);
 
@@ -122,19 +122,19 @@ BOOST_AUTO_TEST_CASE(linear_layer_packs_once_and_applies_its_epilogue) {
             // The activation as the GEMM stores, and the array's activation after it.
             xt::xtensor<float, 2> activated = y;
             simd::activate<Arch>(simd::activation::gelu, activated.data(), activated.size());
-            test::check_close(layer.template operator()<Arch>(x, execution::seq, simd::activation::gelu), activated,
+            test::check_close(layer.template operator()<Arch>(execution::seq, x, simd::activation::gelu), activated,
                               1e-7, 1e-6, what + " gelu");
             // A residual added as the results are stored.
             const auto residual = test::random_tensor<float, 2>({n, out}, 14);
             xt::xtensor<float, 2> sum = residual;
-            simd::linear_rows<Arch>(as_rows(x), layer.packed(),
+            simd::linear_rows<Arch>(execution::seq, as_rows(x), layer.packed(),
                                     simd::store_rows<float>{sum.data(), out, {layer.bias_data()}, true});
             const xt::xtensor<float, 2> added = residual + y;
             BOOST_TEST(sum == added, what + " residual");
             // Nothing stored past the last column: rows out + 3 apart, NaN between them.
             xt::xtensor<float, 2> wide = xt::empty<float>({n, out + 3});
             wide.fill(std::numeric_limits<float>::quiet_NaN());
-            simd::linear_rows<Arch>(as_rows(x), layer.packed(),
+            simd::linear_rows<Arch>(execution::seq, as_rows(x), layer.packed(),
                                     simd::store_rows<float>{wide.data(), out + 3, {layer.bias_data()}});
             const xt::xtensor<float, 2> stored = xt::view(wide, xt::all(), xt::range(0, out));
             BOOST_TEST(stored == y, what + " rows apart");
@@ -143,20 +143,20 @@ BOOST_AUTO_TEST_CASE(linear_layer_packs_once_and_applies_its_epilogue) {
             // lanes past W's last column not spilling into W2's first (out is not a multiple
             // of every vector width).
             const auto w2 = test::random_tensor<float, 2>({out + 2, in}, 15);
-            const simd::packed_weight<float> second(as_rows(w2));
+            const simd::packed_weight<float> second(execution::seq, as_rows(w2));
             const simd::packed_weight<float>* both[] = {&layer.packed(), &second};
             xt::xtensor<float, 2> joined = xt::empty<float>({n, 2 * out + 2});
             for (const int threads : {1, 2}) {
                 joined.fill(std::numeric_limits<float>::quiet_NaN());
-                simd::linear_rows<Arch>(as_rows(x), std::span<const simd::packed_weight<float>* const>(both),
-                                        simd::store_rows<float>{joined.data(), 2 * out + 2}, threads);
+                simd::linear_rows<Arch>(execution::parallel_policy{threads}, as_rows(x), std::span<const simd::packed_weight<float>* const>(both),
+                                        simd::store_rows<float>{joined.data(), 2 * out + 2});
                 const xt::xtensor<float, 2> left = xt::view(joined, xt::all(), xt::range(0, out));
                 const xt::xtensor<float, 2> right = xt::view(joined, xt::all(), xt::range(out, 2 * out + 2));
                 BOOST_TEST(left == nn::linear<Arch>(x, w), what + " side by side");
                 BOOST_TEST(right == nn::linear<Arch>(x, w2), what + " side by side");
             }
             // The same on two threads, bit for bit.
-            BOOST_TEST(layer.template operator()<Arch>(x, execution::parallel_policy{2}) == y, what);
+            BOOST_TEST(layer.template operator()<Arch>(execution::parallel_policy{2}, x) == y, what);
         }
     });
 }
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(x_packed_once_and_w_packed_as_the_product_reaches_it) {
                 });
             for (const int threads : {1, 2}) {
                 xt::xtensor<float, 2> y = xt::empty<float>({n, out});
-                simd::linear_rows<Arch>(packed_x, columns, simd::store_rows<float>{y.data(), out}, threads);
+                simd::linear_rows<Arch>(execution::parallel_policy{threads}, packed_x, columns, simd::store_rows<float>{y.data(), out});
                 BOOST_TEST(y == nn::linear<Arch>(x, w), what + " on " + std::to_string(threads) + " threads");
             }
         }
@@ -207,8 +207,8 @@ BOOST_AUTO_TEST_CASE(x_packed_once_and_w_packed_as_the_product_reaches_it) {
             const simd::packed_rows<float> packed_x(as_rows(x));
             for (const int threads : {1, 2}) {
                 xt::xtensor<float, 2> y = xt::empty<float>({n, out});
-                simd::linear_rows<Arch>(packed_x, simd::rows_in_place<float>{in, out, rows.data()},
-                                        simd::store_rows<float>{y.data(), out}, threads);
+                simd::linear_rows<Arch>(execution::parallel_policy{threads}, packed_x, simd::rows_in_place<float>{in, out, rows.data()},
+                                        simd::store_rows<float>{y.data(), out});
                 BOOST_TEST(y == nn::linear<Arch>(x, w), what + " on " + std::to_string(threads) + " threads");
             }
         }
@@ -226,10 +226,10 @@ BOOST_AUTO_TEST_CASE(x_packed_once_and_w_packed_as_the_product_reaches_it) {
 
     const simd::packed_rows<float> x(as_rows(xt::xtensor<float, 2>(xt::zeros<float>({2, 3}))));
     const auto four = simd::pack_on_demand<float>(4, 5, [](auto...) {});
-    test::check_invalid([&] { simd::linear_rows(x, four, simd::store_rows<float>{nullptr, 5}); }, "simd::linear_rows",
+    test::check_invalid([&] { simd::linear_rows(execution::seq, x, four, simd::store_rows<float>{nullptr, 5}); }, "simd::linear_rows",
                         "x [2, 3]", "4 inputs");
     test::check_invalid(
-        [&] { simd::linear_rows(x, simd::rows_in_place<float>{4, 5, nullptr}, simd::store_rows<float>{nullptr, 5}); },
+        [&] { simd::linear_rows(execution::seq, x, simd::rows_in_place<float>{4, 5, nullptr}, simd::store_rows<float>{nullptr, 5}); },
         "simd::linear_rows", "x [2, 3]", "4 inputs");
 }
 
@@ -241,7 +241,7 @@ BOOST_AUTO_TEST_CASE(linear_layer_names_bad_shapes) {
     BOOST_TEST(layer.bias_data() == nullptr);
     const xt::xtensor<float, 2> x = xt::zeros<float>({2, 3});
     test::check_invalid([&] { layer(x); }, "nn::linear_layer", "x [2, 3]", "weight [6, 4]");
-    test::check_invalid([&] { simd::linear_rows(as_rows(x), layer.packed(), simd::store_rows<float>{nullptr, 6}); },
+    test::check_invalid([&] { simd::linear_rows(execution::seq, as_rows(x), layer.packed(), simd::store_rows<float>{nullptr, 6}); },
                         "simd::linear_rows", "x [2, 3]", "4 inputs");
 }
 

@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(feature_maps_and_videos_as_defined) {
             const xt::xtensor<double, 4> expected = xt::reshape_view(literal_block(as_video, w, form, sub_sample), maps.shape());
             const auto z = block(maps);
             test::check_close(z, expected, 1e-5, 1e-5, what + ", [B, C, H, W]");
-            BOOST_TEST(block(maps, execution::parallel_policy{2}) == z, what);
+            BOOST_TEST(block(execution::parallel_policy{2}, maps) == z, what);
             test::check_close(block(video), literal_block(video, w, form, sub_sample), 1e-5, 1e-5, what + ", video");
         }
 }

@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(the_model_is_its_composition) {
     const auto logits = nn::linear_layer<float>(w.head_w, w.head_b)(normed);
     BOOST_TEST(vit.class_features(images) == normed);
     BOOST_TEST(vit(images) == logits);
-    BOOST_TEST(vit(images, execution::parallel_policy{2}) == logits);
+    BOOST_TEST(vit(execution::parallel_policy{2}, images) == logits);
 
     // An image of 4 x 4 patches: the position embedding's grid resampled from 3 x 3.
     const auto larger = test::random_tensor<float, 4>({1, 3, 4 * patch, 4 * patch}, 21);

@@ -134,8 +134,8 @@ BOOST_AUTO_TEST_CASE(products_in_bf16_on_awkward_shapes_against_double) {
                     }
             }
             // The same, bit for bit, on any number of threads.
-            BOOST_TEST(layer.template operator()<Arch>(x, execution::parallel_policy{2}) == y);
-            BOOST_TEST(layer.template operator()<Arch>(x, execution::parallel_policy{3}) == y);
+            BOOST_TEST(layer.template operator()<Arch>(execution::parallel_policy{2}, x) == y);
+            BOOST_TEST(layer.template operator()<Arch>(execution::parallel_policy{3}, x) == y);
         }
     });
 }
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(layers_convert_their_weights_once) {
     const simd::packed_weight<float>* both[] = {&direct.packed(), &native.packed()};
     test::check_invalid(
         [&] {
-            simd::linear_rows(row_matrix<const float>{x.data(), 3, 7}, std::span<const simd::packed_weight<float>* const>(both),
+            simd::linear_rows(execution::seq, row_matrix<const float>{x.data(), 3, 7}, std::span<const simd::packed_weight<float>* const>(both),
                               simd::store_rows<float>{nullptr, 10});
         },
         "simd::linear_rows", "precisions differ");
@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(a_vision_transformer_in_bf16) {
     const auto images = test::random_tensor<float, 4>({2, 3, grid * patch, grid * patch}, 99);
     const xt::xtensor<float, 2> native = vit(images);
     vit.to(precision::bf16);
-    const xt::xtensor<float, 2> bf16 = vit(images, execution::parallel_policy{2});
+    const xt::xtensor<float, 2> bf16 = vit(execution::parallel_policy{2}, images);
     const double relative = double(xt::norm_l2(bf16 - native)() / xt::norm_l2(native)());
     BOOST_TEST(relative < 2e-2);
     BOOST_TEST(relative > 1e-4);   // rounding did happen: bfloat16 is not float

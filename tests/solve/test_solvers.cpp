@@ -466,15 +466,15 @@ BOOST_AUTO_TEST_CASE(threads_do_not_change_results) {
     for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 4}, {41, 53}}) {
         const problem p(H, W, unsigned(H + W));
         const ar_system one = p.system(8, 2);
-        ar_system three = one;
-        three.threads = 3;
+        const execution::parallel_policy three{3};
         const auto x = test::random_tensor<double, 1>({H * W}, 17);
         const std::vector<double> xv(x.begin(), x.end());
-        BOOST_TEST(one.apply(xv) == three.apply(xv));
-        BOOST_TEST(one.jacobi_step(xv) == three.jacobi_step(xv));
+        BOOST_TEST(one.apply(xv) == one.apply(three, xv));
+        BOOST_TEST(one.jacobi_step(xv) == one.jacobi_step(three, xv));
         std::vector<double> x1(H * W, 150.0), x3 = x1;
-        pcg(one, x1, multigrid(one));
-        pcg(three, x3, multigrid(three));
+        const multigrid M(one);
+        pcg(one, x1, M);
+        pcg(three, one, x3, M);
         BOOST_TEST(x1 == x3);
     }
 }
@@ -484,18 +484,17 @@ BOOST_AUTO_TEST_CASE(apply_and_dot_is_apply_and_its_inner_product) {
     for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 5}, {40, 41}, {401, 397}}) {
         const problem p(H, W, unsigned(H * 3 + W));
         for (auto [connectivity, radius] : {std::pair<int, std::size_t>{8, 1}, {4, 2}}) {
-            ar_system one = p.system(connectivity, radius);
+            const ar_system one = p.system(connectivity, radius);
             const auto x = test::random_tensor<double, 1>({H * W}, 23, -1, 1);
             const std::vector<double> xv(x.begin(), x.end());
             const buffer<double> expected = one.apply(xv);
             double expected_dot = 0;
             for (std::size_t i = 0; i < xv.size(); ++i) expected_dot += xv[i] * expected[i];
             buffer<double> y(H * W), y3(H * W);
-            const double dot = one.apply_and_dot(xv.data(), y.data());
+            const double dot = one.apply_and_dot(execution::seq, xv.data(), y.data());
             BOOST_TEST(y == expected);
             BOOST_TEST(std::abs(dot - expected_dot) <= 1e-12 * std::max(1.0, std::abs(expected_dot)));
-            one.threads = 3;
-            BOOST_TEST(one.apply_and_dot(xv.data(), y3.data()) == dot);   // bit for bit
+            BOOST_TEST(one.apply_and_dot(execution::parallel_policy{3}, xv.data(), y3.data()) == dot);   // bit for bit
             BOOST_TEST(y3 == y);
         }
     }
@@ -504,7 +503,7 @@ BOOST_AUTO_TEST_CASE(apply_and_dot_is_apply_and_its_inner_product) {
     const ar_system<float> A(p.guide, grid_stencil{64, 70, 8}, colour_weights(64, 70, 3, 40.0), p.xhat, p.alpha);
     const std::vector<float> x(64 * 70, 1.0f);
     std::vector<float> y(x.size());
-    const double dot = A.apply_and_dot(x.data(), y.data());
+    const double dot = A.apply_and_dot(execution::seq, x.data(), y.data());
     double expected = 0;
     for (float v : y) expected += double(v);
     BOOST_TEST(std::abs(dot - expected) <= 1e-6 * std::abs(expected));
@@ -524,37 +523,36 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
         const auto r = test::random_tensor<T, 1>({H * W}, 51, -1, 1);
         const std::vector<T> z(z0.begin(), z0.end());
         std::vector<T> once(H * W), twice(H * W), work(H * W);
-        A.relax(r.data(), z.data(), once.data(), 0.8);
-        A.relax(r.data(), once.data(), twice.data(), 0.8);
+        A.relax(execution::seq, r.data(), z.data(), once.data(), 0.8);
+        A.relax(execution::seq, r.data(), once.data(), twice.data(), 0.8);
         std::vector<T> residual(H * W);
-        A.residual(r.data(), once.data(), residual.data());
+        A.residual(execution::seq, r.data(), once.data(), residual.data());
         std::vector<T> first(H * W), second(H * W), third(H * W), third_residual(H * W);
-        A.relax(r.data(), z.data(), first.data(), 0.6);
-        A.relax(r.data(), first.data(), second.data(), 1.9);
-        A.relax(r.data(), second.data(), third.data(), 0.9);
-        A.residual(r.data(), third.data(), third_residual.data());
+        A.relax(execution::seq, r.data(), z.data(), first.data(), 0.6);
+        A.relax(execution::seq, r.data(), first.data(), second.data(), 1.9);
+        A.relax(execution::seq, r.data(), second.data(), third.data(), 0.9);
+        A.residual(execution::seq, r.data(), third.data(), third_residual.data());
         // From zero: a sweep from a z of zeros, another and the residual.
         std::vector<T> from_zero(H * W), then(H * W), then_residual(H * W);
-        A.relax(r.data(), std::vector<T>(H * W, T(0)).data(), from_zero.data(), 0.7);
-        A.relax(r.data(), from_zero.data(), then.data(), 1.3);
-        A.residual(r.data(), then.data(), then_residual.data());
+        A.relax(execution::seq, r.data(), std::vector<T>(H * W, T(0)).data(), from_zero.data(), 0.7);
+        A.relax(execution::seq, r.data(), from_zero.data(), then.data(), 1.3);
+        A.residual(execution::seq, r.data(), then.data(), then_residual.data());
         for (int threads : {1, 2, 3}) {   // bands with seams when the image is long enough
-            ar_system<T> B = A;
-            B.threads = threads;
+            const execution::parallel_policy policy{threads};
             std::vector<T> z2(z0.begin(), z0.end()), swept(z0.begin(), z0.end()), fused_work(H * W);
             using stage = typename ar_system<T>::sweep_stage;
             const stage two_sweeps[] = {{0.8}, {0.8}}, sweep_and_residual[] = {{0.8}, {0, true}};
-            B.sweeps(r.data(), z2.data(), work.data(), two_sweeps);
-            B.sweeps(r.data(), swept.data(), fused_work.data(), sweep_and_residual);
+            A.sweeps(policy, r.data(), z2.data(), work.data(), two_sweeps);
+            A.sweeps(policy, r.data(), swept.data(), fused_work.data(), sweep_and_residual);
             // Four stages, three sweeps of different damping and the residual: they alternate
             // between work and z, so the third sweep ends in work and the residual in z.
             const stage four[] = {{0.6}, {1.9}, {0.9}, {0, true}};
             std::vector<T> z4(z0.begin(), z0.end()), work4(H * W);
-            B.sweeps(r.data(), z4.data(), work4.data(), four);
+            A.sweeps(policy, r.data(), z4.data(), work4.data(), four);
             // A first sweep from zero reads neither z (NaN here) nor the weights.
             const stage zero_first[] = {{0.7, false, true}, {1.3}, {0, true}};
             std::vector<T> z3(H * W, std::numeric_limits<T>::quiet_NaN()), work3(H * W);
-            B.sweeps(r.data(), z3.data(), work3.data(), zero_first);
+            A.sweeps(policy, r.data(), z3.data(), work3.data(), zero_first);
             BOOST_TEST_CONTEXT(H << " x " << W << ", connectivity " << connectivity << ", radius " << radius
                                  << ", threads " << threads) {
                 BOOST_TEST(z2 == twice);

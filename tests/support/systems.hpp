@@ -17,7 +17,7 @@ inline std::vector<double> dense_matrix(const ar_system<>& A) {
     std::vector<double> M(n * n), e(n, 0.0), col(n);
     for (std::size_t j = 0; j < n; ++j) {
         e[j] = 1;
-        A.apply(e.data(), col.data());
+        A.apply(execution::seq, e.data(), col.data());
         e[j] = 0;
         for (std::size_t i = 0; i < n; ++i) M[i * n + j] = col[i];
     }

@@ -19,6 +19,7 @@
 #include "nonlocal/depth/observations.hpp"
 #include "nonlocal/depth/occlusion.hpp"
 #include "nonlocal/depth/options.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/image/box_interpolation.hpp"
 #include "nonlocal/image/pixels.hpp"
 #include "nonlocal/similarity/distance.hpp"
@@ -37,24 +38,26 @@ buffer<double> normalised_interpolation(const ar_system<T>& A) {
 
 /// Solves A x = b with the chosen solver from the given x, or, when `from_full` and the
 /// solver is a multigrid one, from full multigrid's approximation (`M`: a multigrid of A,
-/// for those solvers).
+/// for those solvers), on the threads of `policy`.
 template <class T>
-solve_report solve(const ar_system<T>& A, vector_in<T> b, vector_out<T> x, const depth_options& o,
-                   const multigrid<T>* M, bool from_full) {
+solve_report solve(execution::parallel_policy policy, const ar_system<T>& A, vector_in<T> b, vector_out<T> x,
+                   const depth_options& o, const multigrid<T>* M, bool from_full) {
     const auto vcycles = [&] {
-        if (!from_full) return multigrid_solve(A, b, x, *M, o.solve);
-        M->full(b, x);
-        solve_report r = multigrid_solve(A, b, x, *M, {o.solve.tolerance, o.solve.max_iterations > 0 ? o.solve.max_iterations - 1 : 0});
+        if (!from_full) return multigrid_solve(policy, A, b, x, *M, o.solve);
+        M->full(policy, b, x);
+        solve_report r = multigrid_solve(policy, A, b, x, *M,
+                                         {o.solve.tolerance, o.solve.max_iterations > 0 ? o.solve.max_iterations - 1 : 0});
         r.method = "full multigrid + " + r.method;
         r.iterations += 1;
         return r;
     };
     switch (o.solver) {
-        case depth_solver::pcg_multigrid: return from_full ? full_multigrid(A, b, x, *M, o.solve) : pcg(A, b, x, *M, o.solve);
+        case depth_solver::pcg_multigrid:
+            return from_full ? full_multigrid(policy, A, b, x, *M, o.solve) : pcg(policy, A, b, x, *M, o.solve);
         case depth_solver::multigrid: return vcycles();
-        case depth_solver::pcg_jacobi: return pcg(A, b, x, jacobi_preconditioner(A), o.solve);
-        case depth_solver::jacobi: return jacobi(A, b, x, o.solve);
-        case depth_solver::sor: return sor(A, b, x, 1.6, o.solve);
+        case depth_solver::pcg_jacobi: return pcg(policy, A, b, x, jacobi_preconditioner(A), o.solve);
+        case depth_solver::jacobi: return jacobi(policy, A, b, x, o.solve);
+        case depth_solver::sor: return sor(policy, A, b, x, 1.6, o.solve);
     }
     return {};
 }
@@ -80,7 +83,6 @@ ar_system<T> depth_system(const image_planes<T>& g, const observed_depth& d, con
                                         o.min_weight)
                          : ar_system<T>(g, stencil, gaussian_distance(o.sigma_r * std::sqrt(2.0)), std::move(alpha),
                                         std::move(b), o.min_weight);
-    A.threads = o.threads;
     if (std::isfinite(o.sigma_s)) {
         A.reweight([&](std::size_t d, std::span<T> plane) {
             const double dy = double(A.offsets()[d].dy), dx = double(A.offsets()[d].dx);
@@ -113,15 +115,16 @@ inline double normalised_epsilon(const observed_depth& d, const depth_options& o
 // Each estimator is built once on the guide and the observations, then called on them or on
 // the same observations reweighted (`estimate_robustly`): `estimate(d, report)` returns the
 // depth at every pixel (in an `uninitialised_buffer`, each entry written once) and says how
-// its solves went.
+// its solves went, which ran on the threads of the estimator's policy.
 
 /// depth_model::ar: the AR model's minimiser, alpha = lambda on the observed pixels (times
 /// their confidence). A new system for each call, since the weights are its diagonal.
 template <class T>
 class ar_estimator {
 public:
-    ar_estimator(const image_planes<T>& g, const observed_depth&, const far_side* far, const depth_options& o)
-        : g_(g), o_(o), far_(far) {}
+    ar_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth&, const far_side* far,
+                 const depth_options& o)
+        : policy_(policy), g_(g), o_(o), far_(far) {}
     uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) const {
         auto [alpha, b] = d.scaled<T>(o_.lambda);
         const ar_system<T> A = depth_system<T>(g_, d, far_, std::move(alpha), std::move(b), o_);
@@ -131,11 +134,12 @@ public:
             const buffer<double> x0 = normalised_interpolation(A);
             std::copy(x0.begin(), x0.end(), solution.begin());
         }
-        report = solve(A, A.rhs(), solution, o_, M.get(), true);
+        report = solve(policy_, A, A.rhs(), solution, o_, M.get(), true);
         return uninitialised_buffer<double>(solution.begin(), solution.end());
     }
 
 private:
+    execution::parallel_policy policy_;
     const image_planes<T>& g_;
     const depth_options& o_;
     const far_side* far_;
@@ -147,8 +151,9 @@ private:
 template <class T>
 class normalised_estimator {
 public:
-    normalised_estimator(const image_planes<T>& g, const observed_depth& d, const far_side* far, const depth_options& o)
-        : o_(o), eps_(normalised_epsilon(d, o)), far_(far),
+    normalised_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth& d,
+                         const far_side* far, const depth_options& o)
+        : policy_(policy), o_(o), eps_(normalised_epsilon(d, o)), far_(far),
           A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(eps_)), buffer<T>(g.pixels(), T(0)), o)),
           M_(hierarchy(A_, o)), km_(g.pixels(), T(d.fraction())) {}
 
@@ -161,11 +166,11 @@ public:
         if (far_) far_side_fallback(*far_, x0);
         // K(c m) first (the first time from full multigrid, or from the observed fraction for the
         // solvers that need a start); then K(c m d) from x0 K(c m), exact where the depth is constant.
-        const solve_report rm = solve(A_, b_mask, km_, o_, M_.get(), !solved_);
+        const solve_report rm = solve(policy_, A_, b_mask, km_, o_, M_.get(), !solved_);
         solved_ = true;
         uninitialised_buffer<T> kd(n);
         for (std::size_t i = 0; i < n; ++i) kd[i] = T(x0[i] * km_[i]);
-        const solve_report rd = solve(A_, b_depth, kd, o_, M_.get(), false);
+        const solve_report rd = solve(policy_, A_, b_depth, kd, o_, M_.get(), false);
         report = one_report("normalised " + rm.method, rm, rd);
         // Where K(c m) is tiny (no observation well connected) x0 takes over; delta is far above
         // the solves' error and far below K(c m) near observations (about the mean of c m, which
@@ -180,6 +185,7 @@ public:
     }
 
 private:
+    execution::parallel_policy policy_;
     const depth_options& o_;
     double eps_;
     const far_side* far_;
@@ -194,8 +200,9 @@ private:
 template <class T>
 class separable_estimator {
 public:
-    separable_estimator(const image_planes<T>& g, const observed_depth& d, const far_side* far, const depth_options& o)
-        : passes_{o.separable_passes, o.separable_strength / std::sqrt(d.fraction())}, far_(far),
+    separable_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth& d,
+                        const far_side* far, const depth_options& o)
+        : policy_(policy), passes_{o.separable_passes, o.separable_strength / std::sqrt(d.fraction())}, far_(far),
           A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(normalised_epsilon(d, o))), buffer<T>(g.pixels(), T(0)),
                              o)) {}   // b unused
 
@@ -205,7 +212,7 @@ public:
         auto [km, kd] = d.scaled<T, uninitialised_buffer<T>>(1.0);
         const stopwatch solve_clock;
         const std::array<std::span<T>, 2> smoothed{std::span<T>(km), std::span<T>(kd)};
-        separable_smooth(A_, std::span<const std::span<T>>(smoothed), passes_);
+        separable_smooth(policy_, A_, std::span<const std::span<T>>(smoothed), passes_);
         report = {"separable, " + std::to_string(passes_.passes) + " passes of line solves", passes_.passes, 0.0, true,
                   solve_clock.seconds()};
         // K_s's entries are positive, so K_s(c m d) / K_s(c m) is a weighted mean of the observed
@@ -231,27 +238,29 @@ public:
     }
 
 private:
+    execution::parallel_policy policy_;
     separable_options passes_;
     const far_side* far_;
     ar_system<T> A_;
 };
 
 /// f(estimator) with the estimator of `o.model`, built on the guide, the observations and the
-/// far side of their holes (null: holes blended).
+/// far side of their holes (null: holes blended), its solves on the threads of `policy`.
 template <class T, class F>
-auto with_estimator(const image_planes<T>& g, const observed_depth& d, const far_side* far, const depth_options& o, F&& f) {
+auto with_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth& d,
+                    const far_side* far, const depth_options& o, F&& f) {
     switch (o.model) {
         case depth_model::ar: {
-            ar_estimator<T> e(g, d, far, o);
+            ar_estimator<T> e(policy, g, d, far, o);
             return f(e);
         }
         case depth_model::separable: {
-            separable_estimator<T> e(g, d, far, o);
+            separable_estimator<T> e(policy, g, d, far, o);
             return f(e);
         }
         case depth_model::normalised: break;
     }
-    normalised_estimator<T> e(g, d, far, o);
+    normalised_estimator<T> e(policy, g, d, far, o);
     return f(e);
 }
 

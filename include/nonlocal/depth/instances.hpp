@@ -7,7 +7,7 @@
 /// which adds that source and the definition to a target. All sources of a program must be
 /// compiled with the same architecture flags.
 
-#include "nonlocal/depth/tasks.hpp"
+#include "nonlocal/depth/pipeline.hpp"
 
 namespace nonlocal {
 

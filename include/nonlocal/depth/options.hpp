@@ -146,7 +146,6 @@ struct depth_options {
     /// `upsample_depth`). `depth_result::noise` and `depth_result::data_weight` say what was used.
     double noise = -1;
     depth_solver solver = depth_solver::pcg_multigrid;   ///< of the normalised and AR models
-    int threads = 1;                                               ///< of the solver's passes over the pixels
     bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
     solve_options solve{1e-4, 500};
     /// Of the multigrid solvers. Two sweeps on the coarser levels instead of four: the
@@ -229,7 +228,6 @@ inline void check_options(const depth_options& o, std::string_view where) {
     need(not_negative(o.robust_tolerance), "robust_tolerance", "finite and at least 0", o.robust_tolerance);
     need(!std::isnan(o.noise) && o.noise < std::numeric_limits<double>::infinity(), "noise",
          "finite (negative: estimated from the observations)", o.noise);
-    need(o.threads >= 1, "threads", "at least 1", o.threads);
     need(o.solve.tolerance >= 0, "solve.tolerance", "at least 0", o.solve.tolerance);
     fields.check(where);
 }

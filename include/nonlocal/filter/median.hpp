@@ -159,8 +159,8 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
 
 /// The median of each pixel's (2 `radius` + 1)^2 window of `image` [H, W] or, per
 /// channel, [H, W, C], the border replicated outward; radius 0 copies the image.
-/// Exact and vectorised across pixels (see the file's comment); `threads` split
-/// the rows. Any arithmetic type up to 32 bits: integers of up to 16 bits are
+/// Exact and vectorised across pixels (see the file's comment); the threads of
+/// `policy` split the rows. Any arithmetic type up to 32 bits: integers of up to 16 bits are
 /// filtered in float, wider ones in double, both exact, and the result has the
 /// image's type. Throws `std::invalid_argument` when a value is NaN (the median
 /// of values without an order is undefined); infinities are ordered values. A window may be
@@ -168,8 +168,8 @@ void median_filter(const T* in, std::size_t H, std::size_t W, std::size_t radius
 /// size: the padded copy holds (H + 2 radius) x (W + 2 radius) values and the network
 /// grows with (2 radius + 1)^2: a radius in the hundreds takes seconds and hundreds of MB
 /// even on a small image (docs/performance.md).
-template <class Arch = default_arch, class E>
-auto median_filter(const xt::xexpression<E>& image, std::size_t radius, int threads = 1) {
+template <class Arch = default_arch, execution_policy Ex, class E>
+auto median_filter(Ex policy, const xt::xexpression<E>& image, std::size_t radius) {
     using T = detail::value_type_of<E>;
     constexpr std::size_t rank = detail::static_rank<E>;
     static_assert(rank == 2 || rank == 3, "nonlocal: median_filter takes [H, W] or [H, W, C] images");
@@ -183,7 +183,7 @@ auto median_filter(const xt::xexpression<E>& image, std::size_t radius, int thre
             detail::require(!std::isnan(in.data()[i]), "median_filter", [&] {
                 return "image " + detail::shape_string(in.shape()) + " holds NaN at flat index " + std::to_string(i);
             });
-    detail::require(threads >= 1, "median_filter", [&] { return "threads must be >= 1, got " + std::to_string(threads); });
+    const int threads = detail::thread_count(policy);
     xt::xtensor<T, rank> out = xt::empty<T>(in.shape());
     if constexpr (std::is_same_v<T, compute>)
         if (C == 1) {
@@ -197,6 +197,11 @@ auto median_filter(const xt::xexpression<E>& image, std::size_t radius, int thre
         for (std::size_t i = 0; i < H * W; ++i) out.data()[i * C + k] = T(filtered[i]);
     }
     return out;
+}
+/// The same on the calling thread.
+template <class Arch = default_arch, class E>
+auto median_filter(const xt::xexpression<E>& image, std::size_t radius) {
+    return median_filter<Arch>(execution::seq, image, radius);
 }
 
 }  // namespace nonlocal

@@ -64,8 +64,8 @@ struct nlm_options {
 /// for an empty image or one holding NaN or infinity, a non-positive or non-finite
 /// h (or neither h nor sigma given), a negative or non-finite sigma, or a patch radius
 /// beyond the image's larger side. A search window larger than the image is the image.
-template <class Arch = default_arch, class E, execution_policy Ex = execution::sequenced_policy>
-auto nlm_denoise(const xt::xexpression<E>& image, const nlm_options& options = {}, Ex policy = {}) {
+template <class Arch = default_arch, execution_policy Ex, class E>
+auto nlm_denoise(Ex policy, const xt::xexpression<E>& image, const nlm_options& options = {}) {
     using Pixel = detail::value_type_of<E>;
     using T = detail::compute_type<Pixel>;
     const double h = options.h > 0 ? options.h : options.h_per_sigma * options.sigma;
@@ -85,6 +85,11 @@ auto nlm_denoise(const xt::xexpression<E>& image, const nlm_options& options = {
     const auto y = weighted_aggregate<Arch>(policy, img.pixels, img.pixels, img.pixels, similarity, window, sum{});
     return detail::from_pixel_rows<Pixel, detail::static_rank<E>>(y, img.height, img.width);
 }
+/// The same on the calling thread.
+template <class Arch = default_arch, class E>
+auto nlm_denoise(const xt::xexpression<E>& image, const nlm_options& options = {}) {
+    return nlm_denoise<Arch>(execution::seq, image, options);
+}
 
 /// Parameters of `joint_bilateral`.
 struct bilateral_options {
@@ -99,9 +104,9 @@ struct bilateral_options {
 /// Returns an image of the values' type and shape. Throws `std::invalid_argument`
 /// when the sizes differ, an image is empty or holds NaN or infinity, or a sigma is
 /// not finite and positive. A window larger than the image is the image.
-template <class Arch = default_arch, class V, class G, execution_policy Ex = execution::sequenced_policy>
-auto joint_bilateral(const xt::xexpression<V>& values, const xt::xexpression<G>& guide,
-                     const bilateral_options& options = {}, Ex policy = {}) {
+template <class Arch = default_arch, execution_policy Ex, class V, class G>
+auto joint_bilateral(Ex policy, const xt::xexpression<V>& values, const xt::xexpression<G>& guide,
+                     const bilateral_options& options = {}) {
     using Pixel = detail::value_type_of<V>;
     using T = detail::compute_type<Pixel>;
     const auto positive = [](double x) { return std::isfinite(x) && x > 0; };
@@ -121,6 +126,12 @@ auto joint_bilateral(const xt::xexpression<V>& values, const xt::xexpression<G>&
     const window2d window{g.height, g.width, 2 * detail::window_radius(g, options.radius) + 1};
     const auto y = weighted_aggregate<Arch>(policy, g.pixels, g.pixels, v.pixels, similarity, window, sum{});
     return detail::from_pixel_rows<Pixel, detail::static_rank<V>>(y, v.height, v.width);
+}
+/// The same on the calling thread.
+template <class Arch = default_arch, class V, class G>
+auto joint_bilateral(const xt::xexpression<V>& values, const xt::xexpression<G>& guide,
+                     const bilateral_options& options = {}) {
+    return joint_bilateral<Arch>(execution::seq, values, guide, options);
 }
 
 }  // namespace nonlocal

@@ -187,6 +187,7 @@ template <class Arch, class T, class S, class Nm>
 void aggregate_stencil(row_matrix<const T> v, const S& s, const grid_stencil& nb, const Nm& nm, row_matrix<T> out,
                        int threads) {
     s.check_stencil(nb);
+    const execution::parallel_policy policy{threads};
     using U = std::remove_cv_t<std::remove_pointer_t<typename std::decay_t<decltype(s.planes())>::value_type>>;
     std::vector<std::vector<T>> converted;
     std::vector<const T*> planes;
@@ -210,7 +211,8 @@ void aggregate_stencil(row_matrix<const T> v, const S& s, const grid_stencil& nb
         }
         const auto zero = [](std::size_t, auto like) { return decltype(like)(T(0)); };
         if constexpr (Nm::kind == normalizer::none) {
-            engine.pass(xc, threads, [yc](std::size_t i, auto, auto neighbours) { kernel::lane_store(yc, i, neighbours); });
+            engine.pass(policy, xc,
+                        [yc](std::size_t i, auto, auto neighbours) { kernel::lane_store(yc, i, neighbours); });
         } else if constexpr (has_data_term<Nm>) {
             // b_i = alpha_i t_i, t read in place for one channel, else channel c of it.
             const auto run = [&](const auto* t) {
@@ -218,7 +220,7 @@ void aggregate_stencil(row_matrix<const T> v, const S& s, const grid_stencil& nb
                 const auto weighted_target = [a = nm.alpha, t](std::size_t i, auto like) {
                     return kernel::lane_load(a, i, like) * kernel::lane_load(t, i, like);
                 };
-                engine.template pass<true>(xc, threads, kernel::data_term_finish(yc, alpha, weighted_target));
+                engine.template pass<true>(policy, xc, kernel::data_term_finish(yc, alpha, weighted_target));
             };
             if (dv == 1) {
                 run(nm.target);
@@ -227,7 +229,7 @@ void aggregate_stencil(row_matrix<const T> v, const S& s, const grid_stencil& nb
                 run(target.data());
             }
         } else {
-            engine.template pass<true>(xc, threads, kernel::data_term_finish(yc, zero, zero));
+            engine.template pass<true>(policy, xc, kernel::data_term_finish(yc, zero, zero));
         }
         if (dv > 1)
             for (std::size_t i = 0; i < n; ++i) out(i, c) = y[i];
@@ -328,7 +330,8 @@ void aggregate_slice(row_matrix<const T> q, row_matrix<const T> k, row_matrix<co
         } else if constexpr (kind == kernel_kind::stencil) {
             if (c.kernel == kernel_kind::stencil) return aggregate_stencil_channels<Arch>(q, k, v, s, nb, nm, out, threads);
         } else {
-            if (c.kernel == kernel_kind::patch_window) return kernel::patch_window<Arch>(q, k, v, s, nb, out, threads);
+            if (c.kernel == kernel_kind::patch_window)
+                return kernel::patch_window<Arch>(execution::parallel_policy{threads}, q, k, v, s, nb, out);
         }
         const projected_features<S, T> qg(s, q, true), kg(s, k, false);
         return run(kernel::gather_slice<Arch, T, S, Nb, Nm>(*qg, *kg, v, s, nb, nm, out, lse));

@@ -93,9 +93,12 @@ std::vector<T> padded_planes(row_matrix<const T> x, std::size_t H, std::size_t W
 
 namespace nonlocal::kernel {
 
-template <class Arch, class T>
-void patch_window(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const patch_distance& s,
-                  const window2d& win, row_matrix<T> out, int threads) {
+/// out = the window aggregate of v weighted by `s`'s patch distances over `win` (the
+/// file's comment says how), the image's rows shared among the threads of `policy`.
+template <class Arch, execution_policy Ex, class T>
+void patch_window(Ex policy, row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
+                  const patch_distance& s, const window2d& win, row_matrix<T> out) {
+    const int threads = detail::thread_count(policy);
     using batch = xsimd::batch<T, Arch>;
     constexpr std::size_t W_ = batch::size;
     const std::size_t H = win.height, W = win.width, C = q.cols, Cv = v.cols, n = H * W;

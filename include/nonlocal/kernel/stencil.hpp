@@ -134,10 +134,11 @@ public:
         for (std::size_t i = std::max(begin, stop); i < end; ++i) scalar(i);
     }
 
-    /// `range` over every pixel, in `threads` bands of whole batches: every pixel is computed
-    /// the same way whatever the thread count, so the results are too.
-    template <bool Sums = false, class Finish>
-    void pass(const T* x, int threads, Finish&& finish) const {
+    /// `range` over every pixel, in a band of whole batches for each thread of `policy`: every
+    /// pixel is computed the same way whatever the thread count, so the results are too.
+    template <bool Sums = false, execution_policy Ex, class Finish>
+    void pass(Ex policy, const T* x, Finish&& finish) const {
+        const int threads = detail::thread_count(policy);
         const std::size_t bands = std::size_t(std::max(threads, 1));
         detail::parallel_for(bands, threads, [&](std::size_t t) {
             range<Sums>(x, band_edge(t, bands), band_edge(t + 1, bands), finish);

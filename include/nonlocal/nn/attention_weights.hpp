@@ -15,6 +15,7 @@
 
 #include "nonlocal/attention.hpp"
 #include "nonlocal/buffer.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/row_matrix.hpp"
 #include "nonlocal/simd/exp.hpp"
 #include "nonlocal/simd/linear.hpp"
@@ -46,8 +47,9 @@ xt::xarray<T> attention_weights(const QH& q, const KH& k, const xt::xtensor<T, 3
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t head = 0; head < h; ++head) {
             const slice_index at{b, head, B, h};
-            simd::linear_rows<Arch>(row_matrix<const T>{&q(b, head, 0, 0), L, hd},
-                                    simd::packed_weight<T>(row_matrix<const T>{&k(b, head / group, 0, 0), S_, hd}),
+            simd::linear_rows<Arch>(execution::seq, row_matrix<const T>{&q(b, head, 0, 0), L, hd},
+                                    simd::packed_weight<T>(execution::seq,
+                                                           row_matrix<const T>{&k(b, head / group, 0, 0), S_, hd}),
                                     [&](std::size_t i, std::size_t j, const auto& v, std::size_t lanes) {
                                         simd::store_lanes(v * std::decay_t<decltype(v)>(scale), lanes,
                                                           logits.data() + i * S_ + j);

@@ -56,11 +56,12 @@ struct conv2d_options {
 template <class T>
 class conv2d;
 
-/// y [B, Cout, Ho, Wo] = `c`'s convolution of x [B, Cin, H, W] on `threads` threads, by the
-/// algorithm `c`'s options and shapes choose at run time (`conv2d::apply`). Not inline: a
+/// y [B, Cout, Ho, Wo] = `c`'s convolution of x [B, Cin, H, W] on the threads of `policy`, by
+/// the algorithm `c`'s options and shapes choose at run time (`conv2d::apply`). Not inline: a
 /// program that compiles it once (nonlocal/nn/instances.hpp) declares it `extern` elsewhere.
 template <class Arch, class T>
-void convolve(const conv2d<T>& c, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads);
+void convolve(execution::parallel_policy policy, const conv2d<T>& c, const T* x, std::size_t B, std::size_t H,
+              std::size_t W, T* y);
 
 /// y = a(conv2d(x, W) + b) with `nn.Conv2d`'s weight [Cout, Cin / groups, kh, kw] and bias
 /// [Cout] or none.
@@ -128,17 +129,22 @@ public:
     /// Wo]), on the threads of `policy` (the result does not depend on their number).
     /// Throws `std::invalid_argument` naming the shapes unless x has Cin channels and the
     /// padded image holds the dilated kernel.
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    auto operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    auto operator()(Ex policy, const xt::xexpression<X>& x) const {
         constexpr std::size_t R = detail::static_rank<X>;
         static_assert(R == 3 || R == 4, "nonlocal::nn::conv2d: x is [B, C, H, W] or [C, H, W]");
-        return operator()<Arch>(detail::contiguous<T, R>(x), policy);
+        return operator()<Arch>(policy, detail::contiguous<T, R>(x));
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    auto operator()(const xt::xexpression<X>& x) const {
+        return operator()<Arch>(execution::seq, x);
     }
 
     /// The same, of an input already borrowed or copied as one row-major array (a block
     /// that reads its input again, for a residual or a concatenation, borrows it once).
-    template <class Arch = default_arch, std::size_t R, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<T, R> operator()(const detail::contiguous<T, R>& xc, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, std::size_t R>
+    xt::xtensor<T, R> operator()(Ex policy, const detail::contiguous<T, R>& xc) const {
         const std::size_t B = R == 4 ? xc.shape(0) : 1, H = xc.shape(R - 2), W = xc.shape(R - 1);
         const size2 out = output_size(H, W);
         detail::require(xc.shape(R - 3) == in_channels() && out.h > 0 && out.w > 0, "nn::conv2d", [&] {
@@ -151,19 +157,20 @@ public:
         if constexpr (R == 4) shape = {B, out_channels(), out.h, out.w};
         else shape = {out_channels(), out.h, out.w};
         xt::xtensor<T, R> y = xt::empty<T>(shape);
-        apply<Arch>(xc.data(), B, H, W, y.data(), detail::thread_count(policy));
+        apply<Arch>(policy, xc.data(), B, H, W, y.data());
         return y;
     }
 
     /// y [B, Cout, Ho, Wo] = the convolution of x [B, Cin, H, W], raw arrays of the shapes
-    /// `output_size` gives, on `threads` threads.
-    template <class Arch = default_arch>
-    void apply(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads = 1) const {
-        convolve<Arch>(*this, x, B, H, W, y, threads);
+    /// `output_size` gives, on the threads of `policy`.
+    template <class Arch = default_arch, execution_policy Ex>
+    void apply(Ex policy, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y) const {
+        convolve<Arch>(detail::as_parallel(policy), *this, x, B, H, W, y);
     }
 private:
     template <class Arch, class U>
-    friend void convolve(const conv2d<U>&, const U*, std::size_t, std::size_t, std::size_t, U*, int);
+    friend void convolve(execution::parallel_policy, const conv2d<U>&, const U*, std::size_t, std::size_t, std::size_t,
+                         U*);
 
     xt::xtensor<T, 4> weight_;
     xt::xtensor<T, 1> bias_;
@@ -182,19 +189,20 @@ private:
 };
 
 template <class Arch, class T>
-void convolve(const conv2d<T>& c, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, int threads) {
+void convolve(execution::parallel_policy policy, const conv2d<T>& c, const T* x, std::size_t B, std::size_t H,
+              std::size_t W, T* y) {
     const simd::conv_geometry conv = c.geometry();
-    if (c.direct()) simd::convolve_depthwise<Arch>(conv, c.weights(), x, B, H, W, y, threads);
-    else if (conv.kernel == size2(1)) simd::convolve_pointwise<Arch>(conv, c.weights(), x, B, H, W, y, threads);
-    else simd::convolve_implicit_gemm<Arch>(conv, c.weights(), x, B, H, W, y, threads);
+    if (c.direct()) simd::convolve_depthwise<Arch>(policy, conv, c.weights(), x, B, H, W, y);
+    else if (conv.kernel == size2(1)) simd::convolve_pointwise<Arch>(policy, conv, c.weights(), x, B, H, W, y);
+    else simd::convolve_implicit_gemm<Arch>(policy, conv, c.weights(), x, B, H, W, y);
 }
 
 /// `convolve` of T on the default architecture (float, as the networks use it): declared
 /// (`extern`) here when NONLOCAL_NN_EXTERN_INSTANCES is defined, defined by
 /// nonlocal/nn/instances.hpp.
 #define NONLOCAL_NN_CONVOLVE(prefix, T)                                                                        \
-    prefix template void convolve<default_arch, T>(const conv2d<T>&, const T*, std::size_t, std::size_t, std::size_t, \
-                                                   T*, int);
+    prefix template void convolve<default_arch, T>(execution::parallel_policy, const conv2d<T>&, const T*,       \
+                                                   std::size_t, std::size_t, std::size_t, T*);
 #ifdef NONLOCAL_NN_EXTERN_INSTANCES
 NONLOCAL_NN_CONVOLVE(extern, float)
 #endif

@@ -88,8 +88,8 @@ public:
     /// The block's output [B, C', H / s, W / s] (sizes as `output_size` gives them) for
     /// x [B, C, H, W], on the threads of `policy` (the result does not depend on their
     /// number). Throws `std::invalid_argument` naming the shape unless x has C channels.
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<T, 4> operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    xt::xtensor<T, 4> operator()(Ex policy, const xt::xexpression<X>& x) const {
         const detail::contiguous<T, 4> xc(x);
         const std::size_t B = xc.shape(0), H = xc.shape(2), W = xc.shape(3);
         const size2 out = output_size(H, W);
@@ -98,22 +98,26 @@ public:
                    " channels and room for the depthwise kernel " + detail::shape_string(depthwise_.weight().shape());
         });
         xt::xtensor<T, 4> y = xt::empty<T>({B, out_channels(), out.h, out.w});
-        apply<Arch>(xc.data(), B, H, W, y.data(), policy);
+        apply<Arch>(policy, xc.data(), B, H, W, y.data());
         return y;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    xt::xtensor<T, 4> operator()(const xt::xexpression<X>& x) const {
+        return operator()<Arch>(execution::seq, x);
     }
 
     /// y [B, C', Ho, Wo] = the block's output for x [B, C, H, W], raw arrays of those shapes
     /// (Ho x Wo as `output_size` gives it), y apart from x. The expanded maps live in work
     /// arrays whose blocks are kept for the next call (`buffer`).
-    template <class Arch = default_arch, execution_policy Ex = execution::sequenced_policy>
-    void apply(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, Ex policy = {}) const {
-        const int threads = detail::thread_count(policy);
+    template <class Arch = default_arch, execution_policy Ex>
+    void apply(Ex policy, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y) const {
         const std::size_t mid = depthwise_.in_channels();
         const size2 out = output_size(H, W);
         uninitialised_buffer<T> expanded(expand_ ? B * mid * H * W : 0), middle(B * mid * out.h * out.w);
-        if (expand_) expand_->template apply<Arch>(x, B, H, W, expanded.data(), threads);
-        depthwise_.template apply<Arch>(expand_ ? expanded.data() : x, B, H, W, middle.data(), threads);
-        project_.template apply<Arch>(middle.data(), B, out.h, out.w, y, threads);
+        if (expand_) expand_->template apply<Arch>(policy, x, B, H, W, expanded.data());
+        depthwise_.template apply<Arch>(policy, expand_ ? expanded.data() : x, B, H, W, middle.data());
+        project_.template apply<Arch>(policy, middle.data(), B, out.h, out.w, y);
         if (residual())
             for (std::size_t i = 0, n = B * out_channels() * H * W; i < n; ++i) y[i] += x[i];
     }

@@ -41,7 +41,7 @@ public:
             return "weight " + detail::shape_string(weight.shape()) + " and bias " +
                    detail::shape_string(bias_.shape()) + " must be [out, in] and [out] or [0]";
         });
-        packed_ = simd::packed_weight<T>(as_rows(weight), 1, p);
+        packed_ = simd::packed_weight<T>(execution::seq, as_rows(weight), p);
     }
 
     /// The precision of the layer's products.
@@ -52,7 +52,7 @@ public:
     linear_layer& to(nonlocal::precision p) {
         if (p != precision()) {
             const xt::xtensor<T, 2> w = weight();
-            packed_ = simd::packed_weight<T>(as_rows(w), 1, p);
+            packed_ = simd::packed_weight<T>(execution::seq, as_rows(w), p);
         }
         return *this;
     }
@@ -74,8 +74,8 @@ public:
     /// a(x W^T + b) for x [n, in]: [n, out], on the threads of `policy` (the result does not
     /// depend on their number). Throws `std::invalid_argument` naming the shapes unless x has
     /// `in` columns.
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<T, 2> operator()(const xt::xexpression<X>& x, Ex policy = {},
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    xt::xtensor<T, 2> operator()(Ex policy, const xt::xexpression<X>& x,
                                  simd::activation a = simd::activation::identity) const {
         const detail::contiguous<T, 2> xc(x);
         detail::require(xc.shape(1) == in_features(), "nn::linear_layer", [&] {
@@ -84,11 +84,15 @@ public:
         });
         xt::xtensor<T, 2> y = xt::empty<T>({xc.shape(0), out_features()});
         simd::with_activation(a, [&](auto act) {
-            simd::linear_rows<Arch>(xc.matrix(), packed_,
-                                    simd::store_rows<T, decltype(act)>{y.data(), out_features(), {bias_data(), act}},
-                                    detail::thread_count(policy));
+            simd::linear_rows<Arch>(policy, xc.matrix(), packed_,
+                                    simd::store_rows<T, decltype(act)>{y.data(), out_features(), {bias_data(), act}});
         });
         return y;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    xt::xtensor<T, 2> operator()(const xt::xexpression<X>& x, simd::activation a = simd::activation::identity) const {
+        return operator()<Arch>(execution::seq, x, a);
     }
 
 private:
@@ -108,8 +112,7 @@ auto linear(Ex policy, const xt::xexpression<X>& x, const xt::xexpression<W>& we
         return "x " + detail::shape_string(xc.shape()) + " does not fit weight " +
                detail::shape_string(wc.shape()) + " ([out, in])";
     });
-    return simd::linear_rows<Arch>(xc.matrix(), wc.matrix(), static_cast<const T*>(nullptr),
-                                     detail::thread_count(policy));
+    return simd::linear_rows<Arch>(policy, xc.matrix(), wc.matrix(), static_cast<const T*>(nullptr));
 }
 
 /// The same with a bias [out].
@@ -122,7 +125,7 @@ auto linear(Ex policy, const xt::xexpression<X>& x, const xt::xexpression<W>& we
         return "x " + detail::shape_string(xc.shape()) + ", weight " + detail::shape_string(wc.shape()) +
                " and bias " + detail::shape_string(bc.shape()) + " must be [n, in], [out, in] and [out]";
     });
-    return simd::linear_rows<Arch>(xc.matrix(), wc.matrix(), bc.data(), detail::thread_count(policy));
+    return simd::linear_rows<Arch>(policy, xc.matrix(), wc.matrix(), bc.data());
 }
 
 /// `linear` on the calling thread.

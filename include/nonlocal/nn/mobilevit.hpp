@@ -115,9 +115,9 @@ public:
     /// head), on the threads of `policy` (the result does not depend on their number).
     /// Throws `std::invalid_argument` naming the shape when the images do not fit the stem
     /// or are too small for the network's strides.
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<T, 2> operator()(const xt::xexpression<X>& images, Ex policy = {}) const {
-        const xt::xtensor<T, 4> maps = this->template features<Arch>(images, policy);
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    xt::xtensor<T, 2> operator()(Ex policy, const xt::xexpression<X>& images) const {
+        const xt::xtensor<T, 4> maps = this->template features<Arch>(policy, images);
         const std::size_t B = maps.shape(0), F = maps.shape(1), P = maps.shape(2) * maps.shape(3);
         xt::xtensor<T, 2> pooled = xt::empty<T>({B, F});
         for (std::size_t i = 0; i < B * F; ++i) {
@@ -126,15 +126,20 @@ public:
             pooled.data()[i] = T(sum / double(P));
         }
         if (!head_) return pooled;
-        return head_->template operator()<Arch>(pooled, policy);
+        return head_->template operator()<Arch>(policy, pooled);
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    xt::xtensor<T, 2> operator()(const xt::xexpression<X>& images) const {
+        return operator()<Arch>(execution::seq, images);
     }
 
     /// The feature maps [B, F, H / 32, W / 32] after `final_conv`, before pooling. A batch of
     /// at least as many images as threads is shared out image by image (each thread runs whole
     /// images on its own, with no synchronisation between layers); a smaller one runs each
     /// layer on every thread.
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<T, 4> features(const xt::xexpression<X>& images, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    xt::xtensor<T, 4> features(Ex policy, const xt::xexpression<X>& images) const {
         const detail::contiguous<T, 4> x(images);
         const std::size_t B = x.shape(0), H = x.shape(2), W = x.shape(3);
         size2 size = stem_.output_size(H, W);
@@ -153,12 +158,17 @@ public:
         if (threads > 1 && B >= std::size_t(threads)) {
             const std::size_t image = x.shape(1) * H * W, map = features.size() / B;
             detail::parallel_for(B, threads, [&](std::size_t b) {
-                features_of<Arch>(x.data() + b * image, 1, H, W, features.data() + b * map, execution::seq);
+                features_of<Arch>(execution::seq, x.data() + b * image, 1, H, W, features.data() + b * map);
             }, detail::task_costs::even);
         } else {
-            features_of<Arch>(x.data(), B, H, W, features.data(), policy);
+            features_of<Arch>(policy, x.data(), B, H, W, features.data());
         }
         return features;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    xt::xtensor<T, 4> features(const xt::xexpression<X>& images) const {
+        return features<Arch>(execution::seq, images);
     }
 
 private:
@@ -166,22 +176,21 @@ private:
     /// reads the map before it from a work array and writes its own into a new one; their
     /// blocks are kept for the next call (`buffer`).
     template <class Arch, execution_policy Ex>
-    void features_of(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, Ex policy) const {
-        const int threads = detail::thread_count(policy);
+    void features_of(Ex policy, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y) const {
         size2 size = stem_.output_size(H, W);
         uninitialised_buffer<T> in(B * stem_.out_channels() * size.h * size.w);
-        stem_.template apply<Arch>(x, B, H, W, in.data(), threads);
+        stem_.template apply<Arch>(policy, x, B, H, W, in.data());
         for (const block& b : blocks_)
             std::visit(
                 [&](const auto& part) {
                     const size2 next = part.output_size(size.h, size.w);
                     uninitialised_buffer<T> out(B * part.out_channels() * next.h * next.w);
-                    part.template apply<Arch>(in.data(), B, size.h, size.w, out.data(), policy);
+                    part.template apply<Arch>(policy, in.data(), B, size.h, size.w, out.data());
                     in = std::move(out);
                     size = next;
                 },
                 b);
-        final_conv_.template apply<Arch>(in.data(), B, size.h, size.w, y, threads);
+        final_conv_.template apply<Arch>(policy, in.data(), B, size.h, size.w, y);
     }
 
     conv2d<T> stem_;

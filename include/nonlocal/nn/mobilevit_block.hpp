@@ -104,8 +104,8 @@ public:
     /// The block's output [B, O, H, W] for x [B, C, H, W], on the threads of `policy` (the
     /// result does not depend on their number). Throws `std::invalid_argument` naming the
     /// shape unless x has C channels and is not empty.
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<T, 4> operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    xt::xtensor<T, 4> operator()(Ex policy, const xt::xexpression<X>& x) const {
         const detail::contiguous<T, 4> xc(x);
         const std::size_t B = xc.shape(0), C = xc.shape(1), H = xc.shape(2), W = xc.shape(3);
         detail::require(C == in_channels() && H > 0 && W > 0, "nn::mobilevit_block", [&] {
@@ -113,20 +113,24 @@ public:
                    " channels and pixels";
         });
         xt::xtensor<T, 4> y = xt::empty<T>({B, out_channels(), H, W});
-        apply<Arch>(xc.data(), B, H, W, y.data(), policy);
+        apply<Arch>(policy, xc.data(), B, H, W, y.data());
         return y;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    xt::xtensor<T, 4> operator()(const xt::xexpression<X>& x) const {
+        return operator()<Arch>(execution::seq, x);
     }
 
     /// y [B, O, H, W] = the block's output for x [B, C, H, W], raw arrays of those shapes, y
     /// apart from x. The maps and tokens in between live in work arrays whose blocks are
     /// kept for the next call (`buffer`).
-    template <class Arch = default_arch, execution_policy Ex = execution::sequenced_policy>
-    void apply(const T* x, std::size_t B, std::size_t H, std::size_t W, T* y, Ex policy = {}) const {
-        const int threads = detail::thread_count(policy);
+    template <class Arch = default_arch, execution_policy Ex>
+    void apply(Ex policy, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y) const {
         const std::size_t C = in_channels(), D = transformer_dim(), O = conv_proj_.out_channels(), HW = H * W;
         uninitialised_buffer<T> features(B * C * HW), local(B * D * HW);
-        conv_kxk_.template apply<Arch>(x, B, H, W, features.data(), threads);
-        conv_1x1_.template apply<Arch>(features.data(), B, H, W, local.data(), threads);
+        conv_kxk_.template apply<Arch>(policy, x, B, H, W, features.data());
+        conv_1x1_.template apply<Arch>(policy, features.data(), B, H, W, local.data());
         // The global part on a map the patch divides: its pixels as tokens [B G, N, D],
         // through the layers and the norm, and back.
         const size2 map{H, W}, divided{(H + patch_.h - 1) / patch_.h * patch_.h, (W + patch_.w - 1) / patch_.w * patch_.w};
@@ -151,7 +155,7 @@ public:
             const xt::xtensor<T, 4> resized = resize_bilinear(maps(local.data(), map), divided);
             detail::maps_to_tokens(resized.data(), B, D, P, tokens.data(), pixel_of);
         }
-        for (const auto& layer : transformer_) layer.template apply_in_place<Arch>(tokens.data(), B * G, N, dense{}, policy);
+        for (const auto& layer : transformer_) layer.template apply_in_place<Arch>(policy, tokens.data(), B * G, N);
         norm_.template normalise<Arch>(tokens.data(), tokens.data(), B * P);
         if (divided == map) {
             detail::tokens_to_maps(tokens.data(), B, P, D, local.data(), pixel_of);
@@ -160,15 +164,15 @@ public:
             detail::tokens_to_maps(tokens.data(), B, P, D, folded.data(), pixel_of);
             maps(local.data(), map) = resize_bilinear(folded, map);
         }
-        if (!conv_fusion_) return conv_proj_.template apply<Arch>(local.data(), B, H, W, y, threads);
+        if (!conv_fusion_) return conv_proj_.template apply<Arch>(policy, local.data(), B, H, W, y);
         // [x, conv_proj(local)] along the channels, the projection written in place image by image.
         uninitialised_buffer<T> both(B * (C + O) * HW);
         for (std::size_t b = 0; b < B; ++b) {
             T* image = both.data() + b * (C + O) * HW;
             std::copy_n(x + b * C * HW, C * HW, image);
-            conv_proj_.template apply<Arch>(local.data() + b * D * HW, 1, H, W, image + C * HW, threads);
+            conv_proj_.template apply<Arch>(policy, local.data() + b * D * HW, 1, H, W, image + C * HW);
         }
-        conv_fusion_->template apply<Arch>(both.data(), B, H, W, y, threads);
+        conv_fusion_->template apply<Arch>(policy, both.data(), B, H, W, y);
     }
 
 private:

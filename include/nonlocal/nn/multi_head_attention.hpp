@@ -123,11 +123,16 @@ struct basic_multi_head_attention {
     /// [L, E], [S, kdim] and [S, vdim]), keys restricted to `neighborhood` (e.g. `causal{}`
     /// for a decoder), on the threads of `policy` (projections and attention; the result does
     /// not depend on their number).
-    template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
-              execution_policy Ex = execution::sequenced_policy>
+    template <class Arch = default_arch, execution_policy Ex, class Q, class K, class V, neighborhood Nb = dense>
+    auto operator()(Ex policy, const xt::xexpression<Q>& query, const xt::xexpression<K>& key,
+                    const xt::xexpression<V>& value, const Nb& neighborhood = {}) const {
+        return forward<Arch>(policy, query, key, value, {}, neighborhood).output;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense>
     auto operator()(const xt::xexpression<Q>& query, const xt::xexpression<K>& key, const xt::xexpression<V>& value,
-                    const Nb& neighborhood = {}, Ex policy = {}) const {
-        return forward<Arch>(query, key, value, {}, neighborhood, policy).output;
+                    const Nb& neighborhood = {}) const {
+        return operator()<Arch>(execution::seq, query, key, value, neighborhood);
     }
 
     /// The same with PyTorch's masks and, when `options.need_weights`, the attention weights
@@ -136,29 +141,32 @@ struct basic_multi_head_attention {
     /// inputs), none unless asked for. A query that no key is left to is 0 in the output
     /// and the weights, where PyTorch gives NaN. Throws `std::invalid_argument` naming a mask
     /// whose shape is not one of those `attention_options` lists.
-    template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
-              execution_policy Ex = execution::sequenced_policy>
-    auto forward(const xt::xexpression<Q>& query, const xt::xexpression<K>& key, const xt::xexpression<V>& value,
-                 const attention_options& options, const Nb& neighborhood = {}, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, class Q, class K, class V, neighborhood Nb = dense>
+    auto forward(Ex policy, const xt::xexpression<Q>& query, const xt::xexpression<K>& key,
+                 const xt::xexpression<V>& value, const attention_options& options, const Nb& neighborhood = {}) const {
         constexpr std::size_t R = detail::static_rank<Q>;
         static_assert(R == 2 || R == 3, "nonlocal::nn::multi_head_attention: inputs are [B, L, E] or [L, E]");
         std::array<std::size_t, R> shape;
         std::copy_n(query.derived_cast().shape().begin(), R, shape.begin());
         attention_result<R, T> result;
         result.output = xt::empty<T>(shape);
-        result.weights = forward_to<Arch>(result.output.data(), false, query, key, value, options, neighborhood, policy);
+        result.weights = forward_to<Arch>(policy, result.output.data(), false, query, key, value, options, neighborhood);
         return result;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense>
+    auto forward(const xt::xexpression<Q>& query, const xt::xexpression<K>& key, const xt::xexpression<V>& value,
+                 const attention_options& options, const Nb& neighborhood = {}) const {
+        return forward<Arch>(execution::seq, query, key, value, options, neighborhood);
     }
 
     /// `forward`'s output written to y [B * L, E] or, when `add`, added to what y holds (the
     /// residual connection of an encoder layer, in the same pass); the weights when asked for.
     /// y may hold the inputs themselves: they are read before y is written.
-    template <class Arch = default_arch, class Q, class K, class V, neighborhood Nb = dense,
-              execution_policy Ex = execution::sequenced_policy>
-    std::optional<xt::xarray<T>> forward_to(T* y, bool add, const xt::xexpression<Q>& query,
+    template <class Arch = default_arch, execution_policy Ex, class Q, class K, class V, neighborhood Nb = dense>
+    std::optional<xt::xarray<T>> forward_to(Ex policy, T* y, bool add, const xt::xexpression<Q>& query,
                                             const xt::xexpression<K>& key, const xt::xexpression<V>& value,
-                                            const attention_options& options, const Nb& neighborhood = {},
-                                            Ex policy = {}) const {
+                                            const attention_options& options, const Nb& neighborhood = {}) const {
         constexpr std::size_t R = detail::static_rank<Q>;
         static_assert(R == 2 || R == 3, "nonlocal::nn::multi_head_attention: inputs are [B, L, E] or [L, E]");
         const detail::contiguous<T, R> q(query), k(key), v(value);
@@ -173,7 +181,6 @@ struct basic_multi_head_attention {
                                    ", kdim = " + std::to_string(kdim()) + " and vdim = " + std::to_string(vdim());
                         });
         const auto masks = options.masks(R == 3, B, h, L, S);
-        const int threads = detail::thread_count(policy);
         std::optional<xt::xarray<T>> weights;
         // The heads and the merged output in `buffer`s, whose large blocks are kept for the next
         // call: allocated anew (xtensor's allocator, notably xsimd's aligned one under
@@ -205,7 +212,7 @@ struct basic_multi_head_attention {
                     to.push_back({part, f, std::uint32_t(f / hd), std::uint32_t(f % hd)});
             }
             simd::linear_rows<Arch>(
-                row_matrix<const T>{x, B * rows, projections[0]->in_features()},
+                policy, row_matrix<const T>{x, B * rows, projections[0]->in_features()},
                 std::span<const simd::packed_weight<T>* const>(weights),
                 [&](std::size_t row, std::size_t column, const auto& acc, std::size_t lanes) {
                     using batch = std::decay_t<decltype(acc)>;
@@ -222,8 +229,7 @@ struct basic_multi_head_attention {
                         simd::store_lanes(v, l, l + n, image + at.head * rows * hd + at.feature);
                         l += n;
                     }
-                },
-                threads);
+                });
         };
         if (q.data() == k.data() && k.data() == v.data() && L == S && kdim() == E && vdim() == E) {
             const linear_layer<T>* all[] = {&q_proj, &k_proj, &v_proj};
@@ -259,8 +265,8 @@ struct basic_multi_head_attention {
             for (std::size_t t = 0; t < L; ++t)
                 for (std::size_t head = 0; head < h; ++head)
                     std::copy_n(&o(b, head, t, 0), hd, merged + (b * L + t) * E + head * hd);
-        simd::linear_rows<Arch>(row_matrix<const T>{merged, B * L, E}, out_proj.packed(),
-                                simd::store_rows<T, simd::no_activation>{y, E, {out_proj.bias_data()}, add}, threads);
+        simd::linear_rows<Arch>(policy, row_matrix<const T>{merged, B * L, E}, out_proj.packed(),
+                                simd::store_rows<T, simd::no_activation>{y, E, {out_proj.bias_data()}, add});
         return weights;
     }
 

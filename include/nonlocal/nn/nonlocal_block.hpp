@@ -77,14 +77,14 @@ struct nonlocal_block {
         });
         const xt::xtensor<T, 2> wg = xt::cast<T>(g_weight), wz = xt::cast<T>(z_weight);
         const row_matrix<const T> flat{z.data(), tokens, channels};
-        xt::xtensor<T, 2> g_flat = simd::linear_rows<Arch>(flat, as_rows(wg));
+        xt::xtensor<T, 2> g_flat = simd::linear_rows<Arch>(execution::seq, flat, as_rows(wg));
         auto shape = z.shape();
         shape[R - 1] = wg.shape(0);
         xt::xtensor<T, R> g = xt::empty<T>(shape);
         std::copy(g_flat.begin(), g_flat.end(), g.begin());
         const xt::xtensor<T, R> y = weighted_aggregate<Arch>(z, z, g, similarity, dense{}, normalization);
         const xt::xtensor<T, 2> wy =
-            simd::linear_rows<Arch>(row_matrix<const T>{y.data(), tokens, wg.shape(0)}, as_rows(wz));
+            simd::linear_rows<Arch>(execution::seq, row_matrix<const T>{y.data(), tokens, wg.shape(0)}, as_rows(wz));
         for (std::size_t t = 0; t < z.size(); ++t) z.data()[t] += wy.data()[t];
         return z;
     }
@@ -108,12 +108,12 @@ template <class T>
 class basic_nonlocal_feature_block;
 
 /// The block's forward pass behind `basic_nonlocal_feature_block::operator()`: z = the block
-/// of x, row-major [B, C, frames, H, W] (frames 1 for maps), on `threads` threads, the shapes
-/// checked by the caller. Not inline: a program that compiles it once
+/// of x, row-major [B, C, frames, H, W] (frames 1 for maps), on the threads of `policy`, the
+/// shapes checked by the caller. Not inline: a program that compiles it once
 /// (nonlocal/nn/instances.hpp) declares it `extern` elsewhere.
 template <class Arch, class T>
-void nonlocal_block_forward(const basic_nonlocal_feature_block<T>& block, const T* x, std::size_t B, std::size_t frames,
-                            std::size_t H, std::size_t W, T* z, int threads);
+void nonlocal_block_forward(execution::parallel_policy policy, const basic_nonlocal_feature_block<T>& block, const T* x,
+                            std::size_t B, std::size_t frames, std::size_t H, std::size_t W, T* z);
 
 /// The non-local block on feature maps [B, C, H, W] or videos [B, C, T, H, W] of T (float or
 /// double), as Wang et al. build it and the widely used PyTorch re-implementation (`NONLocalBlock2D`,
@@ -162,8 +162,8 @@ public:
     /// z for x [B, C, H, W] or [B, C, T, H, W], the same shape, on the threads of `policy`
     /// (the result does not depend on their number). Throws `std::invalid_argument` unless x
     /// has C channels (and, sub-sampled, frames of at least 2 x 2).
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    auto operator()(const xt::xexpression<X>& x, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    auto operator()(Ex policy, const xt::xexpression<X>& x) const {
         constexpr std::size_t R = detail::static_rank<X>;
         static_assert(R == 4 || R == 5, "nonlocal::nn::nonlocal_feature_block: x is [B, C, H, W] or [B, C, T, H, W]");
         const detail::contiguous<T, R> xc(x);
@@ -174,14 +174,19 @@ public:
                    " channels" + (sub_sample_ ? " and frames of at least 2 x 2 (sub-sampled)" : "");
         });
         xt::xtensor<T, R> z = xt::empty<T>(xc.shape());
-        nonlocal_block_forward<Arch>(*this, xc.data(), B, frames, H, W, z.data(), detail::thread_count(policy));
+        nonlocal_block_forward<Arch>(detail::as_parallel(policy), *this, xc.data(), B, frames, H, W, z.data());
         return z;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    auto operator()(const xt::xexpression<X>& x) const {
+        return operator()<Arch>(execution::seq, x);
     }
 
 private:
     template <class Arch, class U>
-    friend void nonlocal_block_forward(const basic_nonlocal_feature_block<U>&, const U*, std::size_t, std::size_t,
-                                       std::size_t, std::size_t, U*, int);
+    friend void nonlocal_block_forward(execution::parallel_policy, const basic_nonlocal_feature_block<U>&, const U*,
+                                       std::size_t, std::size_t, std::size_t, std::size_t, U*);
 
     nonlocal_form form_;
     conv2d<T> g_;
@@ -195,14 +200,13 @@ private:
 using nonlocal_feature_block = basic_nonlocal_feature_block<float>;
 
 template <class Arch, class T>
-void nonlocal_block_forward(const basic_nonlocal_feature_block<T>& block, const T* x, std::size_t B, std::size_t frames,
-                            std::size_t H, std::size_t W, T* z, int threads) {
+void nonlocal_block_forward(execution::parallel_policy policy, const basic_nonlocal_feature_block<T>& block, const T* x,
+                            std::size_t B, std::size_t frames, std::size_t H, std::size_t W, T* z) {
     const std::size_t C = block.channels(), e = block.inter_channels(), N = frames * H * W;
-    const execution::parallel_policy policy{threads};
     // Frames stacked along the height: a 1 x 1 convolution sees the same pixels.
     const auto convolved = [&](const conv2d<T>& c) {
         xt::xtensor<T, 4> m = xt::empty<T>({B, e, frames * H, W});
-        c.template apply<Arch>(x, B, frames * H, W, m.data(), threads);
+        c.template apply<Arch>(policy, x, B, frames * H, W, m.data());
         return m;
     };
     // The tokens [B, positions, channels] of a map [B, c, T H, W], each frame 2 x 2 max-pooled
@@ -238,16 +242,16 @@ void nonlocal_block_forward(const basic_nonlocal_feature_block<T>& block, const 
     // y [B, N, e] back to a map [B, e, T H, W], through W_z, plus x.
     xt::xtensor<T, 4> y_map = xt::empty<T>({B, e, frames * H, W});
     detail::tokens_to_maps(y.data(), B, N, e, y_map.data());
-    block.w_z_.template apply<Arch>(y_map.data(), B, frames * H, W, z, threads);
+    block.w_z_.template apply<Arch>(policy, y_map.data(), B, frames * H, W, z);
     for (std::size_t i = 0; i < B * C * N; ++i) z[i] += x[i];
 }
 
 /// `nonlocal_block_forward` of T on the default architecture (float): declared (`extern`)
 /// here when NONLOCAL_NN_EXTERN_INSTANCES is defined, defined by nonlocal/nn/instances.hpp.
 #define NONLOCAL_NN_NONLOCAL_BLOCK(prefix, T)                                                                          \
-    prefix template void nonlocal_block_forward<default_arch, T>(const basic_nonlocal_feature_block<T>&, const T*,      \
-                                                                 std::size_t, std::size_t, std::size_t, std::size_t, T*, \
-                                                                 int);
+    prefix template void nonlocal_block_forward<default_arch, T>(execution::parallel_policy,                           \
+                                                                 const basic_nonlocal_feature_block<T>&, const T*,      \
+                                                                 std::size_t, std::size_t, std::size_t, std::size_t, T*);
 #ifdef NONLOCAL_NN_EXTERN_INSTANCES
 NONLOCAL_NN_NONLOCAL_BLOCK(extern, float)
 #endif

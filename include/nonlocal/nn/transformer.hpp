@@ -82,36 +82,41 @@ struct basic_feed_forward {
     std::size_t features() const noexcept { return linear1.in_features(); }   ///< E
     std::size_t hidden() const noexcept { return linear1.out_features(); }    ///< F
 
-    /// The tokens x [n, E] through the two linear maps: [n, E], the linear maps on `threads` threads.
-    template <class Arch = default_arch>
-    xt::xtensor<T, 2> operator()(row_matrix<const T> x, int threads = 1) const {
+    /// The tokens x [n, E] through the two linear maps: [n, E], the linear maps on the threads
+    /// of `policy`.
+    template <class Arch = default_arch, execution_policy Ex>
+    xt::xtensor<T, 2> operator()(Ex policy, row_matrix<const T> x) const {
         xt::xtensor<T, 2> y = xt::empty<T>({x.rows, features()});
-        apply<Arch>(x, y.data(), false, threads);
+        apply<Arch>(policy, x, y.data(), false);
         return y;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch>
+    xt::xtensor<T, 2> operator()(row_matrix<const T> x) const {
+        return operator()<Arch>(execution::seq, x);
     }
 
     /// y [n, E] += the MLP of x [n, E] (a residual connection), y written as the second
     /// linear map's results leave its GEMM.
-    template <class Arch = default_arch>
-    void add_to(row_matrix<const T> x, T* y, int threads = 1) const {
-        apply<Arch>(x, y, true, threads);
+    template <class Arch = default_arch, execution_policy Ex>
+    void add_to(Ex policy, row_matrix<const T> x, T* y) const {
+        apply<Arch>(policy, x, y, true);
     }
 
 private:
     // The bias and the activation (compiled for each) applied as linear1's GEMM stores the
     // hidden values, the bias (and the residual) as linear2's stores its output.
-    template <class Arch>
-    void apply(row_matrix<const T> x, T* y, bool add, int threads) const {
+    template <class Arch, execution_policy Ex>
+    void apply(Ex policy, row_matrix<const T> x, T* y, bool add) const {
         // A buffer, whose large blocks are kept for the next call (see multi_head_attention),
         // left unwritten: linear1's stores write every value.
         uninitialised_buffer<T> h(x.rows * hidden());
         simd::with_activation(kind, [&](auto act) {
-            simd::linear_rows<Arch>(x, linear1.packed(),
-                                    simd::store_rows<T, decltype(act)>{h.data(), hidden(), {linear1.bias_data(), act}},
-                                    threads);
+            simd::linear_rows<Arch>(policy, x, linear1.packed(),
+                                    simd::store_rows<T, decltype(act)>{h.data(), hidden(), {linear1.bias_data(), act}});
         });
-        simd::linear_rows<Arch>(row_matrix<const T>{h.data(), x.rows, hidden()}, linear2.packed(),
-                                simd::store_rows<T, simd::no_activation>{y, features(), {linear2.bias_data()}, add}, threads);
+        simd::linear_rows<Arch>(policy, row_matrix<const T>{h.data(), x.rows, hidden()}, linear2.packed(),
+                                simd::store_rows<T, simd::no_activation>{y, features(), {linear2.bias_data()}, add});
     }
 };
 
@@ -162,9 +167,8 @@ struct basic_transformer_encoder_layer {
     /// attention and the MLP; the result does not depend on their number).
     /// Throws `std::invalid_argument` unless x is [B, L, E] or [L, E] with the layer's E, or
     /// when the neighborhood does not fit L tokens.
-    template <class Arch = default_arch, class X, neighborhood Nb = dense,
-              execution_policy Ex = execution::sequenced_policy>
-    auto operator()(const xt::xexpression<X>& x, const Nb& neighborhood = {}, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, class X, neighborhood Nb = dense>
+    auto operator()(Ex policy, const xt::xexpression<X>& x, const Nb& neighborhood = {}) const {
         constexpr std::size_t R = detail::static_rank<X>;
         static_assert(R == 2 || R == 3, "nonlocal::nn::transformer_encoder_layer: tokens are [B, L, E] or [L, E]");
         const detail::contiguous<T, R> xc(x);
@@ -174,25 +178,29 @@ struct basic_transformer_encoder_layer {
         });
         xt::xtensor<T, R> y = xt::empty<T>(xc.shape());
         std::copy(xc.data(), xc.data() + y.size(), y.begin());
-        apply_in_place<Arch>(y.data(), R == 3 ? xc.shape(0) : 1, xc.shape(R - 2), neighborhood, policy);
+        apply_in_place<Arch>(policy, y.data(), R == 3 ? xc.shape(0) : 1, xc.shape(R - 2), neighborhood);
         return y;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X, neighborhood Nb = dense>
+    auto operator()(const xt::xexpression<X>& x, const Nb& neighborhood = {}) const {
+        return operator()<Arch>(execution::seq, x, neighborhood);
     }
 
     /// x [B, L, E] replaced by the layer's output, as `operator()` computes it, with no copy
     /// of the tokens: each residual branch adds its result to x as its last GEMM stores it.
     /// Throws as `operator()` does.
-    template <class Arch = default_arch, neighborhood Nb = dense, execution_policy Ex = execution::sequenced_policy>
-    void apply_in_place(T* x, std::size_t B, std::size_t L, const Nb& neighborhood = {}, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, neighborhood Nb = dense>
+    void apply_in_place(Ex policy, T* x, std::size_t B, std::size_t L, const Nb& neighborhood = {}) const {
         const std::size_t E = self_attn.embed_dim, tokens = B * L;
         const auto as_tokens = [&](T* data) {
             return xt::adapt(data, tokens * E, xt::no_ownership(), std::array<std::size_t, 3>{B, L, E});
         };
-        const int threads = detail::thread_count(policy);
         const auto attend_add = [&](const auto& in) {
-            self_attn.template forward_to<Arch>(x, true, in, in, in, {}, neighborhood, policy);
+            self_attn.template forward_to<Arch>(policy, x, true, in, in, in, {}, neighborhood);
         };
         const auto feed_add = [&](const T* in) {
-            mlp.template add_to<Arch>(row_matrix<const T>{in, tokens, E}, x, threads);
+            mlp.template add_to<Arch>(policy, row_matrix<const T>{in, tokens, E}, x);
         };
         if (norm_first) {
             // Both norms' outputs in one work array, whose block is kept for the next call.

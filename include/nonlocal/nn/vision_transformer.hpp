@@ -154,26 +154,36 @@ public:
     /// gets the position embedding resampled to its grid (`resample_position_embedding`, as
     /// torchvision or timm does, as the model was built). Throws `std::invalid_argument`
     /// naming the shape otherwise.
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<T, 2> operator()(const xt::xexpression<X>& images, Ex policy = {}) const {
-        xt::xtensor<T, 2> features = this->template class_features<Arch>(images, policy);
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    xt::xtensor<T, 2> operator()(Ex policy, const xt::xexpression<X>& images) const {
+        xt::xtensor<T, 2> features = this->template class_features<Arch>(policy, images);
         if (!head_) return features;
-        return head_->template operator()<Arch>(features, policy);
+        return head_->template operator()<Arch>(policy, features);
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    xt::xtensor<T, 2> operator()(const xt::xexpression<X>& images) const {
+        return operator()<Arch>(execution::seq, images);
     }
 
     /// The class token's features [B, E] after the final norm (before the head).
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<T, 2> class_features(const xt::xexpression<X>& images, Ex policy = {}) const {
-        const xt::xtensor<T, 3> all = this->template encode<Arch>(images, policy);
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    xt::xtensor<T, 2> class_features(Ex policy, const xt::xexpression<X>& images) const {
+        const xt::xtensor<T, 3> all = this->template encode<Arch>(policy, images);
         const std::size_t B = all.shape(0), E = embed_dim();
         xt::xtensor<T, 2> features = xt::empty<T>({B, E});
         for (std::size_t b = 0; b < B; ++b) norm_.template normalise<Arch>(&all(b, 0, 0), &features(b, 0), 1);
         return features;
     }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    xt::xtensor<T, 2> class_features(const xt::xexpression<X>& images) const {
+        return class_features<Arch>(execution::seq, images);
+    }
 
     /// The tokens [B, 1 + (H / p)(W / p), E] after the encoder layers, before the final norm.
-    template <class Arch = default_arch, class X, execution_policy Ex = execution::sequenced_policy>
-    xt::xtensor<T, 3> encode(const xt::xexpression<X>& images, Ex policy = {}) const {
+    template <class Arch = default_arch, execution_policy Ex, class X>
+    xt::xtensor<T, 3> encode(Ex policy, const xt::xexpression<X>& images) const {
         const detail::contiguous<T, 4> x(images);
         const std::size_t B = x.shape(0), H = x.shape(2), W = x.shape(3), p = patch_size(), E = embed_dim();
         detail::require(x.shape(1) == patch_.in_channels() && H % p == 0 && W % p == 0 && H == W && H > 0,
@@ -191,15 +201,20 @@ public:
             xt::view(position, 0) = xt::view(position_, 0);
             xt::view(position, xt::range(1, 1 + N), xt::all()) = resampled;
         }
-        const xt::xtensor<T, 4> patches = patch_.template operator()<Arch>(images, policy);   // [B, E, g, g]
+        const xt::xtensor<T, 4> patches = patch_.template operator()<Arch>(policy, images);   // [B, E, g, g]
         xt::xtensor<T, 3> tokens = xt::empty<T>({B, 1 + N, E});
         for (std::size_t b = 0; b < B; ++b) {
             for (std::size_t e = 0; e < E; ++e) tokens(b, 0, e) = class_token_(e) + position(0, e);
             for (std::size_t e = 0; e < E; ++e)
                 for (std::size_t t = 0; t < N; ++t) tokens(b, 1 + t, e) = patches.data()[(b * E + e) * N + t] + position(1 + t, e);
         }
-        for (const auto& layer : layers_) layer.template apply_in_place<Arch>(tokens.data(), B, 1 + N, dense{}, policy);
+        for (const auto& layer : layers_) layer.template apply_in_place<Arch>(policy, tokens.data(), B, 1 + N);
         return tokens;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    xt::xtensor<T, 3> encode(const xt::xexpression<X>& images) const {
+        return encode<Arch>(execution::seq, images);
     }
 
 private:

@@ -15,6 +15,7 @@
 
 #include "nonlocal/config.hpp"
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/row_matrix.hpp"
 #include "nonlocal/simd/bfloat16.hpp"
 #include "nonlocal/simd/epilogue.hpp"
@@ -41,7 +42,7 @@ namespace nonlocal::simd {
 /// - Rows of x come in blocks of at most 2 MiB, packed as micro-panels of MR rows, [depth][MR]
 ///   each, so the micro-kernel's broadcasts read one sequential stream (rows past n are 0);
 ///   every panel passes over a block while it is in cache.
-/// On `threads` threads the panels are shared out, and a panel's rows too when the panels are
+/// On the threads of `policy` the panels are shared out, and a panel's rows too when the panels are
 /// fewer than two a thread; each (row, column) is computed by one thread in the same order, so
 /// the result is the same, bit for bit, on any number of threads.
 ///
@@ -49,9 +50,9 @@ namespace nonlocal::simd {
 /// two steps of the depth per element (`dot_bf16_pairs`): 32 products an instruction where
 /// the build has AVX512-BF16, twice an FMA's 16. Throws `std::invalid_argument` unless every
 /// weight has the same precision.
-template <class Arch = default_arch, class T, class Store>
-void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const> weights, Store&& store,
-                 int threads = 1) {
+template <class Arch = default_arch, execution_policy Ex, class T, class Store>
+void linear_rows(Ex policy, row_matrix<const T> x, std::span<const packed_weight<T>* const> weights, Store&& store) {
+    const int threads = detail::thread_count(policy);
     const precision p = weights.empty() ? precision::native : weights.front()->precision();
     // Every weight's panels, their columns numbered from the weight's first column in y.
     const auto product = [&]<class Operands>(Operands, auto data) {
@@ -80,14 +81,15 @@ void linear_rows(row_matrix<const T> x, std::span<const packed_weight<T>* const>
 /// its image's columns the W^T, which are packed a panel at a time as the product reaches
 /// them (`packed_on_demand`) or read in place (`rows_in_place`). Throws
 /// `std::invalid_argument` unless x has `w.in` columns.
-template <class Arch = default_arch, class T, class Columns, class Store>
-void linear_rows(const packed_rows<T>& x, const Columns& w, Store&& store, int threads = 1) {
+template <class Arch = default_arch, execution_policy Ex, class T, class Columns, class Store>
+void linear_rows(Ex policy, const packed_rows<T>& x, const Columns& w, Store&& store) {
+    const int threads = detail::thread_count(policy);
     detail::require(x.cols() == w.in, "simd::linear_rows", [&] {
         return "x [" + std::to_string(x.rows()) + ", " + std::to_string(x.cols()) + "] does not fit a weight of " +
                std::to_string(w.in) + " inputs";
     });
     std::vector<detail::product_panel<T>> panels;
-    const std::size_t widest = panel_layout<T>::gathered_width(w.in, w.out, threads);
+    const std::size_t widest = panel_layout<T>::gathered_width(w.in, w.out, std::size_t(threads));
     for (const auto& pn : panel_layout<T>::panels(w.in, w.out, widest))
         panels.push_back({nullptr, pn.column, pn.columns, pn.width});
     const row_matrix<const T> unpacked{nullptr, x.rows(), x.cols()};
@@ -98,27 +100,26 @@ void linear_rows(const packed_rows<T>& x, const Columns& w, Store&& store, int t
 }
 
 /// The same with one weight.
-template <class Arch = default_arch, class T, class Store>
-void linear_rows(row_matrix<const T> x, const packed_weight<T>& w, Store&& store, int threads = 1) {
+template <class Arch = default_arch, execution_policy Ex, class T, class Store>
+void linear_rows(Ex policy, row_matrix<const T> x, const packed_weight<T>& w, Store&& store) {
     const packed_weight<T>* one[] = {&w};
-    linear_rows<Arch>(x, std::span<const packed_weight<T>* const>(one), store, threads);
+    linear_rows<Arch>(policy, x, std::span<const packed_weight<T>* const>(one), store);
 }
 
 /// x [n, in] W^T + bias as a new [n, out] tensor, W^T packed (`bias` [out], or none).
-template <class Arch = default_arch, class T>
-xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, const packed_weight<T>& w, const T* bias, int threads = 1) {
+template <class Arch = default_arch, execution_policy Ex, class T>
+xt::xtensor<T, 2> linear_rows(Ex policy, row_matrix<const T> x, const packed_weight<T>& w, const T* bias) {
     xt::xtensor<T, 2> y = xt::empty<T>({x.rows, w.out()});
-    linear_rows<Arch>(x, w, store_rows<T, no_activation>{y.data(), w.out(), {bias}}, threads);
+    linear_rows<Arch>(policy, x, w, store_rows<T, no_activation>{y.data(), w.out(), {bias}});
     return y;
 }
 
 /// x [n, in] times weight^T, weight [out, in] (PyTorch's layout), plus bias [out] when given:
 /// the weight packed for this one product. A layer that applies its weight again keeps it
 /// packed (`packed_weight`) instead.
-template <class Arch = default_arch, class T>
-xt::xtensor<T, 2> linear_rows(row_matrix<const T> x, row_matrix<const T> weight, const T* bias = nullptr,
-                              int threads = 1) {
-    return linear_rows<Arch>(x, packed_weight<T>(weight, threads), bias, threads);
+template <class Arch = default_arch, execution_policy Ex, class T>
+xt::xtensor<T, 2> linear_rows(Ex policy, row_matrix<const T> x, row_matrix<const T> weight, const T* bias = nullptr) {
+    return linear_rows<Arch>(policy, x, packed_weight<T>(policy, weight), bias);
 }
 
 }  // namespace nonlocal::simd

@@ -48,13 +48,13 @@ struct panel_layout {
     }
 
     /// The widest panel to gather on demand (`packed_on_demand`) for `out` columns of `in`
-    /// values on `threads` threads: rows of up to 2 KiB, so that the gathering reads runs long
+    /// values shared among `threads` threads: rows of up to 2 KiB, so that the gathering reads runs long
     /// enough for the hardware prefetchers (rows of 256 bytes, one from each of `in` planes
     /// far apart, left it waiting on memory), a work array of at most 256 KiB (in L2), and at
     /// least two panels a thread.
-    static std::size_t gathered_width(std::size_t in, std::size_t out, int threads) noexcept {
+    static std::size_t gathered_width(std::size_t in, std::size_t out, std::size_t threads) noexcept {
         const std::size_t by_cache = (std::size_t(256) << 10) / sizeof(T) / std::max<std::size_t>(1, in);
-        const std::size_t panels_wanted = 2 * std::size_t(std::max(threads, 1));
+        const std::size_t panels_wanted = 2 * std::max<std::size_t>(threads, 1);
         const std::size_t by_threads = (out + panels_wanted - 1) / panels_wanted;
         const std::size_t widest = std::min({std::size_t(2048) / sizeof(T), by_cache, by_threads});
         return std::max(panel_width, widest / panel_width * panel_width);
@@ -87,16 +87,17 @@ public:
 
     packed_weight() = default;
 
-    /// Packs weight [out, in] in precision `p`, the panels shared out among `threads`
-    /// threads. Throws `std::invalid_argument` for `precision::bf16` unless T is float.
-    explicit packed_weight(row_matrix<const T> weight, int threads = 1, nonlocal::precision p = nonlocal::precision::native)
+    /// Packs weight [out, in] in precision `p`, the panels shared out among the threads of
+    /// `policy`. Throws `std::invalid_argument` for `precision::bf16` unless T is float.
+    template <execution_policy Ex>
+    packed_weight(Ex policy, row_matrix<const T> weight, nonlocal::precision p = nonlocal::precision::native)
         : in_(weight.cols), out_(weight.rows), precision_(p), panels_(panel_layout<T>::panels(depth(), out_)) {
         detail::require(p == nonlocal::precision::native || std::is_same_v<T, float>, "simd::packed_weight",
                         [] { return std::string("bfloat16 weights need float values"); });
         const std::size_t size = panels_.empty() ? 0 : panels_.back().offset + depth() * panels_.back().width;
         if (p == nonlocal::precision::bf16) pairs_.resize(size);
         else values_.resize(size);
-        detail::parallel_for(panels_.size(), threads, [&](std::size_t j) {
+        detail::parallel_for(panels_.size(), detail::thread_count(policy), [&](std::size_t j) {
             const panel& pn = panels_[j];
             if constexpr (std::is_same_v<T, float>)
                 if (p == nonlocal::precision::bf16)

@@ -12,6 +12,7 @@
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/simd/linear.hpp"
 
 namespace nonlocal {
@@ -74,7 +75,7 @@ private:
                    "] but the features have dimension " + std::to_string(x.cols);
         });
         const xt::xtensor<T, 2> r = xt::cast<T>(row);
-        return simd::linear_rows(x, as_rows(r));
+        return simd::linear_rows(execution::seq, x, as_rows(r));
     }
 };
 

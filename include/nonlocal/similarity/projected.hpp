@@ -11,6 +11,7 @@
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/simd/linear.hpp"
 #include "nonlocal/similarity/dot_product.hpp"
 
@@ -48,7 +49,7 @@ private:
                    " but the features have dimension " + std::to_string(x.cols);
         });
         const xt::xtensor<T, 2> wt = xt::cast<T>(w);
-        return simd::linear_rows(x, as_rows(wt));
+        return simd::linear_rows(execution::seq, x, as_rows(wt));
     }
 };
 

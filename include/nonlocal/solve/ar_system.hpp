@@ -57,8 +57,6 @@ class ar_system {
 public:
     using value_type = T;
 
-    int threads = 1;   ///< threads of each pass over the pixels (apply, relax, residual, Jacobi)
-
     ar_system() = default;
 
     /// The system from edge weights already computed (used for coarse grids): a plane of
@@ -206,49 +204,65 @@ public:
     /// Flat index shift of direction o.
     std::ptrdiff_t shift(std::size_t o) const noexcept { return offsets_[o].dy * std::ptrdiff_t(width_) + offsets_[o].dx; }
 
+    // Each pass below runs on the threads of its `policy`, every pixel computed the same way
+    // whatever their number: the results do not depend on it.
+
     /// y = A x.
-    void apply(const T* x, T* y) const {
-        stencil_pass(x, [y, product = detail::ar_product(diagonal_.data())](std::size_t i, auto own, auto neighbours) {
-            kernel::lane_store(y, i, product(i, own, neighbours));
-        });
+    template <execution_policy Ex>
+    void apply(Ex policy, const T* x, T* y) const {
+        stencil_pass(policy, x,
+                     [y, product = detail::ar_product(diagonal_.data())](std::size_t i, auto own, auto neighbours) {
+                         kernel::lane_store(y, i, product(i, own, neighbours));
+                     });
     }
-    buffer<T> apply(std::span<const T> x) const {
+    /// A x as a new vector.
+    template <execution_policy Ex>
+    buffer<T> apply(Ex policy, std::span<const T> x) const {
         require_size(x, "ar_system::apply");
         buffer<T> y(size());
-        apply(x.data(), y.data());
+        apply(policy, x.data(), y.data());
         return y;
     }
+    /// The same on the calling thread.
+    buffer<T> apply(std::span<const T> x) const { return apply(execution::seq, x); }
 
     /// y = A x; returns <x, A x> (what conjugate gradients needs of it) from the same
     /// pass, accumulated in double per chunk of 65536 pixels and over the chunks in order,
     /// so the sum does not depend on the thread count.
-    double apply_and_dot(const T* x, T* y) const {
-        return detail::ar_apply_and_dot(engine(), diagonal_.data(), threads, x, y);
+    template <execution_policy Ex>
+    double apply_and_dot(Ex policy, const T* x, T* y) const {
+        return detail::ar_apply_and_dot(engine(), diagonal_.data(), detail::thread_count(policy), x, y);
     }
 
     /// One Jacobi sweep: x_i <- (sum_j W_ij x_j + alpha_i xhat_i) / (sum_j W_ij + alpha_i), 0 where
     /// the denominator is 0: the weighted aggregate of the neighbours with `sum_with_data`
     /// (`edges()` over the `grid_stencil`), computed by the same kernel.
-    buffer<T> jacobi_step(std::span<const T> x) const {
+    template <execution_policy Ex>
+    buffer<T> jacobi_step(Ex policy, std::span<const T> x) const {
         require_size(x, "ar_system::jacobi_step");
         buffer<T> y(size());
-        jacobi_step(rhs_.data(), x.data(), y.data());
+        jacobi_step(policy, rhs_.data(), x.data(), y.data());
         return y;
     }
+    /// The same on the calling thread.
+    buffer<T> jacobi_step(std::span<const T> x) const { return jacobi_step(execution::seq, x); }
     /// The same sweep on A x = b for another right-hand side b: y_i = (sum_j W_ij x_j + b_i) / (sum_j W_ij + alpha_i).
-    void jacobi_step(const T* b, const T* x, T* y) const {
+    template <execution_policy Ex>
+    void jacobi_step(Ex policy, const T* b, const T* x, T* y) const {
         const auto of = [](const T* a) { return [a](std::size_t i, auto like) { return kernel::lane_load(a, i, like); }; };
-        engine().template pass<true>(x, threads, kernel::data_term_finish(y, of(alpha_.data()), of(b)));
+        engine().template pass<true>(policy, x, kernel::data_term_finish(y, of(alpha_.data()), of(b)));
     }
 
     /// z_out = z + omega D^-1 (r - A z): one damped Jacobi sweep on A z = r, in one pass.
-    void relax(const T* r, const T* z, T* z_out, double omega) const {
-        stencil_pass(z, detail::ar_relaxation(diagonal_.data(), r, z_out, omega));
+    template <execution_policy Ex>
+    void relax(Ex policy, const T* r, const T* z, T* z_out, double omega) const {
+        stencil_pass(policy, z, detail::ar_relaxation(diagonal_.data(), r, z_out, omega));
     }
 
     /// out = r - A z, in one pass.
-    void residual(const T* r, const T* z, T* out) const {
-        stencil_pass(z, detail::ar_residual(diagonal_.data(), r, out));
+    template <execution_policy Ex>
+    void residual(Ex policy, const T* r, const T* z, T* out) const {
+        stencil_pass(policy, z, detail::ar_residual(diagonal_.data(), r, out));
     }
 
     /// Calls finish(i, x_i, sum_j W_ij x_j) for every pixel i, the last two as SIMD
@@ -257,9 +271,9 @@ public:
     /// pass: each pixel reads its neighbours' x and the weights of its edges (W_d[i]
     /// to i + s_d, W_d[i - s_d] from i - s_d), so the weights, x and the outputs
     /// stream through memory once.
-    template <class Finish>
-    void stencil_pass(const T* x, Finish&& finish) const {
-        engine().pass(x, threads, finish);
+    template <execution_policy Ex, class Finish>
+    void stencil_pass(Ex policy, const T* x, Finish&& finish) const {
+        engine().pass(policy, x, finish);
     }
 
     /// A stage of `sweeps` (`nonlocal::sweep_stage`).
@@ -271,9 +285,11 @@ public:
     /// k, z for odd k; a sweep writes z + omega D^-1 (r - A z), or z + omega t (r - A z) with t
     /// = `inverse_smoothing` when given, the residual r - A z. Equal, bit for bit, to the
     /// separate passes (a sweep from zero: to `relax` from a z of zeros).
-    void sweeps(const T* r, T* z, T* work, std::span<const sweep_stage> stages,
+    template <execution_policy Ex>
+    void sweeps(Ex policy, const T* r, T* z, T* work, std::span<const sweep_stage> stages,
                 const T* inverse_smoothing = nullptr) const {
-        detail::ar_sweeps(engine(), diagonal_.data(), threads, r, z, work, stages, inverse_smoothing);
+        detail::ar_sweeps(engine(), diagonal_.data(), detail::thread_count(policy), r, z, work, stages,
+                          inverse_smoothing);
     }
 
     static constexpr std::size_t lanes = stencil_kernel::lanes;

@@ -239,21 +239,32 @@ std::vector<T*> vector_pointers(const ar_system<T, Arch>& A, std::span<const std
 /// `direction` of A and overwrites each vector x of `xs` with its y: the 1-D AR model of
 /// d's edges alone with x as its observations, solved directly (the Thomas algorithm; a
 /// constant x stays constant). The vectors share the elimination. A horizontal direction's
-/// strips of rows run on `A.threads` threads (results do not depend on it), the others on one. Throws
-/// `std::invalid_argument` unless `direction` is one of A's, `scale` is finite and >= 0,
-/// alpha > 0 on every pixel, d's weights are >= 0 and every vector has an entry per pixel.
-template <class T, class Arch>
-void line_solve(const ar_system<T, Arch>& A, std::size_t direction, double scale, std::span<const std::span<T>> xs) {
+/// strips of rows run on the threads of `policy` (results do not depend on their number), the
+/// others on one. Throws `std::invalid_argument` unless `direction` is one of A's, `scale` is
+/// finite and >= 0, alpha > 0 on every pixel, d's weights are >= 0 and every vector has an
+/// entry per pixel.
+template <execution_policy Ex, class T, class Arch>
+void line_solve(Ex policy, const ar_system<T, Arch>& A, std::size_t direction, double scale,
+                std::span<const std::span<T>> xs) {
     const std::array<std::size_t, 1> d{direction};
     detail::require_line_system(A, std::span<const std::size_t>(d), scale, "line_solve");
     const std::vector<T*> x = detail::vector_pointers(A, xs, "line_solve");
-    detail::solve_lines(A, direction, T(scale), std::span<T* const>(x), A.threads);
+    detail::solve_lines(A, direction, T(scale), std::span<T* const>(x), detail::thread_count(policy));
 }
 /// The same for one vector.
+template <execution_policy Ex, class T, class Arch>
+void line_solve(Ex policy, const ar_system<T, Arch>& A, std::size_t direction, double scale, std::span<T> x) {
+    const std::array<std::span<T>, 1> xs{x};
+    line_solve(policy, A, direction, scale, std::span<const std::span<T>>(xs));
+}
+/// The same on the calling thread.
+template <class T, class Arch>
+void line_solve(const ar_system<T, Arch>& A, std::size_t direction, double scale, std::span<const std::span<T>> xs) {
+    line_solve(execution::seq, A, direction, scale, xs);
+}
 template <class T, class Arch>
 void line_solve(const ar_system<T, Arch>& A, std::size_t direction, double scale, std::span<T> x) {
-    const std::array<std::span<T>, 1> xs{x};
-    line_solve(A, direction, scale, std::span<const std::span<T>>(xs));
+    line_solve(execution::seq, A, direction, scale, x);
 }
 
 /// The passes of `separable_smooth`.
@@ -277,8 +288,9 @@ inline double separable_scale(const separable_options& o, std::size_t t) {
 /// of separable filters along strong edges. Throws `std::invalid_argument` unless
 /// o.passes >= 1, o.strength is finite and > 0, alpha > 0 on every pixel, every weight is
 /// >= 0 and every vector has an entry per pixel.
-template <class T, class Arch>
-void separable_smooth(const ar_system<T, Arch>& A, std::span<const std::span<T>> xs, const separable_options& o = {}) {
+template <execution_policy Ex, class T, class Arch>
+void separable_smooth(Ex policy, const ar_system<T, Arch>& A, std::span<const std::span<T>> xs,
+                      const separable_options& o = {}) {
     detail::field_checks("separable_options")
         .need(o.passes >= 1, "passes", "at least 1", o.passes)
         .need(std::isfinite(o.strength) && o.strength > 0, "strength", "finite and positive", o.strength)
@@ -292,13 +304,23 @@ void separable_smooth(const ar_system<T, Arch>& A, std::span<const std::span<T>>
         if (A.offsets()[d].dy == 0) strips[d] = std::make_unique<detail::interleaved_strips<T, Arch>>(A, d);
     for (std::size_t t = 0; t < o.passes; ++t)
         for (const std::size_t d : directions)
-            detail::solve_lines(A, d, T(separable_scale(o, t)), std::span<T* const>(x), A.threads, strips[d].get());
+            detail::solve_lines(A, d, T(separable_scale(o, t)), std::span<T* const>(x), detail::thread_count(policy),
+                                strips[d].get());
 }
 /// The same for one vector.
+template <execution_policy Ex, class T, class Arch>
+void separable_smooth(Ex policy, const ar_system<T, Arch>& A, std::span<T> x, const separable_options& o = {}) {
+    const std::array<std::span<T>, 1> xs{x};
+    separable_smooth(policy, A, std::span<const std::span<T>>(xs), o);
+}
+/// The same on the calling thread.
+template <class T, class Arch>
+void separable_smooth(const ar_system<T, Arch>& A, std::span<const std::span<T>> xs, const separable_options& o = {}) {
+    separable_smooth(execution::seq, A, xs, o);
+}
 template <class T, class Arch>
 void separable_smooth(const ar_system<T, Arch>& A, std::span<T> x, const separable_options& o = {}) {
-    const std::array<std::span<T>, 1> xs{x};
-    separable_smooth(A, std::span<const std::span<T>>(xs), o);
+    separable_smooth(execution::seq, A, x, o);
 }
 
 }  // namespace nonlocal

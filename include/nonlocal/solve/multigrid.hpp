@@ -132,13 +132,17 @@ public:
         return t;
     }
 
-    /// z = M^-1 r: one V-cycle from z = 0. Not reentrant: one cycle at a time per object
-    /// (its buffers are allocated once, with the hierarchy).
-    void operator()(std::span<const T> r, std::span<T> z) const {
+    /// z = M^-1 r: one V-cycle from z = 0, its passes on the threads of `policy`. Not
+    /// reentrant: one cycle at a time per object (its buffers are allocated once, with the
+    /// hierarchy).
+    template <execution_policy Ex>
+    void operator()(Ex policy, std::span<const T> r, std::span<T> z) const {
         levels_.front()->require_size(r, "multigrid", "r");
         levels_.front()->require_size(z, "multigrid", "z");
-        cycle(0, r.data(), z.data(), true);
+        cycle(policy, 0, r.data(), z.data(), true);
     }
+    /// The same on the calling thread.
+    void operator()(std::span<const T> r, std::span<T> z) const { (*this)(execution::seq, r, z); }
 
     /// x = full multigrid's approximation of A^-1 b: b restricted to every level, the
     /// coarsest level solved exactly, then on each finer level the coarser solution
@@ -146,7 +150,8 @@ public:
     /// interpolation the interpolated solutions already follow the guide's edges, so
     /// one cycle per level leaves little error for its cost (about 1.4 V-cycles).
     /// Not reentrant, like the V-cycle.
-    void full(std::span<const T> b, std::span<T> x) const {
+    template <execution_policy Ex>
+    void full(Ex policy, std::span<const T> b, std::span<T> x) const {
         levels_.front()->require_size(b, "multigrid::full", "b");
         levels_.front()->require_size(x, "multigrid::full", "x");
         const std::size_t L = levels_.size();
@@ -156,9 +161,11 @@ public:
         solve_coarsest(rhs(L - 1), solution(L - 1));
         for (std::size_t l = L - 1; l-- > 0;) {
             transfers_[l]->prolong(solution(l + 1), solution(l), false);
-            for (std::size_t k = 0; k < options_.full_cycles; ++k) cycle(l, rhs(l), solution(l), false);
+            for (std::size_t k = 0; k < options_.full_cycles; ++k) cycle(policy, l, rhs(l), solution(l), false);
         }
     }
+    /// The same on the calling thread.
+    void full(std::span<const T> b, std::span<T> x) const { full(execution::seq, b, x); }
 
 private:
     /// Dense Cholesky factor of the coarsest A (positive definite once any alpha > 0;
@@ -170,7 +177,7 @@ private:
         std::vector<T> e(n, 0.0), col(n);
         for (std::size_t j = 0; j < n; ++j) {
             e[j] = 1;
-            c.apply(e.data(), col.data());
+            c.apply(execution::seq, e.data(), col.data());
             e[j] = 0;
             for (std::size_t i = 0; i < n; ++i) chol_[i * n + j] = col[i];
         }
@@ -205,10 +212,11 @@ private:
 
     /// The coarse correction of `level`: the residual restricted, one V-cycle on the next
     /// level from 0, and its interpolation added to `correction`.
-    void coarse_correction(std::size_t level, const T* residual, T* correction) const {
+    template <execution_policy Ex>
+    void coarse_correction(Ex policy, std::size_t level, const T* residual, T* correction) const {
         T *rc = rhs_[level + 1].data(), *zc = solution_[level + 1].data();
         transfers_[level]->restrict_to(residual, rc);
-        cycle(level + 1, rc, zc, true);
+        cycle(policy, level + 1, rc, zc, true);
         transfers_[level]->prolong(zc, correction, true);
     }
 
@@ -217,17 +225,18 @@ private:
     /// each stage writing the buffer the stage before read (`sweeps`); from 0 the first sweep
     /// reads neither x nor the weights. Either way the residual lands in work for even m, in x
     /// for odd m, the smoothed x in the other buffer, and post-smoothing's m stages from it end in x.
-    void cycle(std::size_t level, const T* b, T* x, bool from_zero) const {
+    template <execution_policy Ex>
+    void cycle(Ex policy, std::size_t level, const T* b, T* x, bool from_zero) const {
         const ar_system<T, Arch>& A = *levels_[level];
         if (level + 1 == levels_.size()) return solve_coarsest(b, x);
         T* work = work_[level].data();
         const T* s = inverse_smoothing_[level].data();
         const smoothing& smooth = level == 0 ? finest_ : coarser_;
         const std::size_t m = smooth.post.size();
-        A.sweeps(b, x, work, from_zero ? smooth.from_zero : smooth.from_x, s);
+        A.sweeps(policy, b, x, work, from_zero ? smooth.from_zero : smooth.from_x, s);
         T* smoothed = m % 2 ? work : x;
-        coarse_correction(level, m % 2 ? x : work, smoothed);
-        A.sweeps(b, smoothed, m % 2 ? x : work, smooth.post, s);   // all of post-smoothing in one pass
+        coarse_correction(policy, level, m % 2 ? x : work, smoothed);
+        A.sweeps(policy, b, smoothed, m % 2 ? x : work, smooth.post, s);   // all of post-smoothing in one pass
     }
 
     /// A level's smoothing of m sweeps (their damping `omega`), as the stages of its passes over

@@ -6,6 +6,7 @@
 /// reported in it, never silent.
 
 #include <algorithm>
+#include <concepts>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -18,6 +19,7 @@
 
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/detail/errors.hpp"
+#include "nonlocal/execution.hpp"
 #include "nonlocal/solve/ar_system.hpp"
 #include "nonlocal/solve/multigrid.hpp"
 
@@ -65,9 +67,9 @@ template <class T>
 double norm(std::span<const T> a) { return std::sqrt(dot(a.data(), a.data(), a.size())); }
 
 /// r = b - A x; returns |r|.
-template <class T, class Arch>
-double residual(const ar_system<T, Arch>& A, std::span<const T> b, std::span<const T> x, buffer<T>& r) {
-    A.residual(b.data(), x.data(), r.data());
+template <class T, class Arch, execution_policy Ex>
+double residual(Ex policy, const ar_system<T, Arch>& A, std::span<const T> b, std::span<const T> x, buffer<T>& r) {
+    A.residual(policy, b.data(), x.data(), r.data());
     return norm<T>(r);
 }
 
@@ -106,8 +108,8 @@ private:
 
 /// The checks and the loop every iterative solver shares: |b - A x| / |b| before each
 /// iteration, `step(x, r)` (r = b - A x) until the tolerance or the budget is reached.
-template <class T, class Arch, class Step>
-solve_report iterate(const char* method, const ar_system<T, Arch>& A, std::span<const T> b, std::span<T> x,
+template <class T, class Arch, execution_policy Ex, class Step>
+solve_report iterate(Ex policy, const char* method, const ar_system<T, Arch>& A, std::span<const T> b, std::span<T> x,
                      const solve_options& options, Step&& step) {
     require_inputs<T>(A, b, x, options, method);
     const stopwatch clock;
@@ -116,7 +118,7 @@ solve_report iterate(const char* method, const ar_system<T, Arch>& A, std::span<
     const double b_norm = norm(b);
     if (!zero_solution(b_norm, x, report))
         for (;;) {
-            report.relative_residual = residual<T>(A, b, x, r) / b_norm;
+            report.relative_residual = residual<T>(policy, A, b, x, r) / b_norm;
             report.converged = report.relative_residual <= options.tolerance;
             if (report.converged || report.iterations == options.max_iterations) break;
             step(x, r);
@@ -125,36 +127,59 @@ solve_report iterate(const char* method, const ar_system<T, Arch>& A, std::span<
     report.seconds = clock.seconds();
     return report;
 }
+
+/// z = M^-1 r by a preconditioner that takes an execution policy (`multigrid`) or none
+/// (`jacobi_preconditioner`, or one of the user's own).
+template <class Preconditioner, execution_policy Ex, class T>
+void precondition(const Preconditioner& M, Ex policy, std::span<const T> r, std::span<T> z) {
+    if constexpr (std::invocable<const Preconditioner&, Ex, std::span<const T>, std::span<T>>) M(policy, r, z);
+    else M(r, z);
+}
 }  // namespace detail
+
+// Every solver takes an execution policy first, for the passes over the pixels (products
+// with A, residuals, the V-cycles' sweeps; their results do not depend on the thread count),
+// or none, on the calling thread.
 
 /// Jacobi iterations on A x = b, each one normalised aggregate of the neighbours
 /// plus the data term (`ar_system::jacobi_step` when b is the system's own),
 /// computed in place from the residual the loop has already: x + D^-1 (b - A x)
 /// = D^-1 (b + sum_j W_ij x_j).
-template <class T, class Arch>
-solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+template <execution_policy Ex, class T, class Arch>
+solve_report jacobi(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
                     const solve_options& options = {}) {
-    return detail::iterate<T>("jacobi", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
+    return detail::iterate<T>(policy, "jacobi", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
         for (std::size_t i = 0; i < xk.size(); ++i)
             if (A.diagonal()[i] > 0) xk[i] += r[i] / A.diagonal()[i];
     });
 }
 template <class T, class Arch>
+solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                    const solve_options& options = {}) {
+    return jacobi(execution::seq, A, b, x, options);
+}
+/// Jacobi iterations on the system's own A x = b.
+template <execution_policy Ex, class T, class Arch>
+solve_report jacobi(Ex policy, const ar_system<T, Arch>& A, detail::vector_out<T> x,
+                    const solve_options& options = {}) {
+    return jacobi(policy, A, A.rhs(), x, options);
+}
+template <class T, class Arch>
 solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_out<T> x, const solve_options& options = {}) {
-    return jacobi(A, A.rhs(), x, options);
+    return jacobi(execution::seq, A, A.rhs(), x, options);
 }
 
 /// Successive over-relaxation in (R + 1)^2 colours for a stencil of reach R
 /// (row and column modulo R + 1; four colours for 4 or 8 neighbours): pixels of
 /// one colour are never neighbours, so each colour updates in place
 /// independently (red-black ordering generalised to wider stencils). omega = 1
-/// is Gauss-Seidel.
-template <class T, class Arch>
-solve_report sor(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x, double omega = 1.6,
-                 const solve_options& options = {}) {
+/// is Gauss-Seidel. The sweeps run on the calling thread, the residuals on the policy's.
+template <execution_policy Ex, class T, class Arch>
+solve_report sor(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                 double omega = 1.6, const solve_options& options = {}) {
     detail::require(omega > 0 && omega < 2, "sor", [&] { return "omega must be in (0, 2), got " + std::to_string(omega); });
     const std::size_t H = A.height(), W = A.width(), period = A.reach() + 1;
-    return detail::iterate<T>("sor", A, b, x, options, [&](std::span<T> xk, const buffer<T>&) {
+    return detail::iterate<T>(policy, "sor", A, b, x, options, [&](std::span<T> xk, const buffer<T>&) {
         for (std::size_t colour = 0; colour < period * period; ++colour)
             for (std::size_t row = colour / period; row < H; row += period)
                 for (std::size_t col = colour % period; col < W; col += period) {
@@ -170,8 +195,19 @@ solve_report sor(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::ve
     });
 }
 template <class T, class Arch>
+solve_report sor(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x, double omega = 1.6,
+                 const solve_options& options = {}) {
+    return sor(execution::seq, A, b, x, omega, options);
+}
+/// SOR on the system's own A x = b.
+template <execution_policy Ex, class T, class Arch>
+solve_report sor(Ex policy, const ar_system<T, Arch>& A, detail::vector_out<T> x, double omega = 1.6,
+                 const solve_options& options = {}) {
+    return sor(policy, A, A.rhs(), x, omega, options);
+}
+template <class T, class Arch>
 solve_report sor(const ar_system<T, Arch>& A, detail::vector_out<T> x, double omega = 1.6, const solve_options& options = {}) {
-    return sor(A, A.rhs(), x, omega, options);
+    return sor(execution::seq, A, A.rhs(), x, omega, options);
 }
 
 /// The diagonal (Jacobi) preconditioner: z = D^-1 r.
@@ -189,10 +225,11 @@ struct jacobi_preconditioner {
 
 /// Preconditioned conjugate gradients on A x = b from the given x (a warm start).
 /// Solving for several right-hand sides of one system shares its preconditioner.
-/// `M(r, z)` sets z = M^-1 r for spans of T (`multigrid`, `jacobi_preconditioner`).
-template <class T, class Arch, class Preconditioner>
-solve_report pcg(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x, const Preconditioner& M,
-                 const solve_options& options = {}) {
+/// `M(policy, r, z)` or `M(r, z)` sets z = M^-1 r for spans of T (`multigrid`,
+/// `jacobi_preconditioner`).
+template <execution_policy Ex, class T, class Arch, class Preconditioner>
+solve_report pcg(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                 const Preconditioner& M, const solve_options& options = {}) {
     detail::require_inputs<T>(A, b, x, options, "pcg");
     const detail::stopwatch clock;
     solve_report report{std::string("pcg + ") + Preconditioner::name};
@@ -200,10 +237,10 @@ solve_report pcg(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::ve
     if (detail::zero_solution(b_norm, x, report)) return report;
     const std::size_t n = A.size();
     buffer<T> r(n), z(n), p(n), q(n);
-    report.relative_residual = detail::residual<T>(A, b, x, r) / b_norm;
+    report.relative_residual = detail::residual<T>(policy, A, b, x, r) / b_norm;
     double rz = 0;
     if (!(report.relative_residual <= options.tolerance)) {   // no preconditioning for a start that meets the tolerance
-        M(std::span<const T>(r), std::span<T>(z));
+        detail::precondition(M, policy, std::span<const T>(r), std::span<T>(z));
         p = z;
         rz = detail::dot(r.data(), z.data(), n);
     }
@@ -211,7 +248,7 @@ solve_report pcg(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::ve
     // preconditioner; <r, z>; then x += step p and p = z + beta p in one pass.
     while (!(report.converged = report.relative_residual <= options.tolerance) &&
            report.iterations < options.max_iterations) {
-        const double pq = A.apply_and_dot(p.data(), q.data());
+        const double pq = A.apply_and_dot(policy, p.data(), q.data());
         if (!(pq > 0)) break;   // A not positive definite along p (or NaN): stop, not converged
         const T step = T(rz / pq);
         const double rr = detail::partial_sums(n, [&](std::size_t i) {
@@ -224,7 +261,7 @@ solve_report pcg(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::ve
             for (std::size_t j = 0; j < n; ++j) x[j] += step * p[j];
             continue;   // the loop's test records convergence and stops
         }
-        M(std::span<const T>(r), std::span<T>(z));
+        detail::precondition(M, policy, std::span<const T>(r), std::span<T>(z));
         const double rz_next = detail::dot(r.data(), z.data(), n);
         const T beta = T(rz_next / rz);
         for (std::size_t j = 0; j < n; ++j) {
@@ -237,45 +274,70 @@ solve_report pcg(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::ve
     return report;
 }
 
+template <class T, class Arch, class Preconditioner>
+solve_report pcg(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x, const Preconditioner& M,
+                 const solve_options& options = {}) {
+    return pcg(execution::seq, A, b, x, M, options);
+}
 /// Preconditioned conjugate gradients on the system's own A x = b.
+template <execution_policy Ex, class T, class Arch, class Preconditioner>
+solve_report pcg(Ex policy, const ar_system<T, Arch>& A, detail::vector_out<T> x, const Preconditioner& M,
+                 const solve_options& options = {}) {
+    return pcg(policy, A, A.rhs(), x, M, options);
+}
 template <class T, class Arch, class Preconditioner>
 solve_report pcg(const ar_system<T, Arch>& A, detail::vector_out<T> x, const Preconditioner& M,
                  const solve_options& options = {}) {
-    return pcg(A, A.rhs(), x, M, options);
+    return pcg(execution::seq, A, A.rhs(), x, M, options);
 }
 
 /// V-cycles of `M` (a multigrid of A) alone on A x = b, from the given x.
+template <execution_policy Ex, class T, class Arch>
+solve_report multigrid_solve(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                             const multigrid<T, Arch>& M, const solve_options& options = {}) {
+    buffer<T> z(A.size());
+    return detail::iterate<T>(policy, "multigrid", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
+        M(policy, std::span<const T>(r), std::span<T>(z));
+        for (std::size_t i = 0; i < xk.size(); ++i) xk[i] += z[i];
+    });
+}
 template <class T, class Arch>
 solve_report multigrid_solve(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
                              const multigrid<T, Arch>& M, const solve_options& options = {}) {
-    buffer<T> z(A.size());
-    return detail::iterate<T>("multigrid", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
-        M(std::span<const T>(r), std::span<T>(z));
-        for (std::size_t i = 0; i < xk.size(); ++i) xk[i] += z[i];
-    });
+    return multigrid_solve(execution::seq, A, b, x, M, options);
 }
 /// Full multigrid, then conjugate gradients preconditioned by the same hierarchy until
 /// the tolerance: x (its input ignored) = `M.full(b)`, which counts as the first
 /// iteration, and while |b - A x| > tolerance |b|, PCG iterations from there.
-template <class T, class Arch>
-solve_report full_multigrid(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+template <execution_policy Ex, class T, class Arch>
+solve_report full_multigrid(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
                             const multigrid<T, Arch>& M, const solve_options& options = {}) {
     detail::require_inputs<T>(A, b, x, options, "full_multigrid");
     const detail::stopwatch clock;
-    M.full(b, x);
+    M.full(policy, b, x);
     const std::size_t left = options.max_iterations > 0 ? options.max_iterations - 1 : 0;
-    solve_report report = pcg(A, b, x, M, {options.tolerance, left});
+    solve_report report = pcg(policy, A, b, x, M, {options.tolerance, left});
     report.method = "full multigrid + pcg";
     report.iterations += 1;
     report.seconds = clock.seconds();
     return report;
 }
+template <class T, class Arch>
+solve_report full_multigrid(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+                            const multigrid<T, Arch>& M, const solve_options& options = {}) {
+    return full_multigrid(execution::seq, A, b, x, M, options);
+}
 
 /// V-cycles alone on the system's own A x = b, from the given x.
+template <execution_policy Ex, class T, class Arch>
+solve_report multigrid_solve(Ex policy, const ar_system<T, Arch>& A, detail::vector_out<T> x,
+                             const solve_options& options = {}) {
+    A.require_size(x, "multigrid_solve");
+    return multigrid_solve(policy, A, A.rhs(), x, multigrid(A), options);
+}
 template <class T, class Arch>
 solve_report multigrid_solve(const ar_system<T, Arch>& A, detail::vector_out<T> x, const solve_options& options = {}) {
-    A.require_size(x, "multigrid_solve");
-    return multigrid_solve(A, A.rhs(), x, multigrid(A), options);
+    return multigrid_solve(execution::seq, A, x, options);
 }
 
 }  // namespace nonlocal

@@ -181,13 +181,14 @@ void convolve_depthwise(const simd::conv_geometry& conv, const simd::conv_weight
 namespace nonlocal::simd {
 
 /// y [B, C, Ho, Wo] = the convolution of x [B, C, H, W] whose groups have one input channel
-/// each (depthwise), on `threads` threads; x and y raw arrays, y's shape that of
+/// each (depthwise), on the threads of `policy`; x and y raw arrays, y's shape that of
 /// `conv.output_size`. Compiled for the kernel's size (3 x 3, 5 x 5 or any) and for each
 /// activation (`simd::with_activation`), so that neither is decided in the loop, whose
 /// accumulators stay in registers.
-template <class Arch, class T>
-void convolve_depthwise(const conv_geometry& conv, const conv_weights<T>& w, const T* x, std::size_t B, std::size_t H,
-                        std::size_t W, T* y, int threads) {
+template <class Arch, execution_policy Ex, class T>
+void convolve_depthwise(Ex policy, const conv_geometry& conv, const conv_weights<T>& w, const T* x, std::size_t B,
+                        std::size_t H, std::size_t W, T* y) {
+    const int threads = detail::thread_count(policy);
     const std::size_t kh = conv.kernel.h, kw = conv.kernel.w;
     simd::with_activation(w.act, [&](auto act) {
         if (kh == 3 && kw == 3) detail::convolve_depthwise<Arch, 3, 3>(conv, w, x, B, H, W, y, threads, act);

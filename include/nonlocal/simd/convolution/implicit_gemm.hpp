@@ -19,7 +19,7 @@
 namespace nonlocal::simd {
 
 /// y [B, Cout, Ho, Wo] = the convolution of x [B, Cin, H, W] by the packed weights, on
-/// `threads` threads; x and y raw arrays, y's shape that of `conv.output_size`. Each group's
+/// the threads of `policy`; x and y raw arrays, y's shape that of `conv.output_size`. Each group's
 /// channels are copied once into a zero-padded work array, where row (c, ky, kx) of the
 /// columns is read in place, from tap (ky, kx) of channel c on. The padded plane is dealt
 /// into s.h x s.w phases, phase (r, t) holding the padded rows r, r + s.h, ... and of
@@ -28,9 +28,10 @@ namespace nonlocal::simd {
 /// (ky d.h mod s.h, kx d.w mod s.w). The outputs go along a phase's rows, q = oy Wq + ox;
 /// the Wq - Wo past each row's end are computed and not stored. Each input value is copied
 /// once, where gathering the columns would copy it up to kh kw times.
-template <class Arch, class T>
-void convolve_implicit_gemm(const conv_geometry& conv, const conv_weights<T>& w, const T* x, std::size_t B,
-                            std::size_t H, std::size_t W, T* y, int threads) {
+template <class Arch, execution_policy Ex, class T>
+void convolve_implicit_gemm(Ex policy, const conv_geometry& conv, const conv_weights<T>& w, const T* x, std::size_t B,
+                            std::size_t H, std::size_t W, T* y) {
+    const int threads = detail::thread_count(policy);
     const std::size_t g = conv.groups, cin = conv.in_per_group, cout = conv.out_per_group;
     const std::size_t kh = conv.kernel.h, kw = conv.kernel.w, K = cin * kh * kw;
     const size2 out = conv.output_size(H, W), s = conv.stride, p = conv.padding, d = conv.dilation;
@@ -81,7 +82,7 @@ void convolve_implicit_gemm(const conv_geometry& conv, const conv_weights<T>& w,
                                      [&](std::size_t ix) { return phase_of(c, iy + p.h, ix + p.w); });
             }, detail::task_costs::even);
             T* planes = y + (b * conv.out_channels() + group * cout) * P;
-            group_product<Arch>(w, conv.out_per_group, group, simd::rows_in_place<T>{K, Q, rows.data()}, threads,
+            group_product<Arch>(policy, w, conv.out_per_group, group, simd::rows_in_place<T>{K, Q, rows.data()},
                            [&](const auto& v, std::size_t channel, std::size_t q, std::size_t lanes) {
                                // Lanes [l, end) of one output row each, past the columns not stored.
                                T* to = planes + channel * P;

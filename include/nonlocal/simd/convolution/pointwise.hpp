@@ -19,12 +19,12 @@
 namespace nonlocal::simd {
 
 /// y [B, Cout, Ho, Wo] = the convolution of x [B, Cin, H, W] by a 1 x 1 kernel's packed
-/// weights, on `threads` threads; x and y raw arrays, y's shape that of `conv.output_size`.
+/// weights, on the threads of `policy`; x and y raw arrays, y's shape that of `conv.output_size`.
 /// Each panel of output pixels gathers its channels' pixels as the product reaches it, which
 /// packs them into the micro-kernel's panels.
-template <class Arch, class T>
-void convolve_pointwise(const conv_geometry& conv, const conv_weights<T>& w, const T* x, std::size_t B,
-                        std::size_t H, std::size_t W, T* y, int threads) {
+template <class Arch, execution_policy Ex, class T>
+void convolve_pointwise(Ex policy, const conv_geometry& conv, const conv_weights<T>& w, const T* x, std::size_t B,
+                        std::size_t H, std::size_t W, T* y) {
     const std::size_t g = conv.groups, cin = conv.in_per_group, cout = conv.out_per_group;
     size2 out = conv.output_size(H, W);
     const size2 s = conv.stride, p = conv.padding;
@@ -63,9 +63,10 @@ void convolve_pointwise(const conv_geometry& conv, const conv_weights<T>& w, con
                     }
                 });
             T* planes = y + (b * conv.out_channels() + group * cout) * P;
-            group_product<Arch>(w, conv.out_per_group, group, columns, threads, [&](const auto& v, std::size_t channel, std::size_t pixel, std::size_t lanes) {
-                simd::store_lanes(v, lanes, planes + channel * P + pixel);
-            });
+            group_product<Arch>(policy, w, conv.out_per_group, group, columns,
+                                [&](const auto& v, std::size_t channel, std::size_t pixel, std::size_t lanes) {
+                                    simd::store_lanes(v, lanes, planes + channel * P + pixel);
+                                });
         }
 }
 

@@ -27,18 +27,17 @@ struct conv_weights {
 /// The planes of `group` = act(W_group columns + bias) through the micro-kernel, each
 /// finished vector handed to `put(v, channel, column, lanes)` (channel within the group,
 /// lanes [0, lanes) of v its columns [column, column + lanes)).
-template <class Arch, class T, class Columns, class Put>
-void group_product(const conv_weights<T>& w, std::size_t out_per_group, std::size_t group, const Columns& columns,
-                   int threads, const Put& put) {
+template <class Arch, execution_policy Ex, class T, class Columns, class Put>
+void group_product(Ex policy, const conv_weights<T>& w, std::size_t out_per_group, std::size_t group,
+                   const Columns& columns, const Put& put) {
     const T* bias = w.bias ? w.bias + group * out_per_group : nullptr;
     with_activation(w.act, [&](auto act) {
         linear_rows<Arch>(
-            w.packed[group], columns,
+            policy, w.packed[group], columns,
             [&](std::size_t channel, std::size_t column, const auto& v, std::size_t lanes) {
                 using batch = std::decay_t<decltype(v)>;
                 put(activate(act(), bias ? v + batch(bias[channel]) : v), channel, column, lanes);
-            },
-            threads);
+            });
     });
 }
 

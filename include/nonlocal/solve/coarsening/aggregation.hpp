@@ -110,7 +110,6 @@ private:
             }
         }
         ar_system<T, Arch> coarse(H, W, dirs, std::move(weights), std::move(alpha), buffer<T>(n, T(0)));
-        coarse.threads = f.threads;
         return coarse;
     }
 };

@@ -128,7 +128,6 @@ public:
         const parity_planes<T, Arch> planes(A);
         interpolate(planes);
         coarse = galerkin(planes);
-        coarse.threads = A.threads;
     }
 
     /// The row stride of the class arrays.

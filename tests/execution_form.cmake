@@ -1,0 +1,47 @@
+# One execution form (docs/concepts/simd-and-threads.md): every call of the library that can
+# run on threads takes an execution policy as its first argument. Run as
+#   cmake -DINCLUDE_DIR=<dir holding nonlocal/> -P tests/execution_form.cmake
+# Outside `namespace detail` no public header may declare an `int threads` parameter or
+# field (the policy's own field in execution.hpp aside) or take a policy after another
+# parameter. It prints each line that does and fails if there is one.
+
+if(NOT INCLUDE_DIR)
+  message(FATAL_ERROR "execution_form.cmake: pass -DINCLUDE_DIR=<the folder that holds nonlocal/>")
+endif()
+get_filename_component(INCLUDE_DIR "${INCLUDE_DIR}" ABSOLUTE)
+file(GLOB_RECURSE headers RELATIVE "${INCLUDE_DIR}/nonlocal" "${INCLUDE_DIR}/nonlocal/*.hpp")
+set(problems 0)
+foreach(header ${headers})
+  if(header MATCHES "^detail/")
+    continue()
+  endif()
+  file(READ "${INCLUDE_DIR}/nonlocal/${header}" text)
+  string(REPLACE ";" "," text "${text}")   # lines as list elements: no list separators inside
+  string(REPLACE "\n" ";" lines "${text}")
+  set(in_detail 0)
+  set(number 0)
+  foreach(line IN LISTS lines)
+    math(EXPR number "${number} + 1")
+    if(line MATCHES "^namespace (nonlocal::)?detail {")
+      set(in_detail 1)
+    elseif(line MATCHES "^}  // namespace (nonlocal::)?detail")
+      set(in_detail 0)
+    elseif(NOT in_detail AND NOT line MATCHES "^ *//")
+      set(why "")
+      if(line MATCHES "(^|[(,]) *int threads( |,|\\)|=|$)" AND NOT header STREQUAL "execution.hpp")
+        set(why "an int threads parameter or field")
+      elseif(line MATCHES ", *Ex policy|Ex policy = ")
+        set(why "an execution policy after another parameter")
+      endif()
+      if(why)
+        message("nonlocal/${header}:${number}: ${why}: ${line}")
+        math(EXPR problems "${problems} + 1")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+list(LENGTH headers count)
+if(problems GREATER 0)
+  message(FATAL_ERROR "${problems} declaration(s) take threads another way than a policy first, in ${count} headers")
+endif()
+message("${count} headers, every threaded call with its execution policy first")
