@@ -193,12 +193,11 @@ struct slice_index {
     std::size_t heads = 1;
 };
 
-namespace detail {
-/// Stands for the callback a neighborhood is handed in concept checks.
-struct range_sink {
+/// Stands for the callback a neighborhood is handed, in the `neighborhood` concept's check:
+/// a neighborhood's `for_each_range` must take any function of a `key_range`.
+struct key_range_sink {
     void operator()(key_range) const noexcept {}
 };
-}  // namespace detail
 
 /// A neighborhood policy: a member
 /// `template <class F> void for_each_range(std::size_t i, extents e, F&& f) const`
@@ -211,7 +210,7 @@ struct range_sink {
 /// If you see "the required expression nb.for_each_range(i, e, sink) is
 /// invalid", check the name and that the member is `const`.
 template <class N>
-concept neighborhood = requires(const N& nb, std::size_t i, extents e, detail::range_sink sink) {
+concept neighborhood = requires(const N& nb, std::size_t i, extents e, key_range_sink sink) {
     nb.for_each_range(i, e, sink);
 };
 

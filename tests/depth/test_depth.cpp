@@ -236,6 +236,34 @@ BOOST_AUTO_TEST_CASE(depth_tasks) {
         }
 }
 
+BOOST_AUTO_TEST_CASE(depth_tasks_run_on_another_architecture) {
+    // The tasks take the instruction set as a template argument: SSE2 (16 registers, 4 floats
+    // a vector, no FMA) fills, denoises (the stereo preset: the robust term's medians, the
+    // flying pixels, the edge median) and upsamples the same scene as the build's own
+    // architecture does, within the solves' tolerance (their roundings differ).
+    xt::xtensor<float, 2> guide = xt::zeros<float>({40, 48}), truth = xt::ones<float>({40, 48}) * 100.f;
+    for (std::size_t r = 0; r < 40; ++r)
+        for (std::size_t c = 19; c < 48; ++c) guide(r, c) = 200.f, truth(r, c) = 250.f;
+    xt::xtensor<float, 2> holes = truth + test::random_tensor<float, 2>({40, 48}, 31, -3, 3);
+    for (std::size_t i = 0; i < holes.size(); i += 5) holes.data()[i] = 0;
+    xt::xtensor<float, 2> low = xt::empty<float>({10, 12});
+    for (std::size_t r = 0; r < 10; ++r)
+        for (std::size_t c = 0; c < 12; ++c) low(r, c) = holes(4 * r, 4 * c) > 0 ? holes(4 * r, 4 * c) : truth(4 * r, 4 * c);
+    const depth_options stereo = sensor_options(depth_sensor::stereo);
+    const auto filled = fill_depth(holes, guide), denoised = denoise_depth(holes, guide, stereo);
+    const auto upsampled = upsample_depth(low, guide, 4);
+    using sse2 = xsimd::sse2;
+    if constexpr (xsimd::supported_architectures::contains<sse2>()) {
+        const auto f = fill_depth<sse2>(holes, guide), d = denoise_depth<sse2>(holes, guide, stereo);
+        const auto u = upsample_depth<sse2>(execution::parallel_policy{2}, low, guide, 4);
+        BOOST_TEST((f.report.converged && d.report.converged && u.report.converged));
+        BOOST_TEST(xt::amax(xt::abs(f.depth - filled.depth))() < 0.25f);   // of a step of 150
+        BOOST_TEST(xt::amax(xt::abs(d.depth - denoised.depth))() < 0.25f);
+        BOOST_TEST(xt::amax(xt::abs(u.depth - upsampled.depth))() < 0.25f);
+        BOOST_TEST(xt::amax(xt::abs(f.depth - truth))() < 10.f);   // and both are right
+    }
+}
+
 BOOST_AUTO_TEST_CASE(sixteen_bit_guides_are_brought_to_the_8_bit_scale) {
     // uint16 planes are scaled by 255 / 65535; uint8 and float planes are as they are.
     xt::xtensor<std::uint16_t, 2> corners = xt::zeros<std::uint16_t>({2, 2});

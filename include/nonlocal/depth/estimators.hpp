@@ -31,17 +31,17 @@
 namespace nonlocal::detail {
 
 /// The box interpolation of an AR system's data term.
-template <class T>
-buffer<double> normalised_interpolation(const ar_system<T>& A) {
+template <class T, class Arch>
+buffer<double> normalised_interpolation(const ar_system<T, Arch>& A) {
     return normalised_interpolation(A.height(), A.width(), A.alpha().data(), A.rhs().data());
 }
 
 /// Solves A x = b with the chosen solver from the given x, or, when `from_full` and the
 /// solver is a multigrid one, from full multigrid's approximation (`M`: a multigrid of A,
 /// for those solvers), on the threads of `policy`.
-template <class T>
-solve_report solve(execution::parallel_policy policy, const ar_system<T>& A, vector_in<T> b, vector_out<T> x,
-                   const depth_options& o, const multigrid<T>* M, bool from_full) {
+template <class T, class Arch>
+solve_report solve(execution::parallel_policy policy, const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x,
+                   const depth_options& o, const multigrid<T, Arch>* M, bool from_full) {
     const auto vcycles = [&] {
         if (!from_full) return multigrid_solve(policy, A, b, x, *M, o.solve);
         M->full(policy, b, x);
@@ -74,14 +74,14 @@ inline std::optional<far_side> far_side_of(const observed_depth& d, const depth_
 /// `far` is given the edges between the holes of `d` and their near side cut: to 0 where
 /// every pixel has a data term (the normalised and separable models), to `min_weight` in the
 /// AR model, whose holes must stay connected to observations.
-template <class T>
-ar_system<T> depth_system(const image_planes<T>& g, const observed_depth& d, const far_side* far, buffer<T> alpha,
+template <class T, class Arch>
+ar_system<T, Arch> depth_system(const image_planes<T>& g, const observed_depth& d, const far_side* far, buffer<T> alpha,
                           buffer<T> b, const depth_options& o) {
     const grid_stencil stencil{g.height, g.width, o.connectivity, o.radius};
-    ar_system<T> A = o.colour == colour_kernel::laplacian
-                         ? ar_system<T>(g, stencil, laplacian_distance(o.sigma_r), std::move(alpha), std::move(b),
+    ar_system<T, Arch> A = o.colour == colour_kernel::laplacian
+                         ? ar_system<T, Arch>(g, stencil, laplacian_distance(o.sigma_r), std::move(alpha), std::move(b),
                                         o.min_weight)
-                         : ar_system<T>(g, stencil, gaussian_distance(o.sigma_r * std::sqrt(2.0)), std::move(alpha),
+                         : ar_system<T, Arch>(g, stencil, gaussian_distance(o.sigma_r * std::sqrt(2.0)), std::move(alpha),
                                         std::move(b), o.min_weight);
     if (std::isfinite(o.sigma_s)) {
         A.reweight([&](std::size_t d, std::span<T> plane) {
@@ -101,10 +101,10 @@ inline void far_side_fallback(const far_side& far, std::span<double> x0) {
 }
 
 /// A multigrid hierarchy of A when the chosen solver uses one.
-template <class T>
-std::unique_ptr<multigrid<T>> hierarchy(const ar_system<T>& A, const depth_options& o) {
+template <class T, class Arch>
+std::unique_ptr<multigrid<T, Arch>> hierarchy(const ar_system<T, Arch>& A, const depth_options& o) {
     const bool multilevel = o.solver == depth_solver::pcg_multigrid || o.solver == depth_solver::multigrid;
-    return multilevel ? std::make_unique<multigrid<T>>(A, o.multigrid) : nullptr;
+    return multilevel ? std::make_unique<multigrid<T, Arch>>(A, o.multigrid) : nullptr;
 }
 
 /// The data term of the normalised and separable models on every pixel: eps =
@@ -119,7 +119,7 @@ inline double normalised_epsilon(const observed_depth& d, const depth_options& o
 
 /// depth_model::ar: the AR model's minimiser, alpha = lambda on the observed pixels (times
 /// their confidence). A new system for each call, since the weights are its diagonal.
-template <class T>
+template <class T, class Arch>
 class ar_estimator {
 public:
     ar_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth&, const far_side* far,
@@ -127,7 +127,7 @@ public:
         : policy_(policy), g_(g), o_(o), far_(far) {}
     uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) const {
         auto [alpha, b] = d.scaled<T>(o_.lambda);
-        const ar_system<T> A = depth_system<T>(g_, d, far_, std::move(alpha), std::move(b), o_);
+        const ar_system<T, Arch> A = depth_system<T, Arch>(g_, d, far_, std::move(alpha), std::move(b), o_);
         const auto M = hierarchy(A, o_);
         buffer<T> solution(A.size(), T(0));
         if (!M) {
@@ -148,13 +148,13 @@ private:
 /// depth_model::normalised: K(c m d) / K(c m) with K = eps (L + eps I)^-1, c the confidences:
 /// two solves of one system (alpha = eps everywhere, whatever the confidences) that share a
 /// multigrid hierarchy, both built once; later calls start from the last K(c m).
-template <class T>
+template <class T, class Arch>
 class normalised_estimator {
 public:
     normalised_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth& d,
                          const far_side* far, const depth_options& o)
         : policy_(policy), o_(o), eps_(normalised_epsilon(d, o)), far_(far),
-          A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(eps_)), buffer<T>(g.pixels(), T(0)), o)),
+          A_(depth_system<T, Arch>(g, d, far_, buffer<T>(g.pixels(), T(eps_)), buffer<T>(g.pixels(), T(0)), o)),
           M_(hierarchy(A_, o)), km_(g.pixels(), T(d.fraction())) {}
 
     uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) {
@@ -189,21 +189,21 @@ private:
     const depth_options& o_;
     double eps_;
     const far_side* far_;
-    ar_system<T> A_;
-    std::unique_ptr<multigrid<T>> M_;
+    ar_system<T, Arch> A_;
+    std::unique_ptr<multigrid<T, Arch>> M_;
     buffer<T> km_;
     bool solved_ = false;
 };
 
 /// depth_model::separable: K_s(c m d) / K_s(c m) with K_s the fast global smoother's separable
 /// approximation of K (`separable_smooth`), its system built once.
-template <class T>
+template <class T, class Arch>
 class separable_estimator {
 public:
     separable_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth& d,
                         const far_side* far, const depth_options& o)
         : policy_(policy), passes_{o.separable_passes, o.separable_strength / std::sqrt(d.fraction())}, far_(far),
-          A_(depth_system<T>(g, d, far_, buffer<T>(g.pixels(), T(normalised_epsilon(d, o))), buffer<T>(g.pixels(), T(0)),
+          A_(depth_system<T, Arch>(g, d, far_, buffer<T>(g.pixels(), T(normalised_epsilon(d, o))), buffer<T>(g.pixels(), T(0)),
                              o)) {}   // b unused
 
     uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) const {
@@ -241,26 +241,26 @@ private:
     execution::parallel_policy policy_;
     separable_options passes_;
     const far_side* far_;
-    ar_system<T> A_;
+    ar_system<T, Arch> A_;
 };
 
 /// f(estimator) with the estimator of `o.model`, built on the guide, the observations and the
 /// far side of their holes (null: holes blended), its solves on the threads of `policy`.
-template <class T, class F>
+template <class Arch, class T, class F>
 auto with_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth& d,
                     const far_side* far, const depth_options& o, F&& f) {
     switch (o.model) {
         case depth_model::ar: {
-            ar_estimator<T> e(policy, g, d, far, o);
+            ar_estimator<T, Arch> e(policy, g, d, far, o);
             return f(e);
         }
         case depth_model::separable: {
-            separable_estimator<T> e(policy, g, d, far, o);
+            separable_estimator<T, Arch> e(policy, g, d, far, o);
             return f(e);
         }
         case depth_model::normalised: break;
     }
-    normalised_estimator<T> e(policy, g, d, far, o);
+    normalised_estimator<T, Arch> e(policy, g, d, far, o);
     return f(e);
 }
 

@@ -39,13 +39,15 @@ namespace detail {
 /// T, their holes filled from `far` (null: blended), robustly when `o.robust_iterations` says
 /// (leaving in `d` the observations it kept, with their weights), then the edge-sharpening
 /// median; the flying pixels whose side was told (`sides`) then take that side's depth.
-/// `clock` started when the task did; the solves and the median on the threads of `policy`.
-template <class T>
+/// `clock` started when the task did; the solves and the median on the threads of `policy`,
+/// with the instructions of Arch.
+template <class T, class Arch>
 depth_result refine(execution::parallel_policy policy, const image_planes<T>& g, observed_depth& d, const far_side* far,
                     std::span<const flying_side> sides, const depth_options& o, const stopwatch& clock) {
     depth_result result;
     const auto x =
-        with_estimator(policy, g, d, far, o, [&](auto& estimate) { return estimate_robustly(estimate, d, o, result); });
+        with_estimator<Arch>(policy, g, d, far, o,
+                             [&](auto& estimate) { return estimate_robustly<Arch>(estimate, d, o, result); });
     // Every model's exact result is a weighted mean of the observations (its operators have
     // no negative entries), so it lies within their range; an approximate solve can leave the
     // range by its error, the more where few observations reach a pixel: clamped to the range
@@ -53,7 +55,7 @@ depth_result refine(execution::parallel_policy policy, const image_planes<T>& g,
     result.depth = xt::empty<float>({g.height, g.width});
     for (std::size_t i = 0; i < x.size(); ++i) result.depth.data()[i] = static_cast<float>(std::clamp(x[i], d.lowest, d.highest));
     if (const std::size_t radius = o.median_radius(d.fraction()); radius > 0)
-        median_filter<default_arch>(result.depth.data(), g.height, g.width, radius, result.depth.data(),
+        median_filter<Arch>(result.depth.data(), g.height, g.width, radius, result.depth.data(),
                                     thread_count(policy), float(o.median_flatness * d.range()));
     for (const auto& [pixel, depth] : sides) result.depth.data()[pixel] = static_cast<float>(depth);
     result.seconds = clock.seconds();
@@ -71,12 +73,13 @@ struct flying_pixels_found {
 /// `o.flying_pixels` says, each replaced by the median of its neighbours when
 /// `o.median_of_observations` says (the range and the count following). Returns the flying
 /// pixels removed.
-inline flying_pixels_found prepare_observations(observed_depth& d, const depth_options& o) {
+template <class Arch>
+flying_pixels_found prepare_observations(observed_depth& d, const depth_options& o) {
     flying_pixels_found flying;
     if (o.flying_pixels) {
         const double step = depth_step(d, o);
         const depth_lookup at(d);
-        const std::vector<std::size_t> found = find_flying_pixels(at, step);
+        const std::vector<std::size_t> found = find_flying_pixels<Arch>(at, step);
         if (found.size() < d.count) {   // none when every observation flies
             flying.count = found.size();
             if (o.flying_pixel_sides) flying.sides = flying_pixel_sides(at, found, step);
@@ -84,7 +87,7 @@ inline flying_pixels_found prepare_observations(observed_depth& d, const depth_o
         }
     }
     if (o.median_of_observations) {
-        const buffer<double> median = observed_medians(d);
+        const buffer<double> median = observed_medians<Arch>(d);
         observed_depth medians(d.height, d.width);
         for (std::size_t i = 0; i < median.size(); ++i) medians.observe(i, median[i], d.confidence[i]);
         d = std::move(medians);
@@ -96,7 +99,7 @@ inline flying_pixels_found prepare_observations(observed_depth& d, const depth_o
 /// (robustly when `o.robust_iterations` says, holes filled as `o.occlusions` says), then each
 /// depth pass on the guide with the last result as one more channel, on the observations the
 /// robust term kept. Throws (from `where`) when nothing is observed.
-template <class T>
+template <class T, class Arch>
 depth_result refine_with_passes(execution::parallel_policy policy, const image_planes<T>& g, observed_depth d,
                                 const depth_options& o, std::string_view where, const stopwatch& clock) {
     require(d.count > 0, where, [] { return std::string("nothing is observed: no pixel has a valid depth"); });
@@ -106,16 +109,16 @@ depth_result refine_with_passes(execution::parallel_policy policy, const image_p
         return "the depth " + std::to_string(d.highest) + " at pixel (" + std::to_string(i / d.width) + ", " +
                std::to_string(i % d.width) + ") is beyond the range of float, the result's type";
     });
-    const flying_pixels_found flying = prepare_observations(d, o);
+    const flying_pixels_found flying = prepare_observations<Arch>(d, o);
     const std::optional<far_side> far = far_side_of(d, o);   // of the holes as measured
     const far_side* holes = far ? &*far : nullptr;
-    depth_result result = refine<T>(policy, g, d, holes, flying.sides, o, clock);
+    depth_result result = refine<T, Arch>(policy, g, d, holes, flying.sides, o, clock);
     const std::size_t rejected = result.rejected, rounds = result.robust_iterations;
     const double sigma_d = o.depth_passes > 0 ? depth_bandwidth(d, o) : 0;
     depth_options pass_options = o;
     pass_options.robust_iterations = 0;
     for (std::size_t pass = 0; pass < o.depth_passes && sigma_d > 0; ++pass) {
-        depth_result next = refine<T>(policy, with_depth_channel(g, result.depth, o.sigma_r / sigma_d), d, holes,
+        depth_result next = refine<T, Arch>(policy, with_depth_channel(g, result.depth, o.sigma_r / sigma_d), d, holes,
                                       flying.sides, pass_options, clock);
         next.report = one_report(next.report.method, result.report, next.report);
         result = std::move(next);
@@ -132,7 +135,7 @@ depth_result in_precision(const depth_options& o, F&& f) {
 }
 
 /// `fill_depth` with `confidence` per pixel (null: 1 everywhere).
-template <class D, class G>
+template <class Arch, class D, class G>
 depth_result fill(execution::parallel_policy policy, const xt::xexpression<D>& depth, const double* confidence,
                   const xt::xexpression<G>& guide, const depth_options& o, std::string_view where) {
     const stopwatch clock;
@@ -147,32 +150,33 @@ depth_result fill(execution::parallel_policy policy, const xt::xexpression<D>& d
     observed.observe_all(d.data(), confidence);
     const double noise = o.noise >= 0 ? o.noise : estimate_noise(d.data(), H, W).sigma;   // within result.seconds
     depth_result result = in_precision(o, [&]<class T>() {
-        return refine_with_passes<T>(policy, compared_channels(guide_planes<T>(guide, where), o), observed, o, where,
-                                     clock);
+        return refine_with_passes<T, Arch>(policy, compared_channels(guide_planes<T>(guide, where), o), observed, o,
+                                           where, clock);
     });
     result.noise = noise;
     return result;
 }
 
 /// `fill` with a confidence map [H, W], checked against the depth, from `where`.
-template <class D, class C, class G>
+template <class Arch, class D, class C, class G>
 depth_result fill(execution::parallel_policy policy, const xt::xexpression<D>& depth, const xt::xexpression<C>& confidence,
                   const xt::xexpression<G>& guide, const depth_options& o, std::string_view where) {
     const buffer<double> c = confidences(confidence, depth, where);
-    return fill(policy, depth, c.data(), guide, o, where);
+    return fill<Arch>(policy, depth, c.data(), guide, o, where);
 }
 /// `upsample_depth` once the sizes are checked: coarse to fine while the factor is
 /// even and above `o.stage_factor`, `confidence` per pixel of `low` (null: 1 everywhere)
 /// observed at the first stage, whose options are `first` (`o` with the data term's weight
 /// chosen for the noise of `low`; the later stages refine a smooth result).
-template <class T>
+template <class T, class Arch>
 depth_result upsample(execution::parallel_policy policy, const xt::xtensor<double, 2>& low, const double* confidence,
                       const image_planes<T>& g, std::size_t factor, const depth_options& first, const depth_options& o,
                       const stopwatch& clock) {
     if (factor > o.stage_factor && factor % 2 == 0) {
-        const depth_result coarse = upsample(policy, low, confidence, half_resolution(g), factor / 2, first, o, clock);
+        const depth_result coarse =
+            upsample<T, Arch>(policy, low, confidence, half_resolution(g), factor / 2, first, o, clock);
         depth_result fine =
-            upsample(policy, xt::xtensor<double, 2>(xt::cast<double>(coarse.depth)), nullptr, g, 2, o, o, clock);
+            upsample<T, Arch>(policy, xt::xtensor<double, 2>(xt::cast<double>(coarse.depth)), nullptr, g, 2, o, o, clock);
         fine.report = one_report("coarse to fine, " + fine.report.method, coarse.report, fine.report);
         fine.rejected = coarse.rejected, fine.flying = coarse.flying;
         return fine;
@@ -181,7 +185,7 @@ depth_result upsample(execution::parallel_policy policy, const xt::xtensor<doubl
     for (std::size_t r = 0; r < low.shape(0); ++r)
         for (std::size_t c = 0; c < low.shape(1); ++c)
             observed.observe(factor * r * g.width + factor * c, low(r, c), confidence ? confidence[r * low.shape(1) + c] : 1.0);
-    return refine_with_passes<T>(policy, g, observed, first, "upsample_depth", clock);
+    return refine_with_passes<T, Arch>(policy, g, observed, first, "upsample_depth", clock);
 }
 
 /// The weight of the data term of noisy observations `values` (0 or not finite where missing),
@@ -218,7 +222,7 @@ double data_weight_by_hold_out(const xt::xtensor<double, 2>& values, Predict&& p
 }
 
 /// `upsample_depth` with `confidence` per pixel of `low` (null: 1 everywhere).
-template <class D, class G>
+template <class Arch, class D, class G>
 depth_result upsample(execution::parallel_policy policy, const xt::xexpression<D>& low, const double* confidence,
                       const xt::xexpression<G>& guide, std::size_t factor, const depth_options& o) {
     const detail::stopwatch clock;
@@ -238,28 +242,29 @@ depth_result upsample(execution::parallel_policy policy, const xt::xexpression<D
     return detail::in_precision(o, [&]<class T>() {
         const auto g = detail::compared_channels(detail::guide_planes<T>(guide, "upsample_depth"), o);
         const double weight = noise > 0 ? detail::data_weight_by_hold_out(values, [&](const xt::xtensor<double, 2>& kept, double w) {
-            return detail::upsample<T>(policy, kept, confidence, g, factor, detail::with_data_weight(o, w), o, clock).depth;
+            return detail::upsample<T, Arch>(policy, kept, confidence, g, factor, detail::with_data_weight(o, w), o, clock)
+                .depth;
         }, [&](std::size_t r, std::size_t c) { return factor * r * g.width + factor * c; }) : 1.0;
         depth_result result =
-            detail::upsample<T>(policy, values, confidence, g, factor, detail::with_data_weight(o, weight), o, clock);
+            detail::upsample<T, Arch>(policy, values, confidence, g, factor, detail::with_data_weight(o, weight), o, clock);
         result.noise = noise, result.data_weight = weight;
         return result;
     });
 }
 }  // namespace detail
 
-/// The depth tasks' solves in precision T, as explicit instantiations after `prefix`: declared
+/// The depth tasks' solves in precision T on the default architecture, as explicit
+/// instantiations after `prefix` (other architectures compile where they are used): declared
 /// (`extern`) here when NONLOCAL_DEPTH_EXTERN_INSTANCES is defined, defined by
 /// nonlocal/depth/instances.hpp. They precede every use: the tasks are templates, instantiated
 /// only in the program's own code.
-#define NONLOCAL_DEPTH_SOLVES(prefix, T)                                                                          \
-    prefix template depth_result detail::refine_with_passes<T>(execution::parallel_policy, const image_planes<T>&,  \
-                                                              detail::observed_depth, const depth_options&,         \
-                                                              std::string_view, const detail::stopwatch&);          \
-    prefix template depth_result detail::upsample<T>(execution::parallel_policy, const xt::xtensor<double, 2>&,     \
-                                                    const double*, const image_planes<T>&, std::size_t,            \
-                                                    const depth_options&, const depth_options&,                    \
-                                                    const detail::stopwatch&);
+#define NONLOCAL_DEPTH_SOLVES(prefix, T)                                                                        \
+    prefix template depth_result detail::refine_with_passes<T, default_arch>(                                   \
+        execution::parallel_policy, const image_planes<T>&, detail::observed_depth, const depth_options&,      \
+        std::string_view, const detail::stopwatch&);                                                            \
+    prefix template depth_result detail::upsample<T, default_arch>(                                             \
+        execution::parallel_policy, const xt::xtensor<double, 2>&, const double*, const image_planes<T>&,      \
+        std::size_t, const depth_options&, const depth_options&, const detail::stopwatch&);
 #ifdef NONLOCAL_DEPTH_EXTERN_INSTANCES
 NONLOCAL_DEPTH_SOLVES(extern, float)
 NONLOCAL_DEPTH_SOLVES(extern, double)

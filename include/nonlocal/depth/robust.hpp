@@ -160,12 +160,12 @@ inline buffer<double> robust_weights(const observed_depth& d, std::span<const do
 /// at most `o.robust_iterations` times. Leaves in `d` the observations of the last
 /// estimate (with their weights) and in `result` the rounds, the rejected count and the
 /// solves' report; returns the last estimate.
-template <class Estimate>
+template <class Arch, class Estimate>
 auto estimate_robustly(Estimate&& estimate, observed_depth& d, const depth_options& o, depth_result& result) {
     auto x = estimate(d, result.report);
     if (o.robust_iterations == 0) return x;
     const observed_depth measured = d;
-    const buffer<double> median = observed_medians(measured);
+    const buffer<double> median = observed_medians<Arch>(measured);
     buffer<double> weights(d.depth.size(), 1.0);
     for (std::size_t round = 0; round < o.robust_iterations; ++round) {
         buffer<double> next = robust_weights(measured, x, median, o);

@@ -6,7 +6,9 @@
 /// colours in luma and chroma (`colour_space`), builds the system, solves it by
 /// conjugate gradients preconditioned by multigrid from full multigrid's
 /// approximation, sharpens the depth edges with a median
-/// (`depth_options::median_scale`), and returns the depth with the solver's report.
+/// (`depth_options::median_scale`), and returns the depth with the solver's report. Each
+/// task runs on the instruction set of its first template argument, the best the build allows
+/// by default (`fill_depth<xsimd::avx2>(...)` in a program built for AVX-512 runs AVX2).
 ///
 /// Two estimators share the system's edge weights W:
 /// - `depth_model::normalised` (the default): with L the Laplacian of W, m the
@@ -92,16 +94,16 @@ inline depth_options sensor_options(depth_sensor sensor) {
 /// is beyond float's range (the result's type), the guide holds NaN or infinity, or an option
 /// is out of its range. The solves and the median run on the threads of `policy`; the result
 /// does not depend on their number.
-template <execution_policy Ex, class D, class G>
+template <class Arch = default_arch, execution_policy Ex, class D, class G>
 depth_result fill_depth(Ex policy, const xt::xexpression<D>& depth, const xt::xexpression<G>& guide,
                         const depth_options& o = fill_options()) {
-    return detail::fill(detail::as_parallel(policy), depth, nullptr, guide, o, "fill_depth");
+    return detail::fill<Arch>(detail::as_parallel(policy), depth, nullptr, guide, o, "fill_depth");
 }
 /// The same on the calling thread.
-template <class D, class G>
+template <class Arch = default_arch, class D, class G>
 depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide,
                         const depth_options& o = fill_options()) {
-    return fill_depth(execution::seq, depth, guide, o);
+    return fill_depth<Arch>(execution::seq, depth, guide, o);
 }
 
 /// `fill_depth` with a confidence per pixel, `confidence` [H, W] (finite, at least 0; 0 is
@@ -110,16 +112,16 @@ depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<G
 /// lambda times it. A ToF amplitude, a matcher's left-right consistency or a validity mask.
 /// Throws as `fill_depth` does, or when the confidence's size differs from the depth's or a
 /// confidence is negative or not finite.
-template <execution_policy Ex, class D, class C, class G>
+template <class Arch = default_arch, execution_policy Ex, class D, class C, class G>
 depth_result fill_depth(Ex policy, const xt::xexpression<D>& depth, const xt::xexpression<C>& confidence,
                         const xt::xexpression<G>& guide, const depth_options& o = fill_options()) {
-    return detail::fill(detail::as_parallel(policy), depth, confidence, guide, o, "fill_depth");
+    return detail::fill<Arch>(detail::as_parallel(policy), depth, confidence, guide, o, "fill_depth");
 }
 /// The same on the calling thread.
-template <class D, class C, class G>
+template <class Arch = default_arch, class D, class C, class G>
 depth_result fill_depth(const xt::xexpression<D>& depth, const xt::xexpression<C>& confidence,
                         const xt::xexpression<G>& guide, const depth_options& o = fill_options()) {
-    return fill_depth(execution::seq, depth, confidence, guide, o);
+    return fill_depth<Arch>(execution::seq, depth, confidence, guide, o);
 }
 
 /// The defaults of `denoise_depth`: `fill_options()` with more smoothing (the normalised
@@ -133,29 +135,29 @@ inline depth_options denoise_options() {
 }
 
 /// Denoises `depth` (and fills its holes): `fill_depth` with `denoise_options()` by default.
-template <execution_policy Ex, class D, class G>
+template <class Arch = default_arch, execution_policy Ex, class D, class G>
 depth_result denoise_depth(Ex policy, const xt::xexpression<D>& depth, const xt::xexpression<G>& guide,
                            const depth_options& o = denoise_options()) {
-    return detail::fill(detail::as_parallel(policy), depth, nullptr, guide, o, "denoise_depth");
+    return detail::fill<Arch>(detail::as_parallel(policy), depth, nullptr, guide, o, "denoise_depth");
 }
 /// The same on the calling thread.
-template <class D, class G>
+template <class Arch = default_arch, class D, class G>
 depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpression<G>& guide,
                            const depth_options& o = denoise_options()) {
-    return denoise_depth(execution::seq, depth, guide, o);
+    return denoise_depth<Arch>(execution::seq, depth, guide, o);
 }
 
 /// `denoise_depth` with a confidence per pixel, as `fill_depth` takes it.
-template <execution_policy Ex, class D, class C, class G>
+template <class Arch = default_arch, execution_policy Ex, class D, class C, class G>
 depth_result denoise_depth(Ex policy, const xt::xexpression<D>& depth, const xt::xexpression<C>& confidence,
                            const xt::xexpression<G>& guide, const depth_options& o = denoise_options()) {
-    return detail::fill(detail::as_parallel(policy), depth, confidence, guide, o, "denoise_depth");
+    return detail::fill<Arch>(detail::as_parallel(policy), depth, confidence, guide, o, "denoise_depth");
 }
 /// The same on the calling thread.
-template <class D, class C, class G>
+template <class Arch = default_arch, class D, class C, class G>
 depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpression<C>& confidence,
                            const xt::xexpression<G>& guide, const depth_options& o = denoise_options()) {
-    return denoise_depth(execution::seq, depth, confidence, guide, o);
+    return denoise_depth<Arch>(execution::seq, depth, confidence, guide, o);
 }
 
 
@@ -168,32 +170,32 @@ depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpressio
 /// estimated from `low` by default) get the data term's weight their held-out quarter calls for
 /// (`depth_options::noise`). Throws `std::invalid_argument` as `fill_depth` does, or when the
 /// sizes do not fit. The solves and the median run on the threads of `policy`.
-template <execution_policy Ex, class D, class G>
+template <class Arch = default_arch, execution_policy Ex, class D, class G>
 depth_result upsample_depth(Ex policy, const xt::xexpression<D>& low, const xt::xexpression<G>& guide,
                             std::size_t factor, const depth_options& o = {}) {
-    return detail::upsample(detail::as_parallel(policy), low, nullptr, guide, factor, o);
+    return detail::upsample<Arch>(detail::as_parallel(policy), low, nullptr, guide, factor, o);
 }
 /// The same on the calling thread.
-template <class D, class G>
+template <class Arch = default_arch, class D, class G>
 depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression<G>& guide, std::size_t factor,
                             const depth_options& o = {}) {
-    return upsample_depth(execution::seq, low, guide, factor, o);
+    return upsample_depth<Arch>(execution::seq, low, guide, factor, o);
 }
 
 /// `upsample_depth` with a confidence per pixel of `low`, `confidence` [h, w], as `fill_depth`
 /// takes it (observed at the first stage of coarse to fine). Throws as `upsample_depth` does,
 /// or when the confidence's size differs from `low`'s or a confidence is negative or not finite.
-template <execution_policy Ex, class D, class C, class G>
+template <class Arch = default_arch, execution_policy Ex, class D, class C, class G>
 depth_result upsample_depth(Ex policy, const xt::xexpression<D>& low, const xt::xexpression<C>& confidence,
                             const xt::xexpression<G>& guide, std::size_t factor, const depth_options& o = {}) {
     const buffer<double> c = detail::confidences(confidence, low, "upsample_depth");
-    return detail::upsample(detail::as_parallel(policy), low, c.data(), guide, factor, o);
+    return detail::upsample<Arch>(detail::as_parallel(policy), low, c.data(), guide, factor, o);
 }
 /// The same on the calling thread.
-template <class D, class C, class G>
+template <class Arch = default_arch, class D, class C, class G>
 depth_result upsample_depth(const xt::xexpression<D>& low, const xt::xexpression<C>& confidence,
                             const xt::xexpression<G>& guide, std::size_t factor, const depth_options& o = {}) {
-    return upsample_depth(execution::seq, low, confidence, guide, factor, o);
+    return upsample_depth<Arch>(execution::seq, low, confidence, guide, factor, o);
 }
 
 }  // namespace nonlocal

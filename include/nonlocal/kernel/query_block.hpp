@@ -34,6 +34,7 @@
 
 #include "nonlocal/concepts.hpp"
 #include "nonlocal/simd/exp.hpp"
+#include "nonlocal/simd/arch/traits.hpp"
 #include "nonlocal/simd/gemm.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
 
@@ -62,17 +63,15 @@ template <class Arch, class T, std::size_t Rows, bool Shift, normalizer Kind>
 class query_block {
     using batch = xsimd::batch<T, Arch>;
     static constexpr std::size_t W = batch::size;
-    static constexpr std::size_t regs = simd::vector_registers<Arch>;
+    using tiles = simd::arch_traits<Arch>;
 
 public:
     static constexpr std::size_t rows = Rows, cols = tile_scores / Rows;
-    // S^T = K Qt: score_mr keys x score_nv vectors of queries. AVX-512 (32 registers),
-    // 64 queries: 8 x 2 = 16 accumulators, 2 loads of Qt and 8 broadcasts of K (folded
-    // into the FMAs) per 16 FMAs; 16 queries: 8 x 1, 8 accumulators for 2 FMA ports x 4
-    // cycles of latency (16 x 1 needs 16 key pointers, more than the integer registers
-    // hold beside the loop's own). 16 registers: 4 x 2.
+    // S^T = K Qt: score_mr keys x score_nv vectors of queries (`tiles::score_key_rows`); 16
+    // queries: score_mr x 1 (16 x 1 would need 16 key pointers, more than the integer
+    // registers hold beside the loop's own).
     static constexpr std::size_t score_nv = std::min<std::size_t>(2, Rows / W);
-    static constexpr std::size_t score_mr = regs >= 32 ? 8 : 4;
+    static constexpr std::size_t score_mr = tiles::score_key_rows;
     static_assert(Rows % (score_nv * W) == 0 && cols % score_mr == 0 && Rows % 16 == 0);
     /// Whether a block of this many queries keeps O transposed for some dv (the condition on
     /// the block of `keeps_output_transposed`).
@@ -254,7 +253,7 @@ private:
     void value_product(Values values, std::size_t count) {
         if constexpr (can_transpose)
             if (transposed_) return transposed_value_product(values, count);
-        constexpr std::size_t half = regs >= 32 ? 1 : 2;
+        constexpr std::size_t half = tiles::value_tile_divisor;
         const auto run = [&](auto mr, auto nv) {
             simd::gemm<Arch, decltype(mr)::value, decltype(nv)::value, true>(
                 Rows, dvp_, count, simd::strided_rows<T>{st_.data(), 1}, Rows, values, o_.data(), dvp_);
@@ -268,10 +267,10 @@ private:
     }
 
     /// O^T [dv, Rows] += V^T P^T: V broadcast from its rows in place (element (p, c) of V^T is
-    /// values[c][p]), P^T is S^T. AVX-512: 6 features x 4 vectors of queries, 24 accumulators
-    /// for 6 broadcasts and 4 loads; 16 registers: 6 x 2.
+    /// values[c][p]), P^T is S^T: 6 features x `tiles::transposed_value_vectors` vectors of
+    /// queries.
     void transposed_value_product(simd::strided_rows<T> values, std::size_t count) {
-        constexpr std::size_t nv = regs >= 32 ? 4 : 2;
+        constexpr std::size_t nv = tiles::transposed_value_vectors;
         simd::gemm<Arch, 6, nv, true>(dv_, Rows, count, simd::strided_rows<T>{values.data, 1}, values.stride,
                                       simd::strided_rows<T>{st_.data(), Rows}, o_.data(), Rows);
     }

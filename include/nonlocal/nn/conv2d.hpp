@@ -133,18 +133,7 @@ public:
     auto operator()(Ex policy, const xt::xexpression<X>& x) const {
         constexpr std::size_t R = detail::static_rank<X>;
         static_assert(R == 3 || R == 4, "nonlocal::nn::conv2d: x is [B, C, H, W] or [C, H, W]");
-        return operator()<Arch>(policy, detail::contiguous<T, R>(x));
-    }
-    /// The same on the calling thread.
-    template <class Arch = default_arch, class X>
-    auto operator()(const xt::xexpression<X>& x) const {
-        return operator()<Arch>(execution::seq, x);
-    }
-
-    /// The same, of an input already borrowed or copied as one row-major array (a block
-    /// that reads its input again, for a residual or a concatenation, borrows it once).
-    template <class Arch = default_arch, execution_policy Ex, std::size_t R>
-    xt::xtensor<T, R> operator()(Ex policy, const detail::contiguous<T, R>& xc) const {
+        const detail::contiguous<T, R> xc(x);   // borrowed when x is a row-major container
         const std::size_t B = R == 4 ? xc.shape(0) : 1, H = xc.shape(R - 2), W = xc.shape(R - 1);
         const size2 out = output_size(H, W);
         detail::require(xc.shape(R - 3) == in_channels() && out.h > 0 && out.w > 0, "nn::conv2d", [&] {
@@ -159,6 +148,11 @@ public:
         xt::xtensor<T, R> y = xt::empty<T>(shape);
         apply<Arch>(policy, xc.data(), B, H, W, y.data());
         return y;
+    }
+    /// The same on the calling thread.
+    template <class Arch = default_arch, class X>
+    auto operator()(const xt::xexpression<X>& x) const {
+        return operator()<Arch>(execution::seq, x);
     }
 
     /// y [B, Cout, Ho, Wo] = the convolution of x [B, Cin, H, W], raw arrays of the shapes

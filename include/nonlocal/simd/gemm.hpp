@@ -20,12 +20,9 @@
 #include <xsimd/xsimd.hpp>
 
 #include "nonlocal/config.hpp"
+#include "nonlocal/simd/arch/traits.hpp"
 
 namespace nonlocal::simd {
-
-/// Vector registers of an architecture: 32 with AVX-512, 16 before.
-template <class Arch>
-inline constexpr std::size_t vector_registers = std::is_base_of_v<xsimd::avx512f, Arch> ? 32 : 16;
 
 /// Rows `stride` elements apart: row i is data + i * stride.
 template <class T>

@@ -19,6 +19,7 @@
 #include "nonlocal/execution.hpp"
 #include "nonlocal/row_matrix.hpp"
 #include "nonlocal/simd/bfloat16.hpp"
+#include "nonlocal/simd/arch/traits.hpp"
 #include "nonlocal/simd/gemm.hpp"
 #include "nonlocal/simd/packing.hpp"
 
@@ -78,7 +79,7 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
     constexpr std::size_t W = batch::size;
     constexpr std::size_t MR = simd::micro_rows;
     constexpr std::size_t NV =
-        std::min<std::size_t>(simd::vector_registers<Arch> >= 32 ? 4 : 2, simd::panel_layout<T>::panel_width / W);
+        std::min<std::size_t>(simd::arch_traits<Arch>::gemm_column_vectors, simd::panel_layout<T>::panel_width / W);
     constexpr std::size_t max_depth = 4096, block_bytes = std::size_t(2) << 20;
     const std::size_t n = x.rows, in = x.cols;
     if (n == 0 || panels.empty()) return;

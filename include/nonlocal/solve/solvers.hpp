@@ -41,6 +41,13 @@ struct solve_report {
     double seconds = 0;
 };
 
+/// A solver's vectors, read (`vector_in`) or written (`vector_out`): any contiguous array of T
+/// (`std::vector`, `buffer`, `std::span`), T deduced from the system alone.
+template <class T>
+using vector_in = std::type_identity_t<std::span<const T>>;
+template <class T>
+using vector_out = std::type_identity_t<std::span<T>>;
+
 namespace detail {
 
 /// sum of term(i) for i in [0, n), in double, in 8 independent partial sums: one chain
@@ -73,12 +80,6 @@ double residual(Ex policy, const ar_system<T, Arch>& A, std::span<const T> b, st
     return norm<T>(r);
 }
 
-/// A solver's vectors: any contiguous array of T (`std::vector`, `buffer`, `std::span`);
-/// written so that T is deduced from the system alone.
-template <class T>
-using vector_in = std::type_identity_t<std::span<const T>>;
-template <class T>
-using vector_out = std::type_identity_t<std::span<T>>;
 
 /// Throws (from `where`) unless b and x have an entry per pixel and the tolerance is >= 0.
 template <class T, class Arch>
@@ -146,7 +147,7 @@ void precondition(const Preconditioner& M, Ex policy, std::span<const T> r, std:
 /// computed in place from the residual the loop has already: x + D^-1 (b - A x)
 /// = D^-1 (b + sum_j W_ij x_j).
 template <execution_policy Ex, class T, class Arch>
-solve_report jacobi(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+solve_report jacobi(Ex policy, const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x,
                     const solve_options& options = {}) {
     return detail::iterate<T>(policy, "jacobi", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
         for (std::size_t i = 0; i < xk.size(); ++i)
@@ -154,18 +155,18 @@ solve_report jacobi(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T>
     });
 }
 template <class T, class Arch>
-solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+solve_report jacobi(const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x,
                     const solve_options& options = {}) {
     return jacobi(execution::seq, A, b, x, options);
 }
 /// Jacobi iterations on the system's own A x = b.
 template <execution_policy Ex, class T, class Arch>
-solve_report jacobi(Ex policy, const ar_system<T, Arch>& A, detail::vector_out<T> x,
+solve_report jacobi(Ex policy, const ar_system<T, Arch>& A, vector_out<T> x,
                     const solve_options& options = {}) {
     return jacobi(policy, A, A.rhs(), x, options);
 }
 template <class T, class Arch>
-solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_out<T> x, const solve_options& options = {}) {
+solve_report jacobi(const ar_system<T, Arch>& A, vector_out<T> x, const solve_options& options = {}) {
     return jacobi(execution::seq, A, A.rhs(), x, options);
 }
 
@@ -175,7 +176,7 @@ solve_report jacobi(const ar_system<T, Arch>& A, detail::vector_out<T> x, const 
 /// independently (red-black ordering generalised to wider stencils). omega = 1
 /// is Gauss-Seidel. The sweeps run on the calling thread, the residuals on the policy's.
 template <execution_policy Ex, class T, class Arch>
-solve_report sor(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+solve_report sor(Ex policy, const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x,
                  double omega = 1.6, const solve_options& options = {}) {
     detail::require(omega > 0 && omega < 2, "sor", [&] { return "omega must be in (0, 2), got " + std::to_string(omega); });
     const std::size_t H = A.height(), W = A.width(), period = A.reach() + 1;
@@ -195,18 +196,18 @@ solve_report sor(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b,
     });
 }
 template <class T, class Arch>
-solve_report sor(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x, double omega = 1.6,
+solve_report sor(const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x, double omega = 1.6,
                  const solve_options& options = {}) {
     return sor(execution::seq, A, b, x, omega, options);
 }
 /// SOR on the system's own A x = b.
 template <execution_policy Ex, class T, class Arch>
-solve_report sor(Ex policy, const ar_system<T, Arch>& A, detail::vector_out<T> x, double omega = 1.6,
+solve_report sor(Ex policy, const ar_system<T, Arch>& A, vector_out<T> x, double omega = 1.6,
                  const solve_options& options = {}) {
     return sor(policy, A, A.rhs(), x, omega, options);
 }
 template <class T, class Arch>
-solve_report sor(const ar_system<T, Arch>& A, detail::vector_out<T> x, double omega = 1.6, const solve_options& options = {}) {
+solve_report sor(const ar_system<T, Arch>& A, vector_out<T> x, double omega = 1.6, const solve_options& options = {}) {
     return sor(execution::seq, A, A.rhs(), x, omega, options);
 }
 
@@ -228,7 +229,7 @@ struct jacobi_preconditioner {
 /// `M(policy, r, z)` or `M(r, z)` sets z = M^-1 r for spans of T (`multigrid`,
 /// `jacobi_preconditioner`).
 template <execution_policy Ex, class T, class Arch, class Preconditioner>
-solve_report pcg(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+solve_report pcg(Ex policy, const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x,
                  const Preconditioner& M, const solve_options& options = {}) {
     detail::require_inputs<T>(A, b, x, options, "pcg");
     const detail::stopwatch clock;
@@ -275,25 +276,25 @@ solve_report pcg(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b,
 }
 
 template <class T, class Arch, class Preconditioner>
-solve_report pcg(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x, const Preconditioner& M,
+solve_report pcg(const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x, const Preconditioner& M,
                  const solve_options& options = {}) {
     return pcg(execution::seq, A, b, x, M, options);
 }
 /// Preconditioned conjugate gradients on the system's own A x = b.
 template <execution_policy Ex, class T, class Arch, class Preconditioner>
-solve_report pcg(Ex policy, const ar_system<T, Arch>& A, detail::vector_out<T> x, const Preconditioner& M,
+solve_report pcg(Ex policy, const ar_system<T, Arch>& A, vector_out<T> x, const Preconditioner& M,
                  const solve_options& options = {}) {
     return pcg(policy, A, A.rhs(), x, M, options);
 }
 template <class T, class Arch, class Preconditioner>
-solve_report pcg(const ar_system<T, Arch>& A, detail::vector_out<T> x, const Preconditioner& M,
+solve_report pcg(const ar_system<T, Arch>& A, vector_out<T> x, const Preconditioner& M,
                  const solve_options& options = {}) {
     return pcg(execution::seq, A, A.rhs(), x, M, options);
 }
 
 /// V-cycles of `M` (a multigrid of A) alone on A x = b, from the given x.
 template <execution_policy Ex, class T, class Arch>
-solve_report multigrid_solve(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+solve_report multigrid_solve(Ex policy, const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x,
                              const multigrid<T, Arch>& M, const solve_options& options = {}) {
     buffer<T> z(A.size());
     return detail::iterate<T>(policy, "multigrid", A, b, x, options, [&](std::span<T> xk, const buffer<T>& r) {
@@ -302,7 +303,7 @@ solve_report multigrid_solve(Ex policy, const ar_system<T, Arch>& A, detail::vec
     });
 }
 template <class T, class Arch>
-solve_report multigrid_solve(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+solve_report multigrid_solve(const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x,
                              const multigrid<T, Arch>& M, const solve_options& options = {}) {
     return multigrid_solve(execution::seq, A, b, x, M, options);
 }
@@ -310,7 +311,7 @@ solve_report multigrid_solve(const ar_system<T, Arch>& A, detail::vector_in<T> b
 /// the tolerance: x (its input ignored) = `M.full(b)`, which counts as the first
 /// iteration, and while |b - A x| > tolerance |b|, PCG iterations from there.
 template <execution_policy Ex, class T, class Arch>
-solve_report full_multigrid(Ex policy, const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+solve_report full_multigrid(Ex policy, const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x,
                             const multigrid<T, Arch>& M, const solve_options& options = {}) {
     detail::require_inputs<T>(A, b, x, options, "full_multigrid");
     const detail::stopwatch clock;
@@ -323,20 +324,20 @@ solve_report full_multigrid(Ex policy, const ar_system<T, Arch>& A, detail::vect
     return report;
 }
 template <class T, class Arch>
-solve_report full_multigrid(const ar_system<T, Arch>& A, detail::vector_in<T> b, detail::vector_out<T> x,
+solve_report full_multigrid(const ar_system<T, Arch>& A, vector_in<T> b, vector_out<T> x,
                             const multigrid<T, Arch>& M, const solve_options& options = {}) {
     return full_multigrid(execution::seq, A, b, x, M, options);
 }
 
 /// V-cycles alone on the system's own A x = b, from the given x.
 template <execution_policy Ex, class T, class Arch>
-solve_report multigrid_solve(Ex policy, const ar_system<T, Arch>& A, detail::vector_out<T> x,
+solve_report multigrid_solve(Ex policy, const ar_system<T, Arch>& A, vector_out<T> x,
                              const solve_options& options = {}) {
     A.require_size(x, "multigrid_solve");
     return multigrid_solve(policy, A, A.rhs(), x, multigrid(A), options);
 }
 template <class T, class Arch>
-solve_report multigrid_solve(const ar_system<T, Arch>& A, detail::vector_out<T> x, const solve_options& options = {}) {
+solve_report multigrid_solve(const ar_system<T, Arch>& A, vector_out<T> x, const solve_options& options = {}) {
     return multigrid_solve(execution::seq, A, x, options);
 }
 

@@ -15,16 +15,16 @@
 
 #include "nonlocal/execution.hpp"
 #include "nonlocal/simd/activation.hpp"
+#include "nonlocal/simd/arch/traits.hpp"
 #include "nonlocal/simd/convolution/geometry.hpp"
 #include "nonlocal/simd/convolution/weights.hpp"
 #include "nonlocal/simd/vector_ops.hpp"
 
 namespace nonlocal::detail {
 
-// 16 lanes x 2 FMA ports x 4 cycles of latency: 8 independent accumulators (4 with 16
-// registers, which also hold the 9 taps of a 3 x 3 kernel).
+// The accumulators of the direct algorithm (`simd::arch_traits`).
 template <class Arch>
-inline constexpr std::size_t depthwise_accumulators = simd::vector_registers<Arch> >= 32 ? 8 : 4;
+inline constexpr std::size_t depthwise_accumulators = simd::arch_traits<Arch>::depthwise_accumulators;
 // `depthwise_rows` holds that many rows of outputs, 2 vectors each, in its accumulators.
 template <class Arch>
 inline constexpr std::size_t depthwise_row_block = depthwise_accumulators<Arch> / 2;
