@@ -102,7 +102,7 @@ struct stencil_problem {
             if (u.data()[i] < 0.3f)
                 confidence.data()[i] = alpha(i) = 1.f, depth.data()[i] = xhat(i, 0) = float(100 + (i / W) % 50);
         return nonlocal::ar_system<float>(guide, nonlocal::grid_stencil{H, W, connectivity},
-                                          nonlocal::colour_weights(H, W, 3, 20.0), depth, confidence, 1e-3);
+                                          nonlocal::color_weights(H, W, 3, 20.0), depth, confidence, 1e-3);
     }
 };
 

@@ -31,7 +31,7 @@ constexpr std::size_t side = 64, n = side * side, d = 32;
 
 /// The custom-policies tutorial's Laplacian, with `logit` alone.
 struct laplacian {
-    using kernel = nonlocal::exp_kernel;
+    using weight_function = nonlocal::exp_weight;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         T distance = 0;
@@ -42,7 +42,7 @@ struct laplacian {
 
 /// The same Laplacian declared as a sum over channels.
 struct laplacian_channels {
-    using kernel = nonlocal::exp_kernel;
+    using weight_function = nonlocal::exp_weight;
     using traits = nonlocal::similarity_traits<nonlocal::channel_sum_form, nonlocal::symmetric>;
     template <class V>
     V channel_logit(V difference) const { return xsimd::abs(difference) * V(-0.5); }
@@ -52,7 +52,7 @@ struct laplacian_channels {
 
 /// A user's own scaled dot product, declaring its form.
 struct my_dot {
-    using kernel = nonlocal::identity_kernel;
+    using weight_function = nonlocal::identity_weight;
     using traits = nonlocal::similarity_traits<nonlocal::dot_product_form>;
     double scale(std::size_t dim) const { return 1 / std::sqrt(double(dim)); }
     template <class T>
@@ -65,7 +65,7 @@ struct my_dot {
 
 /// The same declaring nothing.
 struct my_plain_dot {
-    using kernel = nonlocal::identity_kernel;
+    using weight_function = nonlocal::identity_weight;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const { return my_dot{}.logit(q, k); }
 };
@@ -131,7 +131,7 @@ void run_row(benchmark::State& state, S s, Nb nb, Nm nm) {
 template <class S, class Nb, class Nm>
 void add(const std::string& similarity, const std::string& neighborhood, const std::string& normalization, S s,
          Nb nb, Nm nm, const std::string& compared_with = "") {
-    constexpr bool exp_sum = std::is_same_v<typename S::kernel, nonlocal::exp_kernel> &&
+    constexpr bool exp_sum = std::is_same_v<weight_function_t<S>, nonlocal::exp_weight> &&
                              Nm::kind == nonlocal::normalizer::sum;
     const std::string family = exp_sum ? "softmax" : normalization;
     const std::string baseline = "scaled_dot_product/" + neighborhood + "/" + family;

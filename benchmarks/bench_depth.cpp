@@ -138,7 +138,7 @@ cv::Mat aloe_bgr() { return bgr_of(aloe().guide); }
 
 /// Times OpenCV's fast global smoother, normalised, on one thread: the observations `sparse`
 /// (0 elsewhere) and their `mask` each smoothed on `guide` (Aloe's), then divided.
-cv::Mat time_normalised_fgs(benchmark::State& state, const cv::Mat& sparse, const cv::Mat& mask, double lambda, double sigma,
+cv::Mat time_normalized_fgs(benchmark::State& state, const cv::Mat& sparse, const cv::Mat& mask, double lambda, double sigma,
                             const cv::Mat& guide = aloe_bgr()) {
     cv::setNumThreads(1);
     cv::Mat num, den, depth;
@@ -160,7 +160,7 @@ void peer_opencv_fgs_upsample(benchmark::State& state) {
     cv::Mat sparse = cv::Mat::zeros(H, W, CV_32F), mask = cv::Mat::zeros(H, W, CV_32F);
     for (int r = 0; r < H; r += int(factor))
         for (int c = 0; c < W; c += int(factor)) sparse.at<float>(r, c) = truth(r, c), mask.at<float>(r, c) = 1;
-    time_normalised_fgs(state, sparse, mask, factor == 8 ? 17.8 : 53.3, factor == 8 ? 11.3 : 16);
+    time_normalized_fgs(state, sparse, mask, factor == 8 ? 17.8 : 53.3, factor == 8 ? 11.3 : 16);
 }
 BENCHMARK(peer_opencv_fgs_upsample)->ArgName("x")->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
@@ -241,7 +241,7 @@ void peer_opencv_fgs_sensor(benchmark::State& state) {
     const cv::Mat sparse(int(observed.shape(0)), int(observed.shape(1)), CV_32F, const_cast<float*>(observed.data()));
     cv::Mat mask;
     cv::threshold(sparse, mask, 0, 1, cv::THRESH_BINARY);
-    time_normalised_fgs(state, sparse, mask, state.range(0) == 0 ? 3000 : 1.69, state.range(0) == 0 ? 2.83 : 45.3);
+    time_normalized_fgs(state, sparse, mask, state.range(0) == 0 ? 3000 : 1.69, state.range(0) == 0 ? 2.83 : 45.3);
 }
 BENCHMARK(peer_opencv_fgs_sensor)->ArgName("protocol")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
@@ -313,7 +313,7 @@ void peer_opencv_fgs_sensor_frame(benchmark::State& state) {
     cv::Mat mask;
     cv::threshold(sparse, mask, 0, 1, cv::THRESH_BINARY);
     const auto start = std::chrono::steady_clock::now();
-    const cv::Mat depth = time_normalised_fgs(state, sparse, mask, state.range(0) == 0 ? 3000 : 1.69,
+    const cv::Mat depth = time_normalized_fgs(state, sparse, mask, state.range(0) == 0 ? 3000 : 1.69,
                                               state.range(0) == 0 ? 2.83 : 45.3, bgr_of(f.crop.guide));
     count_pairs_per_core_hour(state, start);
     count_rmse(state, depth.ptr<float>(), f.crop.truth);
@@ -384,7 +384,7 @@ void ar_apply(benchmark::State& state) {
     const std::size_t H = s.truth.shape(0), W = s.truth.shape(1);
     const xt::xtensor<double, 2> alpha = xt::cast<double>(s.truth > 0.f);
     const nonlocal::ar_system<T> A(s.guide, nonlocal::grid_stencil{H, W, int(state.range(0))},
-                                   nonlocal::colour_weights(H, W, 3, 3.0), s.truth, alpha, 1e-3);
+                                   nonlocal::color_weights(H, W, 3, 3.0), s.truth, alpha, 1e-3);
     nonlocal::buffer<T> x(A.size(), T(1)), y(A.size());   // aligned, as the solvers' own vectors are
     for (auto _ : state) {
         A.apply(nonlocal::execution::seq, x.data(), y.data());

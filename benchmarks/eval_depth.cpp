@@ -95,7 +95,7 @@ void print_edge_registration(const depth_map& truth, const xt::xtensor<std::uint
     const std::ptrdiff_t H = std::ptrdiff_t(truth.shape(0)), W = std::ptrdiff_t(truth.shape(1));
     const auto planes = nonlocal::detail::compared_channels(nonlocal::detail::guide_planes<double>(rgb, "eval_depth"),
                                                             nonlocal::depth_options{});
-    const auto colour_distance = [&](std::ptrdiff_t r0, std::ptrdiff_t c0, std::ptrdiff_t r1, std::ptrdiff_t c1) {
+    const auto color_distance = [&](std::ptrdiff_t r0, std::ptrdiff_t c0, std::ptrdiff_t r1, std::ptrdiff_t c1) {
         const std::size_t i = std::size_t(r0 * W + c0), j = std::size_t(r1 * W + c1);
         double d = 0;
         for (std::size_t k = 0; k < planes.channels; ++k) d += std::abs(planes.channel(k)[i] - planes.channel(k)[j]);
@@ -112,7 +112,7 @@ void print_edge_registration(const depth_map& truth, const xt::xtensor<std::uint
                 int best = 0;
                 double largest = -1;
                 for (int o = -2; o <= 2; ++o)
-                    if (const double d = colour_distance(r + o * dr, c + o * dc, r + (o + 1) * dr, c + (o + 1) * dc); d > largest)
+                    if (const double d = color_distance(r + o * dr, c + o * dc, r + (o + 1) * dr, c + (o + 1) * dc); d > largest)
                         largest = d, best = o;
                 ++steps, on_step += best == 0;
                 offset_sum += a > b ? best : -best;   // positive: towards the far side (the smaller disparity)
@@ -182,7 +182,7 @@ std::vector<variant> clean_variants(const nonlocal::depth_options& base) {
     std::vector<variant> v = {{"", base},
             {"", with(base, [](options& o) { o.model = nonlocal::depth_model::separable; })},
             {", double", with(base, [](options& o) { o.single_precision = false; })},
-            {", RGB sigma 3", with(base, [](options& o) { o.space = nonlocal::colour_space::guide, o.sigma_r = 3; })},
+            {", RGB sigma 3", with(base, [](options& o) { o.space = nonlocal::color_space::guide, o.sigma_r = 3; })},
             {", aggregation", with(base, [](options& o) { o.multigrid.transfer = nonlocal::coarsening::aggregation; })},
             {passes > 0 ? ", 1 depth pass" : ", no depth pass", with(base, [&](options& o) { o.depth_passes = passes; })},
             {"", with(base, [](options& o) { o.model = nonlocal::depth_model::ar; })},
@@ -372,7 +372,7 @@ std::pair<result, depth_map> fgs_sweep(const depth_map& sparse, const depth_map&
     const cv::Mat d = as_mat(sparse);
     cv::Mat mask;
     cv::threshold(d, mask, 0, 1, cv::THRESH_BINARY);
-    const auto fgs_normalised = [&](double lambda, double sc) {
+    const auto fgs_normalized = [&](double lambda, double sc) {
         cv::Mat num, den, dm;
         cv::multiply(d, mask, dm);
         cv::ximgproc::fastGlobalSmootherFilter(bgr, dm, num, lambda, sc);
@@ -383,7 +383,7 @@ std::pair<result, depth_map> fgs_sweep(const depth_map& sparse, const depth_map&
     double best_lambda = 0, best_sc = 0;
     const auto try_setting = [&](double lambda, double sc) {
         cv::Mat y;
-        const double t = seconds([&] { y = fgs_normalised(lambda, sc); }, 1);
+        const double t = seconds([&] { y = fgs_normalized(lambda, sc); }, 1);
         const double before = fgs.rmse;
         fgs.keep_best(from_mat(y), truth, name, t);
         if (fgs.rmse < before) best_lambda = lambda, best_sc = sc;
@@ -402,7 +402,7 @@ std::pair<result, depth_map> fgs_sweep(const depth_map& sparse, const depth_map&
                   at_edge ? " (edge of the sweep)" : "");
     fgs.method = setting;
     depth_map best;
-    fgs.seconds = seconds([&] { best = from_mat(fgs_normalised(best_lambda, best_sc)); }, 5);
+    fgs.seconds = seconds([&] { best = from_mat(fgs_normalized(best_lambda, best_sc)); }, 5);
     return {fgs, best};
 }
 
@@ -416,32 +416,32 @@ result fbs_sweep(const depth_map& sparse, const cv::Mat& dense, const depth_map&
     const cv::Mat d = as_mat(sparse);
     cv::Mat mask, ones(d.size(), CV_32F, cv::Scalar(1));
     cv::threshold(d, mask, 0, 1, cv::THRESH_BINARY);
-    const auto solve = [&](bool on_fill, double spatial, double colour, double lambda) {
+    const auto solve = [&](bool on_fill, double spatial, double color, double lambda) {
         std::streambuf* const out = std::cout.rdbuf(nullptr);
         cv::Mat y;
-        cv::ximgproc::fastBilateralSolverFilter(bgr, on_fill ? dense : d, on_fill ? ones : mask, y, spatial, colour, colour, lambda);
+        cv::ximgproc::fastBilateralSolverFilter(bgr, on_fill ? dense : d, on_fill ? ones : mask, y, spatial, color, color, lambda);
         std::cout.rdbuf(out);
         return y;
     };
-    const std::vector<double> spatials = {4, 8, 16}, colours = {4, 8, 16}, lambdas = {8, 32, 128};
+    const std::vector<double> spatials = {4, 8, 16}, colors = {4, 8, 16}, lambdas = {8, 32, 128};
     result fbs;
     bool best_on_fill = false;
     double best[3] = {0, 0, 0};
     for (bool on_fill : {false, true})
         for (double spatial : spatials)
-            for (double colour : colours)
+            for (double color : colors)
                 for (double lambda : lambdas) {
                     cv::Mat y;
-                    const double t = seconds([&] { y = solve(on_fill, spatial, colour, lambda); }, 1);
+                    const double t = seconds([&] { y = solve(on_fill, spatial, color, lambda); }, 1);
                     const double before = fbs.rmse;
                     fbs.keep_best(from_mat(y), truth, "", t);
-                    if (fbs.rmse < before) best_on_fill = on_fill, best[0] = spatial, best[1] = colour, best[2] = lambda;
+                    if (fbs.rmse < before) best_on_fill = on_fill, best[0] = spatial, best[1] = color, best[2] = lambda;
                 }
     char setting[160];
     const auto at_edge = [](double v, const std::vector<double>& grid) { return v == grid.front() || v == grid.back(); };
     std::snprintf(setting, sizeof setting, "OpenCV FBS sigma %g/%g/%g lambda %g%s%s", best[0], best[1], best[1], best[2],
                   best_on_fill ? ", on the first fill" : "",
-                  at_edge(best[0], spatials) || at_edge(best[1], colours) || at_edge(best[2], lambdas) ? " (edge of the sweep)" : "");
+                  at_edge(best[0], spatials) || at_edge(best[1], colors) || at_edge(best[2], lambdas) ? " (edge of the sweep)" : "");
     fbs.method = setting;
     fbs.seconds = seconds([&] { solve(best_on_fill, best[0], best[1], best[2]); }, 3);
     return fbs;
@@ -609,7 +609,7 @@ int main(int argc, char** argv) {
                 for (std::size_t r = 0; r < low.shape(0); ++r)
                     for (std::size_t cc = 0; cc < low.shape(1); ++cc) low(r, cc) = scene.truth(r * factor, cc * factor) + noise(gen);
                 std::printf("scene %u x%-2zu s%.0f", seed, factor, sigma);
-                for (auto model : {nonlocal::depth_model::normalised, nonlocal::depth_model::separable}) {
+                for (auto model : {nonlocal::depth_model::normalized, nonlocal::depth_model::separable}) {
                     nonlocal::depth_options o{.model = model};
                     const auto estimated = nonlocal::upsample_depth(low, scene.guide, factor, o);
                     o.noise = 0;

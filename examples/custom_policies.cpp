@@ -9,7 +9,7 @@
 
 // Similarity: s = exp(-|q - k|_1 / 2), a Laplacian kernel on the L1 distance.
 struct laplacian {
-    using kernel = nonlocal::exp_kernel;   // kappa
+    using weight_function = nonlocal::exp_weight;   // kappa
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         T distance = 0;
@@ -33,7 +33,7 @@ struct log_sparse {
 // The same Laplacian declared as a sum over channels: the tiled kernels score it a channel at a
 // time for a block of queries, instead of calling `logit` pair by pair.
 struct fast_laplacian {
-    using kernel = nonlocal::exp_kernel;
+    using weight_function = nonlocal::exp_weight;
     using traits = nonlocal::similarity_traits<nonlocal::channel_sum_form, nonlocal::symmetric>;
     template <class V>
     V channel_logit(V difference) const { return xsimd::abs(difference) * V(-0.5); }   // V: a value or a batch
@@ -43,7 +43,7 @@ struct fast_laplacian {
 
 // A dot product of one's own: declaring its form puts it on the dot-product micro-kernels.
 struct halved_dot {
-    using kernel = nonlocal::identity_kernel;
+    using weight_function = nonlocal::identity_weight;
     using traits = nonlocal::similarity_traits<nonlocal::dot_product_form>;
     double scale(std::size_t) const { return 0.5; }   // logit = scale(d) <q, k>
     template <class T>

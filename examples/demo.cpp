@@ -17,7 +17,7 @@
 
 #include <nonlocal/nonlocal.hpp>
 
-#include "colour_map.hpp"
+#include "color_map.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -214,12 +214,12 @@ int main(int argc, char** argv) {
     write_grey(out + "/depth_observed.png", sparse, 1000, 2150);
     const auto observed_depth = [](float v) { return v != 0; };
     write(out + "/depth_panel_" + range_text(1000, 2150) + ".png",
-          side_by_side({grey(clean, 0, 255), nonlocal::tools::colour_mapped(sparse, 1000, 2150, observed_depth),
-                        nonlocal::tools::colour_mapped(filled.depth, 1000, 2150),
-                        nonlocal::tools::colour_mapped(depth, 1000, 2150)}),
+          side_by_side({grey(clean, 0, 255), nonlocal::tools::color_mapped(sparse, 1000, 2150, observed_depth),
+                        nonlocal::tools::color_mapped(filled.depth, 1000, 2150),
+                        nonlocal::tools::color_mapped(depth, 1000, 2150)}),
           "depth 1000 (blue) to 2150 (red): guide, observed (missing black), filled, truth");
     write(out + "/depth_error_0-" + std::to_string(std::lround(worst)) + ".png",
-          nonlocal::tools::colour_mapped(error, 0, float(worst)),
+          nonlocal::tools::color_mapped(error, 0, float(worst)),
           "|filled - truth|, 0 (blue) to " + std::to_string(std::lround(worst)) + " (red)");
 
     // ---- 3. attention -------------------------------------------------------------
@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
     for (std::size_t j = 0; j < n; ++j) total += std::exp(-double(distances(0, j)) / h2);
     for (std::size_t j = 0; j < n; ++j) weights.data()[j] = float(std::exp(-double(distances(0, j)) / h2) / total);
     const float heaviest = xt::amax(weights)();
-    picture map = nonlocal::tools::colour_mapped(weights, 0, heaviest);
+    picture map = nonlocal::tools::color_mapped(weights, 0, heaviest);
     for (std::size_t d = 0; d < 7; ++d)   // a white cross on the query
         for (std::size_t c = 0; c < 3; ++c) {
             map(query / W, std::min(W - 1, query % W - 3 + d), c) = 255;
@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < big.shape(0); ++i)
         for (std::size_t j = 0; j < big.shape(1); ++j) big(i, j) = float(d(i / cell, j / cell));
     const float farthest = xt::amax(big)();
-    write(out + "/iris_dissimilarity.png", nonlocal::tools::colour_mapped(big, 0, farthest),
+    write(out + "/iris_dissimilarity.png", nonlocal::tools::color_mapped(big, 0, farthest),
           std::string(real ? "iris" : "drawn classes") + ": distances 0 (blue) to " + std::to_string(farthest) +
               " (red), three classes as blocks");
 

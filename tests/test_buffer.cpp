@@ -71,16 +71,16 @@ BOOST_AUTO_TEST_CASE(an_uninitialised_buffer_sizes_without_writing_and_keeps_giv
     // (a plain buffer zeroes it); values given explicitly are written as in any vector.
     const std::size_t n = buffer_cache_threshold / sizeof(float) + 7;
     { buffer<float> first(n, 4.0f); }
-    uninitialised_buffer<float> reused;
+    uninitialized_buffer<float> reused;
     reused.resize(n);
     BOOST_TEST(aligned(reused.data()));
     if (buffer_cache_enabled) BOOST_TEST(reused[n - 1] == 4.0f);
-    const uninitialised_buffer<float> given(5, 2.5f);
+    const uninitialized_buffer<float> given(5, 2.5f);
     BOOST_TEST(std::count(given.begin(), given.end(), 2.5f) == 5);
-    uninitialised_buffer<double> grown{1.0, 2.0};
+    uninitialized_buffer<double> grown{1.0, 2.0};
     grown.push_back(3.0);
-    BOOST_TEST((grown == uninitialised_buffer<double>{1.0, 2.0, 3.0}));
-    { uninitialised_buffer<float> back(n); }
+    BOOST_TEST((grown == uninitialized_buffer<double>{1.0, 2.0, 3.0}));
+    { uninitialized_buffer<float> back(n); }
     const buffer<float> zeroed(n);
     BOOST_TEST(std::count(zeroed.begin(), zeroed.end(), 0.0f) == long(n));
 }
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(allocators_compare_equal_and_reject_impossible_sizes) {
 BOOST_AUTO_TEST_CASE(compacted_keeps_the_chosen_values_in_order) {
     // Of 0 .. 9, the odd ones squared; none kept; nothing to choose from; all kept.
     const auto square = [](std::size_t i) { return double(i * i); };
-    const auto odd = detail::compacted<uninitialised_buffer<double>>(10, 5, [](std::size_t i) { return i % 2; }, square);
+    const auto odd = detail::compacted<uninitialized_buffer<double>>(10, 5, [](std::size_t i) { return i % 2; }, square);
     BOOST_TEST(std::vector<double>(odd.begin(), odd.end()) == (std::vector<double>{1, 9, 25, 49, 81}),
                boost::test_tools::per_element());
     BOOST_TEST(detail::compacted<buffer<double>>(10, 0, [](std::size_t) { return false; }, square).empty());

@@ -11,7 +11,7 @@ BOOST_AUTO_TEST_SUITE(test_concepts)
 
 // Manhattan distance as a logit, exp kernel: a Laplacian kernel.
 struct laplacian_similarity {
-    using kernel = exp_kernel;
+    using weight_function = exp_weight;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
         T s = 0;
@@ -30,14 +30,23 @@ struct same_parity {
 };
 
 static_assert(similarity<laplacian_similarity>);
+// The name of kappa before 0.1.0, `kernel`, is still read, for one release.
+struct similarity_of_0_0 {
+    using kernel = exp_weight;
+    template <class T>
+    T logit(std::span<const T> q, std::span<const T> k) const { return -std::abs(q[0] - k[0]); }
+};
+static_assert(similarity<similarity_of_0_0>);
+static_assert(std::is_same_v<weight_function_t<similarity_of_0_0>, exp_weight>);
+static_assert(std::is_same_v<weight_function_t<laplacian_similarity>, exp_weight>);
 static_assert(neighborhood<same_parity>);
 static_assert(!similarity<int>);
 static_assert(!neighborhood<dot_product>);
 static_assert(!normalization<dense>);
 static_assert(similarity<with_position_bias<scaled_dot_product>>);
 static_assert(detail::positional_logit<with_position_bias<scaled_dot_product>>);
-static_assert(std::is_same_v<detail::effective_kernel<dot_product, softmax>, exp_kernel>);
-static_assert(std::is_same_v<detail::effective_kernel<dot_product, sum>, identity_kernel>);
+static_assert(std::is_same_v<detail::effective_weight_function<dot_product, softmax>, exp_weight>);
+static_assert(std::is_same_v<detail::effective_weight_function<dot_product, sum>, identity_weight>);
 static_assert(detail::shifts_by_row_max<gaussian, sum>);
 static_assert(!detail::shifts_by_row_max<gaussian, count>);
 
@@ -60,7 +69,7 @@ BOOST_AUTO_TEST_CASE(user_policies_run_and_match_the_reference) {
 }
 
 BOOST_AUTO_TEST_CASE(wrapped_callable) {
-    const auto sim = make_similarity<exp_kernel>([](auto q, auto k) { return -std::abs(q[0] - k[0]); });
+    const auto sim = make_similarity<exp_weight>([](auto q, auto k) { return -std::abs(q[0] - k[0]); });
     static_assert(similarity<decltype(sim)>);
     xt::xtensor<double, 2> x = {{0.0}, {1.0}, {3.0}};
     xt::xtensor<double, 2> v = {{10.0}, {20.0}, {40.0}};

@@ -27,7 +27,7 @@ BOOST_AUTO_TEST_CASE(each_normalizer_by_hand) {
     BOOST_TEST(std::abs(weighted_aggregate(q, k, v, gaussian{}, dense{}, none{})(0, 0) - (10 * e1 + 20 * e2)) < 1e-11);
 }
 
-BOOST_AUTO_TEST_CASE(rows_without_neighbours_are_zero) {
+BOOST_AUTO_TEST_CASE(rows_without_neighbors_are_zero) {
     const csr_graph empty_rows({0, 0, 2, 2}, {0, 1});
     const auto qs = test::random_tensor<float, 2>({3, 4}, 1), ks = test::random_tensor<float, 2>({2, 4}, 2);
     const auto vs = test::random_tensor<float, 2>({2, 3}, 3);

@@ -11,7 +11,7 @@
 #include <nonlocal/io/image.hpp>
 
 #include "cli.hpp"
-#include "colour_map.hpp"
+#include "color_map.hpp"
 
 namespace nonlocal::tools {
 

@@ -42,12 +42,12 @@ nonlocal::tools::item_outcome denoise_image(const image_item& item, const denois
     const auto img = nonlocal::tools::read_image(item.input);
     // The colour channels are denoised; an alpha channel, coverage rather than a noisy
     // measurement, is kept as it is and takes no part in the patch distances.
-    const auto colour = nonlocal::tools::without_alpha(img);
+    const auto color = nonlocal::tools::without_alpha(img);
     const auto t0 = std::chrono::steady_clock::now();
     xt::xtensor<float, 3> out =
-        nonlocal::nlm_denoise(nonlocal::execution::parallel_policy{how.threads}, colour.pixels, how.options);
+        nonlocal::nlm_denoise(nonlocal::execution::parallel_policy{how.threads}, color.pixels, how.options);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (colour.pixels.shape(2) != img.pixels.shape(2))
+    if (color.pixels.shape(2) != img.pixels.shape(2))
         out = xt::concatenate(
             xt::xtuple(out, xt::view(img.pixels, xt::all(), xt::all(), xt::range(out.shape(2), img.pixels.shape(2)))), 2);
     const int bit_depth = how.bit_depth ? how.bit_depth : img.bit_depth == 16 ? 16 : 8;

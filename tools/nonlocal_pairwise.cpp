@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
             const auto all = [](float) { return true; };
             const nonlocal::tools::value_range range = nonlocal::tools::finite_range(pixels, all);
             nonlocal::tools::write_whole(png, [&](const std::string& partial) {
-                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(pixels, range.lo, range.hi, all));
+                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::color_mapped(pixels, range.lo, range.hi, all));
                 nonlocal::tools::write_png(partial, rgb, 8);
             });
             std::cerr << "heat map: " << range.lo << " (blue) to " << range.hi << " (red), " << k << " pixels per entry -> " << png

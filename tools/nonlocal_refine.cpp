@@ -137,8 +137,8 @@ nonlocal::tools::item_outcome refine_item(const nonlocal::tools::depth_pair& pai
 
 int main(int argc, char** argv) {
     CLI::App app{"Colour-guided depth refinement (linear AR model)"};
-    std::string guide_path, depth_path, confidence_path, out_path, solver = "pcg", model = "normalised",
-                colour = "laplacian", space = "luma-chroma", coarsening = "operator-dependent", occlusions = "blend",
+    std::string guide_path, depth_path, confidence_path, out_path, solver = "pcg", model = "normalized",
+                color = "laplacian", space = "luma-chroma", coarsening = "operator-dependent", occlusions = "blend",
                 flying = "default";
     refinement how;
     nonlocal::depth_options& options = how.options;
@@ -171,12 +171,15 @@ int main(int argc, char** argv) {
     auto* factor_option =
         app.add_option("--factor", how.factor, "upsampling factor (mode upsample)")->check(nonlocal::tools::at_least(1));
     app.add_option("--model", model,
-                   "normalised (K(m d) / K(m)), ar (the AR model's minimiser) or separable (K(m d) / K(m) with K "
-                   "approximated by line solves, as the fast global smoother does: several times faster)")
-        ->check(CLI::IsMember({"normalised", "ar", "separable"}))->capture_default_str();
-    app.add_option("--colour", colour, "colour weight: laplacian exp(-|dI|_1 / s) or gaussian exp(-|dI|^2 / 2 s^2)")
+                   "normalized (K(m d) / K(m)), ar (the AR model's minimiser) or separable (K(m d) / K(m) with K "
+                   "approximated by line solves, as the fast global smoother does: several times faster); "
+                   "normalised, the spelling before 0.1.0, is read for one release")
+        ->check(CLI::IsMember({"normalized", "normalised", "ar", "separable"}))->capture_default_str();
+    app.add_option("--color,--colour", color,
+                   "color weight: laplacian exp(-|dI|_1 / s) or gaussian exp(-|dI|^2 / 2 s^2) (--colour: the "
+                   "spelling before 0.1.0, read for one release)")
         ->check(CLI::IsMember({"laplacian", "gaussian"}))->capture_default_str();
-    app.add_option("--colour-space", space,
+    app.add_option("--color-space,--colour-space", space,
                    "compare colours in luma-chroma (an RGB guide as Y, c Cb, c Cr) or in the guide's own channels")
         ->check(CLI::IsMember({"luma-chroma", "guide"}))->capture_default_str();
     app.add_option("--chroma-weight", options.chroma_weight, "luma-chroma: the weight c of chroma against luma")
@@ -303,12 +306,13 @@ int main(int argc, char** argv) {
         {"sor", nonlocal::depth_solver::sor}};
     options.solver = solvers.at(solver);
     options.single_precision = !double_precision;
-    const std::map<std::string, nonlocal::depth_model> models = {{"normalised", nonlocal::depth_model::normalised},
+    const std::map<std::string, nonlocal::depth_model> models = {{"normalized", nonlocal::depth_model::normalized},
+                                                                 {"normalised", nonlocal::depth_model::normalized},
                                                                  {"ar", nonlocal::depth_model::ar},
                                                                  {"separable", nonlocal::depth_model::separable}};
     options.model = models.at(model);
-    options.colour = colour == "gaussian" ? nonlocal::colour_kernel::gaussian : nonlocal::colour_kernel::laplacian;
-    options.space = space == "guide" ? nonlocal::colour_space::guide : nonlocal::colour_space::luma_chroma;
+    options.color = color == "gaussian" ? nonlocal::color_kernel::gaussian : nonlocal::color_kernel::laplacian;
+    options.space = space == "guide" ? nonlocal::color_space::guide : nonlocal::color_space::luma_chroma;
     options.multigrid.transfer =
         coarsening == "aggregation" ? nonlocal::coarsening::aggregation : nonlocal::coarsening::operator_dependent;
     if (how.mode != "upsample") {   // the task's defaults, unless given
@@ -349,7 +353,7 @@ int main(int argc, char** argv) {
             const auto observed = [](float v) { return v > 0; };
             const nonlocal::tools::value_range range = nonlocal::tools::finite_range(result.depth, observed);
             nonlocal::tools::write_whole(preview_path, [&](const std::string& partial) {
-                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::colour_mapped(result.depth, range.lo, range.hi, observed));
+                const xt::xtensor<float, 3> rgb = xt::cast<float>(nonlocal::tools::color_mapped(result.depth, range.lo, range.hi, observed));
                 nonlocal::tools::write_png(partial, rgb, 8);
             });
             if (!speech.quiet)

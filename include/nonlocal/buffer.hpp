@@ -194,10 +194,10 @@ using buffer = std::vector<T, buffer_allocator<T>>;
 /// default-initialises them instead of writing zeros), for arrays whose every element is
 /// written before it is read.
 template <class T>
-struct uninitialised_buffer_allocator : buffer_allocator<T> {
-    uninitialised_buffer_allocator() noexcept = default;
+struct uninitialized_buffer_allocator : buffer_allocator<T> {
+    uninitialized_buffer_allocator() noexcept = default;
     template <class U>
-    uninitialised_buffer_allocator(const uninitialised_buffer_allocator<U>&) noexcept {}
+    uninitialized_buffer_allocator(const uninitialized_buffer_allocator<U>&) noexcept {}
 
     template <class U>
     void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
@@ -211,7 +211,13 @@ struct uninitialised_buffer_allocator : buffer_allocator<T> {
 
 /// A `buffer` that `resize` leaves uninitialised.
 template <class T>
-using uninitialised_buffer = std::vector<T, uninitialised_buffer_allocator<T>>;
+using uninitialized_buffer = std::vector<T, uninitialized_buffer_allocator<T>>;
+/// The names before 0.1.0, kept for one release.
+template <class T>
+using uninitialised_buffer [[deprecated("use nonlocal::uninitialized_buffer")]] = uninitialized_buffer<T>;
+template <class T>
+using uninitialised_buffer_allocator [[deprecated("use nonlocal::uninitialized_buffer_allocator")]] =
+    uninitialized_buffer_allocator<T>;
 
 namespace detail {
 /// value(i) for each i < n where keep(i), in order, into a `Buffer` of the `count` of them,

@@ -26,23 +26,49 @@
 
 namespace nonlocal {
 
-// ---------------------------------------------------------------- kernels (kappa)
+// ---------------------------------------------------------------- weight functions (kappa)
 
-/// kappa(l) = l.
-struct identity_kernel {
+/// kappa(l) = l: the weight is the logit.
+struct identity_weight {
     template <class T>
     static T apply(T logit) noexcept { return logit; }
 };
 
 /// kappa(l) = exp(l). With `sum` normalization the kernels subtract the running
 /// row maximum first, which leaves the ratio unchanged and cannot overflow.
-struct exp_kernel {
+struct exp_weight {
     template <class T>
     static T apply(T logit) noexcept { return std::exp(logit); }
 };
 
 template <class K>
-inline constexpr bool is_kernel_v = std::is_same_v<K, identity_kernel> || std::is_same_v<K, exp_kernel>;
+inline constexpr bool is_weight_function_v = std::is_same_v<K, identity_weight> || std::is_same_v<K, exp_weight>;
+
+namespace detail {
+template <class S>
+struct weight_function_of {};
+template <class S>
+    requires requires { typename S::weight_function; }
+struct weight_function_of<S> {
+    using type = typename S::weight_function;
+};
+template <class S>
+    requires(!requires { typename S::weight_function; } && requires { typename S::kernel; })
+struct weight_function_of<S> {   // the name before 0.1.0, kept for one release
+    using type = typename S::kernel;
+};
+}  // namespace detail
+
+/// The weight function kappa of similarity S: its `weight_function` member type (or, until
+/// the release after 0.1.0, its `kernel`).
+template <class S>
+using weight_function_t = typename detail::weight_function_of<S>::type;
+
+/// The names before 0.1.0, kept for one release.
+using identity_kernel [[deprecated("use nonlocal::identity_weight")]] = identity_weight;
+using exp_kernel [[deprecated("use nonlocal::exp_weight")]] = exp_weight;
+template <class K>
+[[deprecated("use nonlocal::is_weight_function_v")]] inline constexpr bool is_kernel_v = is_weight_function_v<K>;
 
 // ---------------------------------------------------------------- similarity
 
@@ -135,7 +161,7 @@ concept undeclared_legacy_traits =
     !requires { typename S::traits; } && (requires { S::is_dot_product; } || requires { S::is_symmetric; });
 }  // namespace detail
 
-/// A similarity policy: `using kernel = identity_kernel` or `exp_kernel`, and
+/// A similarity policy: `using weight_function = identity_weight` or `exp_weight`, and
 /// a member `logit(q, k)` taking two `std::span<const T>` for T = float and
 /// double (a function template does it). A similarity that needs the positions
 /// of the pair writes `logit(q, k, i, j)` instead.
@@ -160,7 +186,7 @@ concept undeclared_legacy_traits =
 /// `using traits = nonlocal::similarity_traits<nonlocal::dot_product_form>` (and `symmetric`).
 template <class S>
 concept similarity =
-    is_kernel_v<typename S::kernel> && detail::declared_form_fits<S> && !detail::undeclared_legacy_traits<S> &&
+    is_weight_function_v<weight_function_t<S>> && detail::declared_form_fits<S> && !detail::undeclared_legacy_traits<S> &&
     (requires(const S& s, std::span<const double> a, std::span<const float> f) {
         { s.logit(a, a) } -> std::convertible_to<double>;
         { s.logit(f, f) } -> std::convertible_to<float>;
@@ -301,15 +327,15 @@ concept has_data_term = requires(const N& nm, std::size_t i) {
     { nm.data_value(i, i) } -> std::convertible_to<double>;
 };
 
-/// The kernel actually applied: softmax normalization replaces kappa by exp.
+/// The weight function actually applied: softmax normalization replaces kappa by exp.
 template <class S, class Nm>
-using effective_kernel =
-    std::conditional_t<Nm::kind == normalizer::softmax, exp_kernel, typename S::kernel>;
+using effective_weight_function =
+    std::conditional_t<Nm::kind == normalizer::softmax, exp_weight, weight_function_t<S>>;
 
 /// Weights are shifted by the running row maximum when that leaves y unchanged.
 template <class S, class Nm>
 inline constexpr bool shifts_by_row_max =
-    std::is_same_v<effective_kernel<S, Nm>, exp_kernel> &&
+    std::is_same_v<effective_weight_function<S, Nm>, exp_weight> &&
     (Nm::kind == normalizer::softmax || Nm::kind == normalizer::sum);
 
 /// logit(q_i, k_j) whichever form the similarity has.

@@ -32,7 +32,7 @@ auto pairwise(const xt::xexpression<X>& x, const xt::xexpression<Y>& y, const S&
     xt::xtensor<T, 2> w = xt::empty<T>({xc.shape(0), yc.shape(0)});
     for (std::size_t i = 0; i < w.shape(0); ++i)
         for (std::size_t j = 0; j < w.shape(1); ++j)
-            w(i, j) = S::kernel::apply(logit((*xp).row(i).data(), (*yp).row(j).data(), i, j));
+            w(i, j) = weight_function_t<S>::apply(logit((*xp).row(i).data(), (*yp).row(j).data(), i, j));
     return w;
 }
 

@@ -6,7 +6,7 @@
 #include <nonlocal/weighted_aggregate.hpp>
 
 struct distance_without_scale {
-    using kernel = nonlocal::exp_kernel;
+    using weight_function = nonlocal::exp_weight;
     using traits = nonlocal::similarity_traits<nonlocal::distance_form>;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const { return -(q[0] - k[0]) * (q[0] - k[0]); }

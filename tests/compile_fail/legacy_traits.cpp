@@ -8,7 +8,7 @@
 #include <nonlocal/weighted_aggregate.hpp>
 
 struct old_style_dot {
-    using kernel = nonlocal::identity_kernel;
+    using weight_function = nonlocal::identity_weight;
     static constexpr bool is_dot_product = true;
     double scale(std::size_t) const { return 1.0; }
     template <class T>

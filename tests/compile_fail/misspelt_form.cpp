@@ -6,7 +6,7 @@
 #include <nonlocal/weighted_aggregate.hpp>
 
 struct misspelt {
-    using kernel = nonlocal::identity_kernel;
+    using weight_function = nonlocal::identity_weight;
     using traits = nonlocal::similarity_traits<nonlocal::dot_produkt_form>;
     double scale(std::size_t) const { return 1.0; }
     template <class T>

@@ -59,7 +59,7 @@ std::pair<xt::xtensor<double, 2>, xt::xtensor<double, 2>> sparse_depth(std::size
 }
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
+BOOST_AUTO_TEST_CASE(normalized_model_is_a_ratio_of_two_solves) {
     // depth = K(m d) / K(m) with K = eps (L + eps I)^-1, eps = 0.5 x the observed fraction:
     // against two dense solves of (L + eps I) on a small problem whose observations all
     // reach every pixel (close colours: K(m) far above the fallback's delta). Colours are
@@ -70,27 +70,27 @@ BOOST_AUTO_TEST_CASE(normalised_model_is_a_ratio_of_two_solves) {
     const auto ycc = luma_chroma(guide);
     const auto [depth, mask] = sparse_depth(H, W, 22, 0.3, 4 * W + 4);
     const double fraction = xt::sum(mask)() / double(H * W), eps = 0.5 * fraction;
-    for (auto space : {colour_space::guide, colour_space::luma_chroma})
-        for (auto colour : {colour_kernel::laplacian, colour_kernel::gaussian}) {
-            BOOST_TEST_CONTEXT("colour space " << int(space) << ", kernel " << int(colour)) {
+    for (auto space : {color_space::guide, color_space::luma_chroma})
+        for (auto color : {color_kernel::laplacian, color_kernel::gaussian}) {
+            BOOST_TEST_CONTEXT("colour space " << int(space) << ", kernel " << int(color)) {
                 depth_options o;
-                o.space = space, o.colour = colour;
-                o.sigma_r = space == colour_space::guide ? 3.0 : 1.5;
+                o.space = space, o.color = color;
+                o.sigma_r = space == color_space::guide ? 3.0 : 1.5;
                 o.solve = {1e-12, 1000};
                 o.median_scale = 0;   // the model alone, without the edge-sharpening median
                 const auto out = fill_depth(depth, guide, o);
                 BOOST_TEST(out.report.converged);
-                const auto& compared = space == colour_space::guide ? guide : ycc;
+                const auto& compared = space == color_space::guide ? guide : ycc;
                 const xt::xtensor<double, 2> all_eps = xt::zeros<double>({H, W}) + eps;
                 const auto system = [&](const xt::xtensor<double, 2>& values) {
-                    return colour == colour_kernel::laplacian
+                    return color == color_kernel::laplacian
                                ? ar_system(compared, grid_stencil{H, W, 8}, laplacian_distance(o.sigma_r), values, all_eps, 1e-3)
-                               : ar_system(compared, grid_stencil{H, W, 8}, colour_weights(H, W, 3, o.sigma_r), values, all_eps,
+                               : ar_system(compared, grid_stencil{H, W, 8}, color_weights(H, W, 3, o.sigma_r), values, all_eps,
                                            1e-3);
                 };
                 const auto kd = test::dense_solve(system(depth)), km = test::dense_solve(system(mask));
                 const double delta = 1e-3 * fraction;
-                const auto x0 = detail::normalised_interpolation(H, W, mask.data(), depth.data());
+                const auto x0 = detail::normalized_interpolation(H, W, mask.data(), depth.data());
                 for (std::size_t i = 0; i < H * W; ++i) {
                     BOOST_TEST(km[i] > 100 * delta);
                     BOOST_TEST(std::abs(out.depth.data()[i] - (kd[i] + delta * x0[i]) / (km[i] + delta)) < 1e-3);
@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(results_lie_within_the_observed_range_even_unconverged) {
     float lowest = 255, highest = 0;
     for (float d : depth)
         if (d > 0) lowest = std::min(lowest, d), highest = std::max(highest, d);
-    for (auto model : {depth_model::normalised, depth_model::ar, depth_model::separable})
+    for (auto model : {depth_model::normalized, depth_model::ar, depth_model::separable})
         for (auto solver : {depth_solver::pcg_multigrid, depth_solver::pcg_jacobi, depth_solver::jacobi}) {
             BOOST_TEST_CONTEXT("model " << int(model) << ", solver " << int(solver)) {
                 depth_options o = fill_options();
@@ -131,7 +131,7 @@ BOOST_AUTO_TEST_CASE(negative_and_non_finite_depths_are_missing) {
     xt::xtensor<float, 2> codes = zeros;
     const float invalid[] = {-1.0f, -1e30f, NAN, INFINITY, -INFINITY};
     for (std::size_t i = 0; i < zeros.size(); i += 3) zeros.data()[i] = 0, codes.data()[i] = invalid[i / 3 % 5];
-    for (auto model : {depth_model::normalised, depth_model::ar, depth_model::separable}) {
+    for (auto model : {depth_model::normalized, depth_model::ar, depth_model::separable}) {
         depth_options o = fill_options();
         o.model = model;
         BOOST_TEST(fill_depth(codes, guide, o).depth == fill_depth(zeros, guide, o).depth);
@@ -181,18 +181,18 @@ BOOST_AUTO_TEST_CASE(separable_model_is_a_ratio_of_two_separable_smooths) {
         }
     const auto split = fill_depth(half, step_guide, {.model = depth_model::separable, .min_weight = 0, .median_scale = 0});
     xt::xtensor<double, 2> m = xt::where(half > 0, 1.0, 0.0), md = xt::cast<double>(half);
-    const auto x0 = detail::normalised_interpolation(6, 10, m.data(), md.data());
+    const auto x0 = detail::normalized_interpolation(6, 10, m.data(), md.data());
     for (std::size_t r = 0; r < 6; ++r)
         for (std::size_t c = 5; c < 10; ++c) BOOST_TEST(std::abs(split.depth(r, c) - x0[r * 10 + c]) < 1e-4);
 }
 
 BOOST_AUTO_TEST_CASE(depth_tasks) {
-    for (auto model : {depth_model::normalised, depth_model::ar, depth_model::separable})
-        for (auto colour : {colour_kernel::laplacian, colour_kernel::gaussian})
+    for (auto model : {depth_model::normalized, depth_model::ar, depth_model::separable})
+        for (auto color : {color_kernel::laplacian, color_kernel::gaussian})
         for (bool single : {false, true}) {
-            BOOST_TEST_CONTEXT("model " << int(model) << ", colour kernel " << int(colour) << ", float " << single) {
+            BOOST_TEST_CONTEXT("model " << int(model) << ", colour kernel " << int(color) << ", float " << single) {
                 depth_options o;
-                o.model = model, o.colour = colour, o.single_precision = single;
+                o.model = model, o.color = color, o.single_precision = single;
                 // A constant depth with holes is a fixed point.
                 const auto guide = test::random_tensor<float, 3>({24, 30, 3}, 7, 0, 255);
                 xt::xtensor<float, 2> flat = xt::ones<float>({24, 30}) * 1234.f;
@@ -289,7 +289,7 @@ BOOST_AUTO_TEST_CASE(sixteen_bit_guides_are_brought_to_the_8_bit_scale) {
     }
 }
 
-BOOST_AUTO_TEST_CASE(normalised_interpolation_by_hand) {
+BOOST_AUTO_TEST_CASE(normalized_interpolation_by_hand) {
     // One row of 9: alpha 0.3 (depth 2) at column 0 and 0.7 (depth 4) at column 8. Boxes
     // [c - R, c + R] of radius R = 2, 4, 8, ... until one covers an observation:
     //   columns 0-2 see column 0 at R = 2: 2; columns 6-8 see column 8: 4;
@@ -297,7 +297,7 @@ BOOST_AUTO_TEST_CASE(normalised_interpolation_by_hand) {
     //   [1, 8]: 4, column 4 sees both: (0.3 * 2 + 0.7 * 4) / 1.0 = 3.4.
     std::vector<double> alpha(9, 0.0), rhs(9, 0.0);
     alpha[0] = 0.3, rhs[0] = 0.6, alpha[8] = 0.7, rhs[8] = 2.8;
-    const auto x = nonlocal::detail::normalised_interpolation(1, 9, alpha.data(), rhs.data());
+    const auto x = nonlocal::detail::normalized_interpolation(1, 9, alpha.data(), rhs.data());
     const std::vector<double> expected = {2, 2, 2, 2, 3.4, 4, 4, 4, 4};
     for (std::size_t c = 0; c < 9; ++c) BOOST_TEST(std::abs(x[c] - expected[c]) < 1e-12);
     // Many non-dyadic alphas: wherever a box holds no observation, it is seen as empty (an
@@ -307,11 +307,11 @@ BOOST_AUTO_TEST_CASE(normalised_interpolation_by_hand) {
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 0; c < W; ++c)
             if (c < 20 || c >= 45) a[r * W + c] = 0.1 + 0.01 * double((r * 7 + c) % 13), b[r * W + c] = 9 * a[r * W + c];
-    const auto y = nonlocal::detail::normalised_interpolation(H, W, a.data(), b.data());
+    const auto y = nonlocal::detail::normalized_interpolation(H, W, a.data(), b.data());
     for (double v : y) BOOST_TEST(std::abs(v - 9) < 1e-9);
 }
 
-BOOST_AUTO_TEST_CASE(normalised_interpolation_against_literal_boxes) {
+BOOST_AUTO_TEST_CASE(normalized_interpolation_against_literal_boxes) {
     // Sparse random observations on awkward sizes: each pixel's value is the box sums,
     // added up literally, of the first box of radius 2, 4, 8, ... that holds one.
     std::mt19937 gen(5);
@@ -324,7 +324,7 @@ BOOST_AUTO_TEST_CASE(normalised_interpolation_against_literal_boxes) {
                 for (std::size_t i = 0; i < H * W; ++i)
                     if (observed(gen)) alpha[i] = value(gen), rhs[i] = alpha[i] * value(gen);
                 if (std::count(alpha.begin(), alpha.end(), 0.0) == std::ptrdiff_t(H * W)) alpha[0] = 1, rhs[0] = 1;
-                const auto x = nonlocal::detail::normalised_interpolation(H, W, alpha.data(), rhs.data());
+                const auto x = nonlocal::detail::normalized_interpolation(H, W, alpha.data(), rhs.data());
                 for (std::size_t r = 0; r < H; ++r)
                     for (std::size_t c = 0; c < W; ++c)
                         for (std::size_t R = 2;; R *= 2) {
@@ -385,7 +385,7 @@ BOOST_AUTO_TEST_CASE(upsampling_goes_coarse_to_fine_above_the_stage_factor) {
                     }
                 half_guide(r, c, k) = sum / count;
             }
-    for (auto model : {depth_model::normalised, depth_model::ar, depth_model::separable}) {
+    for (auto model : {depth_model::normalized, depth_model::ar, depth_model::separable}) {
         depth_options o{.model = model, .single_precision = false};
         o.solve.tolerance = 1e-10;
         const auto staged = upsample_depth(low, guide, 16, o);   // stage_factor 8: x8, then x2
@@ -470,7 +470,7 @@ BOOST_AUTO_TEST_CASE(depth_passes_add_the_last_result_to_the_guide) {
     const auto guide = test::random_tensor<double, 3>({H, W, 3}, 61, 0, 255);
     xt::xtensor<float, 2> depth = test::random_tensor<float, 2>({H, W}, 62, 20, 60);
     for (std::size_t i = 0; i < depth.size(); i += 3) depth.data()[i] = 0;
-    for (auto model : {depth_model::normalised, depth_model::ar, depth_model::separable}) {
+    for (auto model : {depth_model::normalized, depth_model::ar, depth_model::separable}) {
         BOOST_TEST_CONTEXT("model " << int(model)) {
             const depth_options once{.model = model, .depth_passes = 1, .sigma_d = 5};
             const auto first = fill_depth(depth, guide, {.model = model});

@@ -168,7 +168,7 @@ double rmse(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 2>& truth) 
 BOOST_AUTO_TEST_CASE(noisy_samples_leave_no_blotches_on_a_plane) {
     const plane_scene s;
     const auto low = s.samples(4.f);
-    for (auto model : {depth_model::normalised, depth_model::separable, depth_model::ar}) {
+    for (auto model : {depth_model::normalized, depth_model::separable, depth_model::ar}) {
         BOOST_TEST_CONTEXT("model " << int(model)) {
             depth_options o{.model = model};
             const depth_result weighed = upsample_depth(low, s.guide, 8, o);

@@ -35,14 +35,14 @@ scene smooth_surface(std::size_t H, std::size_t W) {
 
 /// A background at depth 20 left of column `step`, a foreground at 60 from it on; the guide's
 /// colour edge on the depth step when `coloured`, else one grey everywhere.
-scene step_scene(std::size_t H, std::size_t W, std::size_t step, bool coloured) {
+scene step_scene(std::size_t H, std::size_t W, std::size_t step, bool colored) {
     scene s{xt::empty<float>({H, W, std::size_t(3)}), xt::empty<float>({H, W})};
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 0; c < W; ++c) {
             const bool front = c >= step;
             s.truth(r, c) = front ? 60.f : 20.f;
-            const float colour[2][3] = {{40, 90, 160}, {200, 120, 60}};
-            for (std::size_t k = 0; k < 3; ++k) s.guide(r, c, k) = coloured ? colour[front][k] : 128.f;
+            const float color[2][3] = {{40, 90, 160}, {200, 120, 60}};
+            for (std::size_t k = 0; k < 3; ++k) s.guide(r, c, k) = colored ? color[front][k] : 128.f;
         }
     return s;
 }
@@ -457,7 +457,7 @@ BOOST_AUTO_TEST_CASE(isolated_outliers_on_a_smooth_surface_are_removed) {
         const std::size_t i = (4 + 2 * k) * W + 4 + (3 * k) % (W - 8);
         depth.data()[i] += float((k % 2 ? -1 : 1) * (15 + 2.5 * double(k))), wrong.push_back(i);
     }
-    for (const auto model : {depth_model::normalised, depth_model::separable, depth_model::ar}) {
+    for (const auto model : {depth_model::normalized, depth_model::separable, depth_model::ar}) {
         BOOST_TEST_CONTEXT("model " << int(model)) {
             depth_options o = robust(), plain = trusting();
             o.model = plain.model = model;
@@ -525,8 +525,8 @@ BOOST_AUTO_TEST_CASE(robust_term_never_worsens_noise_free_fully_observed_depth) 
         for (std::size_t c = 0; c < W; ++c) {
             const std::size_t part = c == 9 || c == 10 ? 2 : r < 11 ? 0 : c < 17 ? 1 : 3;
             const float depths[] = {float(40 + 0.5 * double(c)), float(70 - 0.3 * double(r)), 90.f, 25.f};
-            const float colours[4][3] = {{200, 40, 40}, {40, 200, 40}, {40, 40, 200}, {200, 200, 40}};
-            for (std::size_t k = 0; k < 3; ++k) pieces.guide(r, c, k) = colours[part][k];
+            const float colors[4][3] = {{200, 40, 40}, {40, 200, 40}, {40, 40, 200}, {200, 200, 40}};
+            for (std::size_t k = 0; k < 3; ++k) pieces.guide(r, c, k) = colors[part][k];
             pieces.truth(r, c) = depths[part];
         }
     scenes.push_back(pieces);
@@ -546,7 +546,7 @@ BOOST_AUTO_TEST_CASE(confidence_zero_is_missing) {
     const auto depth = test::random_tensor<float, 2>({H, W}, 12, 20, 80);
     xt::xtensor<float, 2> confidence = xt::ones<float>({H, W}), holes = depth;
     for (std::size_t i = 0; i < depth.size(); i += 4) confidence.data()[i] = 0, holes.data()[i] = 0;
-    for (const auto model : {depth_model::normalised, depth_model::separable, depth_model::ar}) {
+    for (const auto model : {depth_model::normalized, depth_model::separable, depth_model::ar}) {
         depth_options o = fill_options();
         o.model = model;
         BOOST_TEST(fill_depth(depth, confidence, guide, o).depth == fill_depth(holes, guide, o).depth);
@@ -567,7 +567,7 @@ BOOST_AUTO_TEST_CASE(confidence_scales_the_data_term) {
     const auto depth = test::random_tensor<double, 2>({H, W}, 22, 50, 90);
     xt::xtensor<double, 2> confidence = test::random_tensor<double, 2>({H, W}, 23, 0, 1);
     for (std::size_t i = 0; i < confidence.size(); i += 3) confidence.data()[i] = 0;
-    depth_options o{.space = colour_space::guide, .sigma_r = 3, .median_scale = 0};
+    depth_options o{.space = color_space::guide, .sigma_r = 3, .median_scale = 0};
     o.solve = {1e-12, 1000};
     const depth_result out = fill_depth(depth, confidence, guide, o);
     BOOST_TEST(out.report.converged);
@@ -578,7 +578,7 @@ BOOST_AUTO_TEST_CASE(confidence_scales_the_data_term) {
     };
     const auto kd = test::dense_solve(system(cd)), km = test::dense_solve(system(confidence));
     const double delta = 1e-3 * xt::mean(confidence)();   // of the fallback, scaled with the confidences
-    const auto x0 = detail::normalised_interpolation(H, W, confidence.data(), cd.data());
+    const auto x0 = detail::normalized_interpolation(H, W, confidence.data(), cd.data());
     for (std::size_t i = 0; i < H * W; ++i)
         BOOST_TEST(std::abs(out.depth.data()[i] - (kd[i] + delta * x0[i]) / (km[i] + delta)) < 1e-3);
     // Only the confidences' ratios matter to the normalised model; in the AR model they
@@ -603,7 +603,7 @@ BOOST_AUTO_TEST_CASE(occlusion_holes_are_filled_from_the_far_side) {
     xt::xtensor<float, 2> depth = s.truth;
     for (std::size_t r = 0; r < H; ++r)
         for (std::size_t c = 12; c < 22; ++c) depth(r, c) = 0;
-    for (const auto model : {depth_model::normalised, depth_model::separable, depth_model::ar}) {
+    for (const auto model : {depth_model::normalized, depth_model::separable, depth_model::ar}) {
         BOOST_TEST_CONTEXT("model " << int(model)) {
             depth_options o = fill_options();
             o.model = model, o.occlusions = occlusion_fill::from_smaller;
@@ -622,7 +622,7 @@ BOOST_AUTO_TEST_CASE(occlusion_holes_are_filled_from_the_far_side) {
     }
 }
 
-BOOST_AUTO_TEST_CASE(flying_pixels_move_to_the_side_of_their_colour) {
+BOOST_AUTO_TEST_CASE(flying_pixels_move_to_the_side_of_their_color) {
     // A step from 20 to 60 between columns 14 and 15 on a colour edge; the two pixels of every
     // row on either side hold mixes t 60 + (1 - t) 20 with t from 0.3 to 0.7, as a
     // time-of-flight camera measures them. With the defaults each ends on its side of the
@@ -643,7 +643,7 @@ BOOST_AUTO_TEST_CASE(flying_pixels_move_to_the_side_of_their_colour) {
     BOOST_TEST(worst > 3.0);
 }
 
-BOOST_AUTO_TEST_CASE(flying_pixel_sides_hold_a_band_off_the_colour_edge) {
+BOOST_AUTO_TEST_CASE(flying_pixel_sides_hold_a_band_off_the_color_edge) {
     // The step from 20 to 60 lies between columns 14 and 15, the colour edge a pixel to its
     // left, between 13 and 14, as real scenes often have it; columns 14 and 15 hold mixes
     // t 60 + (1 - t) 20, t from 0.3 to 0.7. With `flying_pixel_sides` each ends on its side
@@ -661,9 +661,9 @@ BOOST_AUTO_TEST_CASE(flying_pixel_sides_hold_a_band_off_the_colour_edge) {
         BOOST_TEST(std::abs(sided.depth(r, 14) - 20.f) < 1.f);
         BOOST_TEST(std::abs(sided.depth(r, 15) - 60.f) < 1.f);
     }
-    const depth_result coloured = fill_depth(depth, s.guide);
+    const depth_result colored = fill_depth(depth, s.guide);
     double worst = 0;
-    for (std::size_t r = 0; r < H; ++r) worst = std::max(worst, std::abs(double(coloured.depth(r, 14)) - 20));
+    for (std::size_t r = 0; r < H; ++r) worst = std::max(worst, std::abs(double(colored.depth(r, 14)) - 20));
     BOOST_TEST(worst > 10.0);
     // Without `flying_pixels` nothing is found, and the sides change nothing.
     o.flying_pixels = false;

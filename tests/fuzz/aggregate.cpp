@@ -66,7 +66,7 @@ void with_normalization(FuzzedDataProvider& in, const tensor4& q, const tensor4&
         case 2: return compare(q, k, v, s, nb, nonlocal::none{}, threads);
         default:
             // C_i = sum_j s_ij is ill-conditioned for kernels of either sign: positive ones only.
-            if constexpr (std::is_same_v<typename S::kernel, nonlocal::exp_kernel>)
+            if constexpr (std::is_same_v<weight_function_t<S>, nonlocal::exp_weight>)
                 return compare(q, k, v, s, nb, nonlocal::sum{}, threads);
     }
 }
@@ -97,7 +97,7 @@ xt::xarray<T> drawn_entries(FuzzedDataProvider& in, std::vector<std::size_t> sha
 
 /// A user's sum over channels, not symmetric in the sign of the difference.
 struct skewed_channels {
-    using kernel = nonlocal::exp_kernel;
+    using weight_function = nonlocal::exp_weight;
     using traits = nonlocal::similarity_traits<nonlocal::channel_sum_form>;
     template <class V>
     V channel_logit(V d) const { return d * V(0.25) - d * d * V(0.125); }

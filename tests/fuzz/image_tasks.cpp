@@ -74,8 +74,8 @@ void fill(FuzzedDataProvider& in) {
     o.model = nonlocal::depth_model(in.ConsumeIntegralInRange(0, 2));
     o.connectivity = in.ConsumeBool() ? 8 : 4;
     o.radius = in.ConsumeIntegralInRange(1, 3);
-    o.colour = in.ConsumeBool() ? nonlocal::colour_kernel::laplacian : nonlocal::colour_kernel::gaussian;
-    o.space = in.ConsumeBool() ? nonlocal::colour_space::luma_chroma : nonlocal::colour_space::guide;
+    o.color = in.ConsumeBool() ? nonlocal::color_kernel::laplacian : nonlocal::color_kernel::gaussian;
+    o.space = in.ConsumeBool() ? nonlocal::color_space::luma_chroma : nonlocal::color_space::guide;
     o.sigma_r = 0.25 + in.ConsumeIntegralInRange(0, 64) / 4.0;
     o.epsilon_scale = drawn_parameter(in, 0.5);
     o.lambda = drawn_parameter(in, 1);

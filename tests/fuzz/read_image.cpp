@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     nonlocal::fuzz::require(img.pixels.size() == shape[0] * shape[1] * shape[2], "the pixels fill the image");
     nonlocal::fuzz::require(img.bit_depth == 8 || img.bit_depth == 16 || img.bit_depth == 32, "a known bit depth");
     nonlocal::fuzz::require(img.array == npy, "arrays come from .npy files only");
-    const auto colour = nonlocal::tools::without_alpha(img);
-    nonlocal::fuzz::require(colour.pixels.shape(0) == shape[0] && colour.pixels.shape(1) == shape[1],
+    const auto color = nonlocal::tools::without_alpha(img);
+    nonlocal::fuzz::require(color.pixels.shape(0) == shape[0] && color.pixels.shape(1) == shape[1],
                             "dropping the alpha keeps the size");
     return 0;
 }

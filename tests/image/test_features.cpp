@@ -14,8 +14,8 @@ BOOST_AUTO_TEST_CASE(patches_reflect_without_repeating_the_border) {
     // Pixel (0, 0): rows -1, 0, 1 -> 1, 0, 1; columns the same.
     const std::vector<float> corner = {5, 4, 5, 2, 1, 2, 5, 4, 5};
     BOOST_TEST(std::equal(corner.begin(), corner.end(), &f(0, 0)));
-    const std::vector<float> centre = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-    BOOST_TEST(std::equal(centre.begin(), centre.end(), &f(4, 0)));
+    const std::vector<float> center = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    BOOST_TEST(std::equal(center.begin(), center.end(), &f(4, 0)));
     // Radius larger than the image reflects repeatedly; one-pixel axes repeat the pixel.
     const xt::xtensor<float, 2> row = {{1, 2}};
     const auto g = patch_features(row, 2);
@@ -25,7 +25,7 @@ BOOST_AUTO_TEST_CASE(patches_reflect_without_repeating_the_border) {
     BOOST_TEST(detail::reflect(5, 3) == 1u);
 }
 
-BOOST_AUTO_TEST_CASE(colour_patches_interleave_channels) {
+BOOST_AUTO_TEST_CASE(color_patches_interleave_channels) {
     xt::xtensor<double, 3> img = xt::zeros<double>({2, 2, 3});
     for (std::size_t r = 0; r < 2; ++r)
         for (std::size_t c = 0; c < 2; ++c)

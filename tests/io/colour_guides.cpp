@@ -25,8 +25,8 @@ int main(int argc, char** argv) {
     std::vector<unsigned char> rgb(3 * n), rgba(4 * n);
     for (std::size_t i = 0; i < n; ++i) {
         const unsigned char g = grey[i];
-        const unsigned char colour[3] = {g, static_cast<unsigned char>(255 - g), static_cast<unsigned char>(g / 2)};
-        for (int k = 0; k < 3; ++k) rgb[3 * i + k] = rgba[4 * i + k] = colour[k];
+        const unsigned char color[3] = {g, static_cast<unsigned char>(255 - g), static_cast<unsigned char>(g / 2)};
+        for (int k = 0; k < 3; ++k) rgb[3 * i + k] = rgba[4 * i + k] = color[k];
         rgba[4 * i + 3] = static_cast<unsigned char>((i * 37) % 256);
     }
     stbi_image_free(grey);

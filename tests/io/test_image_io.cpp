@@ -31,7 +31,7 @@ std::string scratch(const std::string& name) {
 /// and a transparency chunk when given.
 struct png_spec {
     unsigned width, height;
-    int bit_depth, colour_type;
+    int bit_depth, color_type;
     std::vector<std::vector<unsigned char>> rows;
     std::vector<png_color> palette = {};
     std::vector<unsigned char> palette_alpha = {};
@@ -45,7 +45,7 @@ std::string write_png_file(const std::string& name, const png_spec& spec) {
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
     png_infop info = png_create_info_struct(png);
     png_init_io(png, file);
-    png_set_IHDR(png, info, spec.width, spec.height, spec.bit_depth, spec.colour_type,
+    png_set_IHDR(png, info, spec.width, spec.height, spec.bit_depth, spec.color_type,
                  spec.interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
     if (!spec.palette.empty()) png_set_PLTE(png, info, spec.palette.data(), int(spec.palette.size()));
@@ -140,9 +140,9 @@ BOOST_AUTO_TEST_CASE(png_grey_alpha_keeps_both_channels) {
     const std::vector<float> expected = {9, 200, 250, 3};
     BOOST_TEST(img.pixels.shape(2) == 2u);
     BOOST_TEST(std::vector<float>(img.pixels.begin(), img.pixels.end()) == expected, boost::test_tools::per_element());
-    const auto colour = nonlocal::tools::without_alpha(img);
-    BOOST_TEST(colour.pixels.shape(2) == 1u);
-    BOOST_TEST(colour.pixels(0, 1, 0) == 250.0f);
+    const auto color = nonlocal::tools::without_alpha(img);
+    BOOST_TEST(color.pixels.shape(2) == 1u);
+    BOOST_TEST(color.pixels(0, 1, 0) == 250.0f);
 }
 
 BOOST_AUTO_TEST_CASE(png_one_bit_grey_expands_to_0_and_255) {
@@ -273,8 +273,8 @@ BOOST_AUTO_TEST_CASE(depth_maps_round_trip_through_png_and_npy) {
     nonlocal::io::write_depth(scratch("depth.npy"), depth);
     BOOST_TEST((nonlocal::io::read_depth(scratch("depth.npy")) == depth));
     // A colour image is no depth map; another extension is no file the writers write.
-    xt::xtensor<float, 3> colour = xt::zeros<float>({2, 2, 3});
-    nonlocal::io::write_image(scratch("colour.png"), colour);
+    xt::xtensor<float, 3> color = xt::zeros<float>({2, 2, 3});
+    nonlocal::io::write_image(scratch("colour.png"), color);
     BOOST_CHECK_EXCEPTION(nonlocal::io::read_depth(scratch("colour.png")), std::runtime_error, [&](const std::runtime_error& e) {
         return std::string(e.what()) == scratch("colour.png") + ": a depth map has one channel, this image has 3";
     });

@@ -14,7 +14,7 @@ namespace {
 
 /// The tutorial's L1 distance declared as a sum over channels.
 struct l1_channels {
-    using kernel = exp_kernel;
+    using weight_function = exp_weight;
     using traits = similarity_traits<channel_sum_form, symmetric>;
     template <class V>
     V channel_logit(V difference) const { return xsimd::abs(difference) * V(-0.5); }
@@ -24,7 +24,7 @@ struct l1_channels {
 
 /// A channel sum that is not symmetric in the sign of the difference, so that q - k and k - q differ.
 struct lopsided_channels {
-    using kernel = identity_kernel;
+    using weight_function = identity_weight;
     using traits = similarity_traits<channel_sum_form>;
     template <class V>
     V channel_logit(V difference) const { return difference * difference * difference + difference; }
@@ -34,7 +34,7 @@ struct lopsided_channels {
 
 /// A user's distance with a scale that depends on d.
 struct mean_distance {
-    using kernel = exp_kernel;
+    using weight_function = exp_weight;
     using traits = similarity_traits<distance_form>;
     double scale(std::size_t dim) const { return -1.0 / double(dim); }
     template <class T>
@@ -47,7 +47,7 @@ struct mean_distance {
 
 /// A user's dot product declaring its form, and the same declaring nothing.
 struct declared_dot {
-    using kernel = identity_kernel;
+    using weight_function = identity_weight;
     using traits = similarity_traits<dot_product_form>;
     double scale(std::size_t) const { return 0.5; }
     template <class T>
@@ -58,7 +58,7 @@ struct declared_dot {
     }
 };
 struct undeclared_dot {
-    using kernel = identity_kernel;
+    using weight_function = identity_weight;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const { return declared_dot{}.logit(q, k); }
 };

@@ -134,8 +134,8 @@ BOOST_AUTO_TEST_CASE(by_hand) {
     BOOST_TEST(y(0, 0) == 20.0);                                        // (2 * 20) / 2
     BOOST_TEST(std::abs(y(1, 0) - (2 * 10 + 3 * 40 + 7) / 6.0) < 1e-15);   // (20 + 120 + 7) / (5 + 1)
     BOOST_TEST(y(2, 0) == 20.0);                                        // (3 * 20) / 3
-    const auto unnormalised = weighted_aggregate(v, v, v, s, stencil, none{});
-    BOOST_TEST(unnormalised(1, 0) == 140.0);
+    const auto unnormalized = weighted_aggregate(v, v, v, s, stencil, none{});
+    BOOST_TEST(unnormalized(1, 0) == 140.0);
     // An isolated pixel (every edge weight 0, no data) gives 0, as every normalization does.
     const xt::xtensor<double, 3> none_planes = xt::zeros<double>({1, 1, 3});
     const auto isolated = weighted_aggregate(v, v, v, edge_weights<double>(stencil, none_planes), stencil, sum{});
@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(a_jacobi_sweep_is_the_aggregate_bit_for_bit) {
         const auto xhat = test::random_tensor<double, 2>({H, W}, 2, 0, 100);
         const xt::xtensor<double, 2> confidence = xt::cast<double>(test::random_tensor<double, 2>({H, W}, 3, 0, 1) > 0.7);
         const grid_stencil stencil{H, W, connectivity, std::size_t(radius)};
-        const ar_system<double> A(guide, stencil, colour_weights(H, W, 3, 40.0), xhat, confidence, 1e-3);
+        const ar_system<double> A(guide, stencil, color_weights(H, W, 3, 40.0), xhat, confidence, 1e-3);
         const auto x = test::random_tensor<double, 2>({n, 1}, 4, 0, 100);
         const buffer<double> step = A.jacobi_step(std::span<const double>(x.data(), n));
         const xt::xtensor<double, 1> alpha = xt::flatten(confidence);

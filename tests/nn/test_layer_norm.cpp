@@ -20,8 +20,8 @@ BOOST_AUTO_TEST_CASE(hand_computed_tokens) {
     test::check_close(three(x), expected, 1e-6, 1e-6, "weighted");
     const nn::layer_norm four(xt::ones<float>({4}), xt::zeros<float>({4}));
     const xt::xtensor<float, 1> token = {-4, 0, 0, 4};
-    const xt::xtensor<double, 1> normalised = {-1.4142127, 0, 0, 1.4142127};
-    test::check_close(four(token), normalised, 1e-6, 1e-6, "one token [E]");
+    const xt::xtensor<double, 1> normalized = {-1.4142127, 0, 0, 1.4142127};
+    test::check_close(four(token), normalized, 1e-6, 1e-6, "one token [E]");
     // One feature: x - mean is 0, so every token is the bias.
     const nn::layer_norm one({3.f}, {0.25f});
     const xt::xtensor<float, 2> column = {{7}, {-2}, {1e30f}};

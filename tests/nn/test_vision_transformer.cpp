@@ -212,8 +212,8 @@ BOOST_AUTO_TEST_CASE(encodings_by_hand) {
     // With the cells' centres aligned, 2 x 2 stays as it is, and its one cell at 1 x 1 sits at
     // source 0.5 in both axes: the mean of the four, 3.75. timm's antialiased resampling
     // centres a cubic stretched by 2 there, weighing the four alike: the same mean.
-    const nn::resize_options centres{nn::interpolation::bicubic};
-    for (const nn::resize_options options : {centres, nn::timm_position_resampling}) {
+    const nn::resize_options centers{nn::interpolation::bicubic};
+    for (const nn::resize_options options : {centers, nn::timm_position_resampling}) {
         BOOST_TEST(nn::resample_position_embedding(corners, 2, 2, options) == corners);
         BOOST_TEST(nn::resample_position_embedding(corners, 2, 1, options)(0, 0) == 3.75,
                    boost::test_tools::tolerance(1e-14));

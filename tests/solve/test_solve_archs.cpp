@@ -35,7 +35,7 @@ struct problem {
     }
     template <class T = double, class Arch = default_arch>
     ar_system<T, Arch> system(int connectivity, std::size_t radius) const {
-        return ar_system<T, Arch>(guide, grid_stencil{H, W, connectivity, radius}, colour_weights(H, W, 3, 40.0), xhat,
+        return ar_system<T, Arch>(guide, grid_stencil{H, W, connectivity, radius}, color_weights(H, W, 3, 40.0), xhat,
                                   alpha);
     }
 };

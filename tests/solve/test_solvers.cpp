@@ -31,7 +31,7 @@ struct problem {
         alpha(0, 0) = 0.5;
     }
     ar_system<> system(int connectivity, std::size_t radius = 1) const {
-        return ar_system(guide, grid_stencil{H, W, connectivity, radius}, colour_weights(H, W, 3, 40.0), xhat, alpha);
+        return ar_system(guide, grid_stencil{H, W, connectivity, radius}, color_weights(H, W, 3, 40.0), xhat, alpha);
     }
 };
 
@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(assembled_equals_matrix_free) {
 namespace {
 /// An asymmetric similarity: logit(q_i, k_j) = -(q_i[0] + 2 k_j[1]) / 50 - j / 100.
 struct lopsided {
-    using kernel = exp_kernel;
+    using weight_function = exp_weight;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k, std::size_t, std::size_t j) const {
         return -(q[0] + 2 * k[1]) / T(50) - T(j) / T(100);
@@ -119,14 +119,14 @@ void check_edge_weights(const problem& p, int connectivity, std::size_t radius, 
                 const auto logit = [&](const std::vector<double>& a, const std::vector<double>& b, std::size_t k, std::size_t l) {
                     return nonlocal::detail::logit(sim, std::span<const double>(a), std::span<const double>(b), k, l);
                 };
-                const double both = S::kernel::apply(logit(gi, gj, i, j)) + S::kernel::apply(logit(gj, gi, j, i));
+                const double both = weight_function_t<S>::apply(logit(gi, gj, i, j)) + weight_function_t<S>::apply(logit(gj, gi, j, i));
                 BOOST_TEST(std::abs(A.weights()[o][i] - std::max(both, floor)) <= tolerance * std::max(both, floor));
             }
 }
 
 /// An asymmetric sum over channels: logit = sum_c (d_c / 40 - d_c^2 / 4000), d = q - k.
 struct skewed_channels {
-    using kernel = exp_kernel;
+    using weight_function = exp_weight;
     using traits = similarity_traits<channel_sum_form>;
     template <class V>
     V channel_logit(V d) const { return d * V(1.0 / 40) - d * d * V(1.0 / 4000); }
@@ -137,7 +137,7 @@ struct skewed_channels {
 /// The same for similarities without positions.
 template <class S>
 struct positionless {
-    using kernel = typename S::kernel;
+    using weight_function = weight_function_t<S>;
     using traits = std::conditional_t<nonlocal::detail::symmetric_similarity<S>, similarity_traits<opaque_form, symmetric>,
                                       similarity_traits<opaque_form>>;
     S sim;
@@ -161,7 +161,7 @@ BOOST_AUTO_TEST_CASE(edge_weights_follow_their_definition) {
             check_edge_weights(p, connectivity, radius, lopsided{}, 1e-3);
             check_edge_weights(p, connectivity, radius, positionless<laplacian_distance>{laplacian_distance(20.0)}, 1e-3);
             check_edge_weights(p, connectivity, radius, positionless<squared_euclidean>{}, 0.0);
-            check_edge_weights(p, connectivity, radius, colour_weights(H, W, 3, 40.0), 0.0);
+            check_edge_weights(p, connectivity, radius, color_weights(H, W, 3, 40.0), 0.0);
             for (bool planes : {false, true}) {
                 check_edge_weights(p, connectivity, radius, laplacian_distance(20.0), 1e-3, planes);
                 check_edge_weights(p, connectivity, radius, gaussian_distance(50.0), 1e-3, planes);
@@ -185,7 +185,7 @@ BOOST_AUTO_TEST_CASE(jacobi_step_is_the_aggregate) {
         std::copy(p.guide.begin(), p.guide.end(), pixels.begin());
         const xt::xtensor<double, 2> xhat = xt::reshape_view(p.xhat, {56, 1});
         const xt::xtensor<double, 1> half_alpha = xt::flatten(p.alpha) / 2;
-        const auto aggregate = weighted_aggregate(pixels, pixels, x0, colour_weights(7, 8, 3, 40.0),
+        const auto aggregate = weighted_aggregate(pixels, pixels, x0, color_weights(7, 8, 3, 40.0),
                                                   grid_stencil{7, 8, connectivity, radius}, sum_with_data(half_alpha, xhat));
         for (std::size_t i = 0; i < 56; ++i) BOOST_TEST(std::abs(step[i] - aggregate(i, 0)) < 1e-9);
     }
@@ -365,7 +365,7 @@ BOOST_AUTO_TEST_CASE(single_precision_systems) {
     const problem p(19, 23, 5);
     for (auto [connectivity, radius] : stencils) {
         const ar_system<> A = p.system(connectivity, radius);
-        const ar_system<float> F(p.guide, grid_stencil{p.H, p.W, connectivity, radius}, colour_weights(p.H, p.W, 3, 40.0),
+        const ar_system<float> F(p.guide, grid_stencil{p.H, p.W, connectivity, radius}, color_weights(p.H, p.W, 3, 40.0),
                                  p.xhat, p.alpha);
         for (std::size_t o = 0; o < A.offsets().size(); ++o)
             for (std::size_t i = 0; i < A.size(); ++i)
@@ -448,7 +448,7 @@ BOOST_AUTO_TEST_CASE(batches_start_on_the_batch_grid) {
     for (auto [H, W] : {std::pair<std::size_t, std::size_t>{1, 1}, {2, 3}, {9, 31}, {40, 33}, {64, 70}})
         for (auto [connectivity, radius] : stencils) {
             const problem p(H, W, unsigned(H * W));
-            const ar_system<float> A(p.guide, grid_stencil{H, W, connectivity, radius}, colour_weights(H, W, 3, 40.0),
+            const ar_system<float> A(p.guide, grid_stencil{H, W, connectivity, radius}, color_weights(H, W, 3, 40.0),
                                      p.xhat, p.alpha);
             const auto [first, stop] = A.vector_zone();
             BOOST_TEST((first % ar_system<float>::lanes == 0 || first == A.size()));   // or no batch at all
@@ -500,7 +500,7 @@ BOOST_AUTO_TEST_CASE(apply_and_dot_is_apply_and_its_inner_product) {
     }
     // In float, the inner product still accumulates in double.
     const problem p(64, 70, 5);
-    const ar_system<float> A(p.guide, grid_stencil{64, 70, 8}, colour_weights(64, 70, 3, 40.0), p.xhat, p.alpha);
+    const ar_system<float> A(p.guide, grid_stencil{64, 70, 8}, color_weights(64, 70, 3, 40.0), p.xhat, p.alpha);
     const std::vector<float> x(64 * 70, 1.0f);
     std::vector<float> y(x.size());
     const double dot = A.apply_and_dot(execution::seq, x.data(), y.data());
@@ -517,7 +517,7 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
     const auto check = [](auto tag, std::size_t H, std::size_t W, int connectivity, std::size_t radius) {
         using T = decltype(tag);
         const problem p(H, W, unsigned(H * W + radius));
-        const ar_system<T> A(p.guide, grid_stencil{H, W, connectivity, radius}, colour_weights(H, W, 3, 40.0), p.xhat,
+        const ar_system<T> A(p.guide, grid_stencil{H, W, connectivity, radius}, color_weights(H, W, 3, 40.0), p.xhat,
                              p.alpha);
         const auto z0 = test::random_tensor<T, 1>({H * W}, 50, 100, 200);
         const auto r = test::random_tensor<T, 1>({H * W}, 51, -1, 1);
@@ -575,7 +575,7 @@ BOOST_AUTO_TEST_CASE(pipelined_passes_equal_separate_ones) {
 /// A similarity summed over channels whose logit is NaN where the channels differ (the square
 /// root of -|difference|) and 0 where they are equal.
 struct nan_where_channels_differ {
-    using kernel = exp_kernel;
+    using weight_function = exp_weight;
     using traits = similarity_traits<channel_sum_form, symmetric>;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const { return channel_sum_logit(*this, q, k); }
@@ -589,9 +589,9 @@ BOOST_AUTO_TEST_CASE(bad_input) {
     const xt::xtensor<float, 2> some = xt::ones<float>({4, 5});
     const auto some3 = [](std::size_t width) { return xt::xtensor<float, 2>(xt::ones<float>({std::size_t(3), width})); };
     const xt::xtensor<double, 2> bad_alpha = -xt::ones<double>({4, 5});
-    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 4}, colour_weights(4, 5, 1, 10.0), none, bad_alpha); },
+    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 4}, color_weights(4, 5, 1, 10.0), none, bad_alpha); },
                         "alpha must be finite and >= 0");
-    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 6}, colour_weights(4, 5, 1, 10.0), none, none); },
+    test::check_invalid([&] { ar_system(guide, grid_stencil{4, 5, 6}, color_weights(4, 5, 1, 10.0), none, none); },
                         "connectivity = 6");
     xt::xtensor<double, 2> nan_xhat = xt::ones<double>({4, 5}), nan_alpha = xt::ones<double>({4, 5});
     nan_xhat(1, 2) = std::nan(""), nan_alpha(2, 3) = std::nan("");

@@ -32,8 +32,8 @@ namespace nonlocal::detail {
 
 /// The box interpolation of an AR system's data term.
 template <class T, class Arch>
-buffer<double> normalised_interpolation(const ar_system<T, Arch>& A) {
-    return normalised_interpolation(A.height(), A.width(), A.alpha().data(), A.rhs().data());
+buffer<double> normalized_interpolation(const ar_system<T, Arch>& A) {
+    return normalized_interpolation(A.height(), A.width(), A.alpha().data(), A.rhs().data());
 }
 
 /// Solves A x = b with the chosen solver from the given x, or, when `from_full` and the
@@ -78,7 +78,7 @@ template <class T, class Arch>
 ar_system<T, Arch> depth_system(const image_planes<T>& g, const observed_depth& d, const far_side* far, buffer<T> alpha,
                           buffer<T> b, const depth_options& o) {
     const grid_stencil stencil{g.height, g.width, o.connectivity, o.radius};
-    ar_system<T, Arch> A = o.colour == colour_kernel::laplacian
+    ar_system<T, Arch> A = o.color == color_kernel::laplacian
                          ? ar_system<T, Arch>(g, stencil, laplacian_distance(o.sigma_r), std::move(alpha), std::move(b),
                                         o.min_weight)
                          : ar_system<T, Arch>(g, stencil, gaussian_distance(o.sigma_r * std::sqrt(2.0)), std::move(alpha),
@@ -110,11 +110,11 @@ std::unique_ptr<multigrid<T, Arch>> hierarchy(const ar_system<T, Arch>& A, const
 /// The data term of the normalised and separable models on every pixel: eps =
 /// `epsilon_scale` x the observed fraction, so that the kernel's reach follows the
 /// observations' spacing.
-inline double normalised_epsilon(const observed_depth& d, const depth_options& o) { return o.epsilon_scale * d.fraction(); }
+inline double normalized_epsilon(const observed_depth& d, const depth_options& o) { return o.epsilon_scale * d.fraction(); }
 
 // Each estimator is built once on the guide and the observations, then called on them or on
 // the same observations reweighted (`estimate_robustly`): `estimate(d, report)` returns the
-// depth at every pixel (in an `uninitialised_buffer`, each entry written once) and says how
+// depth at every pixel (in an `uninitialized_buffer`, each entry written once) and says how
 // its solves went, which ran on the threads of the estimator's policy.
 
 /// depth_model::ar: the AR model's minimiser, alpha = lambda on the observed pixels (times
@@ -125,17 +125,17 @@ public:
     ar_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth&, const far_side* far,
                  const depth_options& o)
         : policy_(policy), g_(g), o_(o), far_(far) {}
-    uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) const {
+    uninitialized_buffer<double> operator()(const observed_depth& d, solve_report& report) const {
         auto [alpha, b] = d.scaled<T>(o_.lambda);
         const ar_system<T, Arch> A = depth_system<T, Arch>(g_, d, far_, std::move(alpha), std::move(b), o_);
         const auto M = hierarchy(A, o_);
         buffer<T> solution(A.size(), T(0));
         if (!M) {
-            const buffer<double> x0 = normalised_interpolation(A);
+            const buffer<double> x0 = normalized_interpolation(A);
             std::copy(x0.begin(), x0.end(), solution.begin());
         }
         report = solve(policy_, A, A.rhs(), solution, o_, M.get(), true);
-        return uninitialised_buffer<double>(solution.begin(), solution.end());
+        return uninitialized_buffer<double>(solution.begin(), solution.end());
     }
 
 private:
@@ -149,26 +149,26 @@ private:
 /// two solves of one system (alpha = eps everywhere, whatever the confidences) that share a
 /// multigrid hierarchy, both built once; later calls start from the last K(c m).
 template <class T, class Arch>
-class normalised_estimator {
+class normalized_estimator {
 public:
-    normalised_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth& d,
+    normalized_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth& d,
                          const far_side* far, const depth_options& o)
-        : policy_(policy), o_(o), eps_(normalised_epsilon(d, o)), far_(far),
+        : policy_(policy), o_(o), eps_(normalized_epsilon(d, o)), far_(far),
           A_(depth_system<T, Arch>(g, d, far_, buffer<T>(g.pixels(), T(eps_)), buffer<T>(g.pixels(), T(0)), o)),
           M_(hierarchy(A_, o)), km_(g.pixels(), T(d.fraction())) {}
 
-    uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) {
+    uninitialized_buffer<double> operator()(const observed_depth& d, solve_report& report) {
         const std::size_t n = A_.size();
-        auto [b_mask, b_depth] = d.scaled<T, uninitialised_buffer<T>>(eps_);
+        auto [b_mask, b_depth] = d.scaled<T, uninitialized_buffer<T>>(eps_);
         // x0 = the normalised box interpolation of c m d (eps cancels), in holes the far side's
         // interpolation when filling from the far side.
-        buffer<double> x0 = normalised_interpolation(A_.height(), A_.width(), b_mask.data(), b_depth.data());
+        buffer<double> x0 = normalized_interpolation(A_.height(), A_.width(), b_mask.data(), b_depth.data());
         if (far_) far_side_fallback(*far_, x0);
         // K(c m) first (the first time from full multigrid, or from the observed fraction for the
         // solvers that need a start); then K(c m d) from x0 K(c m), exact where the depth is constant.
         const solve_report rm = solve(policy_, A_, b_mask, km_, o_, M_.get(), !solved_);
         solved_ = true;
-        uninitialised_buffer<T> kd(n);
+        uninitialized_buffer<T> kd(n);
         for (std::size_t i = 0; i < n; ++i) kd[i] = T(x0[i] * km_[i]);
         const solve_report rd = solve(policy_, A_, b_depth, kd, o_, M_.get(), false);
         report = one_report("normalised " + rm.method, rm, rd);
@@ -178,7 +178,7 @@ public:
         // and K(c m d) are not negative (K's entries are not, d > 0); an approximate solve's
         // are taken as 0 where they are.
         const double delta = 1e-3 * d.mean_confidence();
-        uninitialised_buffer<double> x(n);
+        uninitialized_buffer<double> x(n);
         for (std::size_t i = 0; i < n; ++i)
             x[i] = (std::max(double(kd[i]), 0.0) + delta * x0[i]) / (std::max(double(km_[i]), 0.0) + delta);
         return x;
@@ -203,13 +203,13 @@ public:
     separable_estimator(execution::parallel_policy policy, const image_planes<T>& g, const observed_depth& d,
                         const far_side* far, const depth_options& o)
         : policy_(policy), passes_{o.separable_passes, o.separable_strength / std::sqrt(d.fraction())}, far_(far),
-          A_(depth_system<T, Arch>(g, d, far_, buffer<T>(g.pixels(), T(normalised_epsilon(d, o))), buffer<T>(g.pixels(), T(0)),
+          A_(depth_system<T, Arch>(g, d, far_, buffer<T>(g.pixels(), T(normalized_epsilon(d, o))), buffer<T>(g.pixels(), T(0)),
                              o)) {}   // b unused
 
-    uninitialised_buffer<double> operator()(const observed_depth& d, solve_report& report) const {
+    uninitialized_buffer<double> operator()(const observed_depth& d, solve_report& report) const {
         const std::size_t n = A_.size();
         // K_s(c m) and K_s(c m d), side by side.
-        auto [km, kd] = d.scaled<T, uninitialised_buffer<T>>(1.0);
+        auto [km, kd] = d.scaled<T, uninitialized_buffer<T>>(1.0);
         const stopwatch solve_clock;
         const std::array<std::span<T>, 2> smoothed{std::span<T>(km), std::span<T>(kd)};
         separable_smooth(policy_, A_, std::span<const std::span<T>>(smoothed), passes_);
@@ -219,7 +219,7 @@ public:
         // depths, unless K_s(c m) underflows far from every observation (in holes a few hundred
         // pixels across); the far side's interpolation (when filling from it) or the box
         // interpolation takes over there (set up only if some pixel needs it).
-        uninitialised_buffer<double> x(n);
+        uninitialized_buffer<double> x(n);
         std::unique_ptr<box_interpolation> x0;
         for (std::size_t i = 0; i < n; ++i) {
             const double ratio = double(kd[i]) / double(km[i]);
@@ -258,9 +258,9 @@ auto with_estimator(execution::parallel_policy policy, const image_planes<T>& g,
             separable_estimator<T, Arch> e(policy, g, d, far, o);
             return f(e);
         }
-        case depth_model::normalised: break;
+        case depth_model::normalized: break;
     }
-    normalised_estimator<T, Arch> e(policy, g, d, far, o);
+    normalized_estimator<T, Arch> e(policy, g, d, far, o);
     return f(e);
 }
 

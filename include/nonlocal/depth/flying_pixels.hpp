@@ -41,7 +41,7 @@ inline constexpr std::array<std::array<std::ptrdiff_t, 2>, 4> step_directions{{{
 
 /// The observed depths of `d` by row and column, NaN where missing or outside the image.
 struct depth_lookup {
-    uninitialised_buffer<double> value;
+    uninitialized_buffer<double> value;
     std::size_t height, width;
     explicit depth_lookup(const observed_depth& d) : value(d.depth_or_nan()), height(d.height), width(d.width) {}
     bool inside(std::ptrdiff_t r, std::ptrdiff_t c) const {

@@ -79,8 +79,8 @@ noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width)
     residuals.reserve(std::size_t(interior) / (step * step) + height + width);
     for (std::size_t r = 1; r + 1 < height; r += step)
         for (std::size_t c = 1; c + 1 < width; c += step) {
-            const double centre = double(d[r * width + c]);
-            if (!valid_depth(centre)) continue;
+            const double center = double(d[r * width + c]);
+            if (!valid_depth(center)) continue;
             double around[8];
             std::size_t k = 0;
             bool observed = true;
@@ -93,7 +93,7 @@ noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width)
             if (!observed) continue;
             const auto [lower, upper] = median8_lower_and_upper(around);
             const double median = (lower + upper) / 2;
-            residuals.push_back(std::abs(centre - median));
+            residuals.push_back(std::abs(center - median));
         }
     noise_estimate e;
     e.samples = residuals.size();
@@ -109,7 +109,7 @@ noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width)
     // evaluates 2048 densities, not one per residual, and squares are summed exactly.
     const double range = std::min(largest, residual_histogram_range * s);
     const double bin_width = range / double(residual_histogram_bins);
-    std::vector<double> counts(residual_histogram_bins), square_sums(residual_histogram_bins), centres(residual_histogram_bins);
+    std::vector<double> counts(residual_histogram_bins), square_sums(residual_histogram_bins), centers(residual_histogram_bins);
     std::vector<double> beyond;
     for (const double r : residuals) {
         if (r >= range) {
@@ -120,7 +120,7 @@ noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width)
         counts[bin] += 1, square_sums[bin] += r * r;
     }
     for (std::size_t b = 0; b < residual_histogram_bins; ++b)
-        centres[b] = counts[b] > 0 ? std::sqrt(square_sums[b] / counts[b]) : 0;
+        centers[b] = counts[b] > 0 ? std::sqrt(square_sums[b] / counts[b]) : 0;
     double wrong = 0.1;
     for (int round = 0; round < 100; ++round) {
         const double normal = 2 / (s * std::sqrt(2 * std::numbers::pi)), uniform = 1 / largest;
@@ -131,7 +131,7 @@ noise_estimate estimate_noise(const T* d, std::size_t height, std::size_t width)
         double noise = 0, squares = 0;
         for (std::size_t b = 0; b < residual_histogram_bins; ++b)
             if (counts[b] > 0) {
-                const double p = noise_share(centres[b]);
+                const double p = noise_share(centers[b]);
                 noise += p * counts[b], squares += p * square_sums[b];
             }
         for (const double r : beyond) {

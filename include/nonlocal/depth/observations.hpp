@@ -21,7 +21,7 @@
 #include "nonlocal/detail/errors.hpp"
 #include "nonlocal/detail/tensor.hpp"
 #include "nonlocal/image/box_interpolation.hpp"
-#include "nonlocal/image/colour.hpp"
+#include "nonlocal/image/color.hpp"
 #include "nonlocal/image/pixels.hpp"
 
 namespace nonlocal::detail {
@@ -78,10 +78,10 @@ struct observed_depth {
     /// without a mask. Branch-free (the mask sets a quiet NaN's bits on the 0 stored where
     /// nothing is observed), so that the loop vectorises.
     template <class T = double>
-    uninitialised_buffer<T> depth_or_nan() const {
+    uninitialized_buffer<T> depth_or_nan() const {
         using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
         const bits nan = std::bit_cast<bits>(std::numeric_limits<T>::quiet_NaN());
-        uninitialised_buffer<T> value(depth.size());
+        uninitialized_buffer<T> value(depth.size());
         for (std::size_t i = 0; i < depth.size(); ++i)
             value[i] = std::bit_cast<T>(std::bit_cast<bits>(T(depth[i])) | ((bits(observed[i]) - 1) & nan));
         return value;
@@ -93,7 +93,7 @@ struct observed_depth {
         return sum / double(height * width);
     }
     /// s c m and s c m d per pixel in T, c the confidences, m the mask of observed pixels and
-    /// d their depth: the data terms of the estimators (in an `uninitialised_buffer<T>` where
+    /// d their depth: the data terms of the estimators (in an `uninitialized_buffer<T>` where
     /// they need not become a system's, which spares zeroing what is then written).
     template <class T, class Buffer = buffer<T>>
     std::pair<Buffer, Buffer> scaled(double s) const {
@@ -176,7 +176,7 @@ image_planes<T> guide_planes(const xt::xexpression<G>& guide, std::string_view w
 /// chroma (`luma_chroma`) for colour_space::luma_chroma, else as it is.
 template <class T>
 image_planes<T> compared_channels(image_planes<T> g, const depth_options& o) {
-    return o.space == colour_space::luma_chroma ? luma_chroma(std::move(g), o.chroma_weight) : g;
+    return o.space == color_space::luma_chroma ? luma_chroma(std::move(g), o.chroma_weight) : g;
 }
 
 /// The guide with `depth` x `scale` as one more channel: with scale = sigma_r / sigma_d,

@@ -42,7 +42,7 @@ namespace nonlocal::detail {
 struct first_observations {
     static constexpr std::size_t directions = 8;
     buffer<std::size_t> pixel;
-    uninitialised_buffer<float> depth, steps;   // every entry written by the sweeps
+    uninitialized_buffer<float> depth, steps;   // every entry written by the sweeps
 
     /// The length in pixels of a step along direction k.
     static double length(std::size_t k) { return k == 0 || k == 2 || k == 5 || k == 7 ? std::sqrt(2.0) : 1.0; }
@@ -59,10 +59,10 @@ struct first_observations {
         pixel = compacted<buffer<std::size_t>>(
             H * W, holes_before[H], [&](std::size_t i) { return !d.observed[i]; }, [](std::size_t i) { return i; });
         depth.resize(pixel.size() * directions), steps.resize(pixel.size() * directions);
-        const uninitialised_buffer<float> value = d.depth_or_nan<float>();
+        const uninitialized_buffer<float> value = d.depth_or_nan<float>();
         // m[c] and f[c]: the first observation from pixel (r, c) along -(dy, dx) and the steps to
         // it, for this row and (pm, pf) the row before it in the sweep: two rows are all a sweep keeps.
-        uninitialised_buffer<float> met(2 * W), far(2 * W);
+        uninitialized_buffer<float> met(2 * W), far(2 * W);
         std::size_t k = 0;
         for (int dy = -1; dy <= 1; ++dy)
             for (int dx = -1; dx <= 1; ++dx) {
@@ -135,7 +135,7 @@ struct far_side {
         // Hole by hole without a branch (a loop over the holes that vectorises): the smallest
         // and second smallest of sign x depth (none stays +inf), then the mean over the first
         // observations within a step of the second.
-        uninitialised_buffer<double> second_of(n), mean_of(n);
+        uninitialized_buffer<double> second_of(n), mean_of(n);
         for (std::size_t h = 0; h < n; ++h) {
             double farthest = none, second = none;
             for (std::size_t k = 0; k < K; ++k) {

@@ -27,12 +27,17 @@ namespace nonlocal {
 enum class depth_solver { pcg_multigrid, multigrid, pcg_jacobi, jacobi, sor };
 
 /// The estimator built on the AR system (see the file's comment).
-enum class depth_model { normalised, ar, separable };
+enum class depth_model {
+    normalized,
+    ar,
+    separable,
+    normalised [[deprecated("use depth_model::normalized")]] = normalized   ///< the name before 0.1.0, for one release
+};
 
 /// The colour weight of an edge: exp(-|g_i - g_j|_1 / sigma_r) (`laplacian_distance`)
 /// or exp(-|g_i - g_j|^2 / (2 sigma_r^2)) (`gaussian_distance` of bandwidth sigma_r sqrt 2),
 /// g the guide's pixels in `depth_options::space`.
-enum class colour_kernel { laplacian, gaussian };
+enum class color_kernel { laplacian, gaussian };
 
 /// The channels colours are compared in: luma and chroma (a 3-channel guide, taken as
 /// RGB, becomes Y, c Cb, c Cr of ITU-R BT.601, c = `depth_options::chroma_weight`; guides
@@ -41,7 +46,11 @@ enum class colour_kernel { laplacian, gaussian };
 /// surfaces often differ in chroma where their luma is alike: on the Aloe protocols
 /// comparing in luma-chroma lowers the error of every task (x4 2.94 -> 2.82, hole
 /// filling 1.67 -> 1.56).
-enum class colour_space { luma_chroma, guide };
+enum class color_space { luma_chroma, guide };
+
+/// The names before 0.1.0, kept for one release.
+using colour_kernel [[deprecated("use nonlocal::color_kernel")]] = color_kernel;
+using colour_space [[deprecated("use nonlocal::color_space")]] = color_space;
 
 /// How holes beside a depth step are filled: blended from the observations around them as
 /// the colours say (`blend`), or from the far side only, the side of the smaller values
@@ -53,11 +62,11 @@ enum class occlusion_fill { blend, from_smaller, from_larger };
 
 /// Parameters of the depth tasks.
 struct depth_options {
-    depth_model model = depth_model::normalised;
+    depth_model model = depth_model::normalized;
     int connectivity = 8;                                          ///< 4 (diamond) or 8 (square) neighbours
     std::size_t radius = 1;                                        ///< of the stencil (1: 4 or 8 neighbours)
-    colour_kernel colour = colour_kernel::laplacian;
-    colour_space space = colour_space::luma_chroma;
+    color_kernel color = color_kernel::laplacian;
+    color_space space = color_space::luma_chroma;
     double chroma_weight = 1.5;                                    ///< luma_chroma: of Cb and Cr against Y
     /// Colour bandwidth, in the units of the compared channels on the 8-bit scale: luma
     /// (0..255) in luma_chroma; for RGB compared as it is (colour_space::guide), about 3.

@@ -42,7 +42,7 @@ inline double kth_smallest_non_negative(std::span<const double> values, std::siz
     for (const double v : values) ++count[bucket_of(v)];
     std::size_t bucket = 0, before = 0;
     while (before + count[bucket] <= k) before += count[bucket++];
-    auto members = compacted<uninitialised_buffer<double>>(
+    auto members = compacted<uninitialized_buffer<double>>(
         values.size(), count[bucket], [&](std::size_t i) { return bucket_of(values[i]) == bucket; },
         [&](std::size_t i) { return values[i]; });
     const auto kth = members.begin() + std::ptrdiff_t(k - before);
@@ -55,7 +55,7 @@ inline double kth_smallest_non_negative(std::span<const double> values, std::siz
 /// of them being wrong). 0 when nothing is observed.
 inline double robust_scale(const observed_depth& d, std::span<const double> estimate) {
     if (d.count == 0) return 0;
-    const auto residuals = compacted<uninitialised_buffer<double>>(
+    const auto residuals = compacted<uninitialized_buffer<double>>(
         d.depth.size(), d.count, [&](std::size_t i) { return d.observed[i]; },
         [&](std::size_t i) { return std::abs(d.depth[i] - estimate[i]); });
     return 1.4826 * kth_smallest_non_negative(residuals, d.count / 2);
@@ -85,7 +85,7 @@ buffer<double> observed_medians_in(const observed_depth& d) {
     constexpr std::size_t lanes = batch::size, side = network::side;
     const std::size_t H = d.height, W = d.width;
     buffer<double> median(d.depth.size(), 0.0);
-    const uninitialised_buffer<T> value = d.template depth_or_nan<T>();
+    const uninitialized_buffer<T> value = d.template depth_or_nan<T>();
     const batch infinity(std::numeric_limits<T>::infinity()), one(1), zero(0);
     for (std::size_t r = 0; r < H; ++r) {
         // Batches from column 2 on, the last one moved back to end at column W - 3 (recomputing

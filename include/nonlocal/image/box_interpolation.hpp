@@ -55,7 +55,7 @@ private:
 
 /// `box_interpolation` at every pixel.
 template <class T>
-buffer<double> normalised_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs) {
+buffer<double> normalized_interpolation(std::size_t H, std::size_t W, const T* alpha, const T* rhs) {
     const box_interpolation x0(H, W, alpha, rhs);
     buffer<double> x(H * W);
     for (std::size_t r = 0; r < H; ++r)

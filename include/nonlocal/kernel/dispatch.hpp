@@ -212,7 +212,7 @@ void aggregate_stencil(row_matrix<const T> v, const S& s, const grid_stencil& nb
         const auto zero = [](std::size_t, auto like) { return decltype(like)(T(0)); };
         if constexpr (Nm::kind == normalizer::none) {
             engine.pass(policy, xc,
-                        [yc](std::size_t i, auto, auto neighbours) { kernel::lane_store(yc, i, neighbours); });
+                        [yc](std::size_t i, auto, auto neighbors) { kernel::lane_store(yc, i, neighbors); });
         } else if constexpr (has_data_term<Nm>) {
             // b_i = alpha_i t_i, t read in place for one channel, else channel c of it.
             const auto run = [&](const auto* t) {
@@ -253,7 +253,7 @@ void aggregate_stencil_channels(row_matrix<const T> q, row_matrix<const T> k, ro
     const std::vector<const T*> pointers = kernel::plane_pointers(weights);
     const edge_weights<T> edges(nb.height, nb.width, offsets, pointers);
     aggregate_stencil<Arch>(v, edges, nb, nm, out, threads);
-    if constexpr (std::is_same_v<typename S::kernel, exp_kernel> && Nm::kind != normalizer::none) {
+    if constexpr (std::is_same_v<weight_function_t<S>, exp_weight> && Nm::kind != normalizer::none) {
         buffer<T> sums(q.rows);
         const kernel::stencil<Arch, T> engine(nb.height, nb.width, offsets, pointers);
         engine.edge_sums([](auto w) { return w; }, [&](std::size_t i, auto sum) { kernel::lane_store(sums.data(), i, sum); });

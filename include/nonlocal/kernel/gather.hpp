@@ -28,14 +28,14 @@ inline constexpr std::size_t gather_chunk = 256;
 template <class Arch, class T, similarity S, neighborhood Nb, normalization Nm>
 void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v, const S& s, const Nb& nb,
             const Nm& nm, row_matrix<T> out, T* lse, std::size_t first, std::size_t last) {
-    using kappa = detail::effective_kernel<S, Nm>;
+    using kappa = detail::effective_weight_function<S, Nm>;
     constexpr bool shift = detail::shifts_by_row_max<S, Nm>;
     constexpr T minus_inf = -std::numeric_limits<T>::infinity();
     const logit_evaluator<Arch, T, S> logit(s, q.cols);
     const extents e{q.rows, k.rows};
     const std::size_t dv = v.cols;
     T weights[gather_chunk];
-    std::size_t neighbours[gather_chunk];
+    std::size_t neighbors[gather_chunk];
 
     for (std::size_t i = first; i < last; ++i) {
         T* acc = out.row(i).data();
@@ -44,7 +44,7 @@ void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
         std::size_t keys = 0, len = 0;
         // Folds the chunk's `len` keys into the row: their logits, weights and values.
         const auto fold = [&] {
-            for (std::size_t t = 0; t < len; ++t) weights[t] = logit(q.row(i).data(), k.row(neighbours[t]).data(), i, neighbours[t]);
+            for (std::size_t t = 0; t < len; ++t) weights[t] = logit(q.row(i).data(), k.row(neighbors[t]).data(), i, neighbors[t]);
             keys += len;
             if constexpr (shift) {
                 const T chunk_max = simd::max_element<Arch>(weights, len);
@@ -62,14 +62,14 @@ void gather(row_matrix<const T> q, row_matrix<const T> k, row_matrix<const T> v,
                     total += weights[t];
                 }
             }
-            simd::accumulate_rows<Arch>(weights, len, [&](std::size_t t) { return v.row(neighbours[t]).data(); }, acc, dv);
+            simd::accumulate_rows<Arch>(weights, len, [&](std::size_t t) { return v.row(neighbors[t]).data(); }, acc, dv);
             len = 0;
         };
         // Chunks span ranges, so that a neighborhood of many short ranges (a sparse pattern, a
         // graph) pays the chunk's maximum and rescaling once per chunk, not once per range.
         nb.for_each_range(i, e, [&](key_range r) {
             for (std::size_t t = 0, j = r.first; t < r.count; ++t, j += r.stride) {
-                neighbours[len++] = j;
+                neighbors[len++] = j;
                 if (len == gather_chunk) fold();
             }
         });

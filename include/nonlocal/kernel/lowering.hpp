@@ -48,12 +48,12 @@ concept lowered_similarity = detail::has_logit_form<S, distance_form> || detail:
 /// What lowering makes of a similarity: a dot product with S's kappa, and S's activation applied
 /// to each score for a separable one (the tiled kernels' `tile_scorer` applies it per tile).
 template <class S>
-struct lowered_dot : detail::scaled_dot<typename S::kernel> {
+struct lowered_dot : detail::scaled_dot<weight_function_t<S>> {
     S original;
 };
 template <class S>
     requires detail::has_logit_form<S, separable_form>
-struct lowered_dot<S> : detail::scaled_dot<typename S::kernel> {
+struct lowered_dot<S> : detail::scaled_dot<weight_function_t<S>> {
     S original;
     template <class V>
     V activation(V score) const { return original.activation(score); }
@@ -102,7 +102,7 @@ private:
 
     /// Writes factor (x - mu) into `to` (rows of dim_ values) and returns each row's |x - mu|^2.
     /// For features close to mu, x - mu is exact (Sterbenz), whatever their magnitude.
-    std::vector<T> centre(row_matrix<const T> x, const std::vector<T>& mu, T* to, T factor) const {
+    std::vector<T> center(row_matrix<const T> x, const std::vector<T>& mu, T* to, T factor) const {
         std::vector<T> squares(x.rows);
         for (std::size_t i = 0; i < x.rows; ++i) {
             T* row = to + i * dim_;
@@ -118,7 +118,7 @@ private:
         const std::size_t d = q.cols;
         const T s = T(scale);
         const std::vector<T> mu = mean(q, k);
-        const std::vector<T> qq = centre(q, mu, q_.data(), T(-2) * s), kk = centre(k, mu, k_.data(), T(1));
+        const std::vector<T> qq = center(q, mu, q_.data(), T(-2) * s), kk = center(k, mu, k_.data(), T(1));
         for (std::size_t i = 0; i < q.rows; ++i) q_[i * dim_ + d] = s * qq[i], q_[i * dim_ + d + 1] = T(1);
         for (std::size_t j = 0; j < k.rows; ++j) k_[j * dim_ + d] = T(1), k_[j * dim_ + d + 1] = s * kk[j];
         const auto largest = [](const std::vector<T>& squares) {
@@ -135,15 +135,15 @@ private:
     }
 
     void lower_cosine(row_matrix<const T> q, row_matrix<const T> k, double scale) {
-        const auto normalise = [&](row_matrix<const T> x, T* to, T factor) {
+        const auto normalize = [&](row_matrix<const T> x, T* to, T factor) {
             for (std::size_t i = 0; i < x.rows; ++i) {
                 const T square = simd::dot<Arch>(x.row(i).data(), x.row(i).data(), x.cols);
                 const T inverse = square == T(0) ? T(0) : factor / std::sqrt(square);   // NaN stays NaN
                 simd::scale<Arch>(inverse, x.row(i).data(), to + i * dim_, x.cols);
             }
         };
-        normalise(q, q_.data(), T(scale));
-        normalise(k, k_.data(), T(1));
+        normalize(q, q_.data(), T(scale));
+        normalize(k, k_.data(), T(1));
     }
 
     std::size_t dim_, rows_, keys_;

@@ -25,14 +25,14 @@ template <class S, class Nb, class Nm>
 void aggregate_slice(row_matrix<const double> q_in, row_matrix<const double> k_in, row_matrix<const double> v,
                      const S& s, const Nb& nb, const Nm& nm, row_matrix<double> out) {
     const nonlocal::detail::projected_features<S, double> q(s, q_in, true), k(s, k_in, false);
-    using kappa = nonlocal::detail::effective_kernel<S, Nm>;
+    using kappa = nonlocal::detail::effective_weight_function<S, Nm>;
     for (std::size_t i = 0; i < out.rows; ++i) {
-        std::vector<std::size_t> neighbours;
+        std::vector<std::size_t> neighbors;
         nb.for_each_range(i, extents{q_in.rows, k_in.rows}, [&](key_range r) {
-            for (std::size_t t = 0; t < r.count; ++t) neighbours.push_back(r.first + t * r.stride);
+            for (std::size_t t = 0; t < r.count; ++t) neighbors.push_back(r.first + t * r.stride);
         });
         std::vector<double> logits;
-        for (std::size_t j : neighbours) logits.push_back(nonlocal::detail::logit(s, (*q).row(i), (*k).row(j), i, j));
+        for (std::size_t j : neighbors) logits.push_back(nonlocal::detail::logit(s, (*q).row(i), (*k).row(j), i, j));
 
         // exp(l - M) / sum exp(l - M) = exp(l) / sum exp(l): subtract the row maximum M
         // where the ratio allows it, so that large logits stay finite.
@@ -46,14 +46,14 @@ void aggregate_slice(row_matrix<const double> q_in, row_matrix<const double> k_i
         for (double l : logits) weights.push_back(kappa::apply(l - shift));
 
         double normalizer = 1;
-        if constexpr (Nm::kind == normalizer::count) normalizer = static_cast<double>(neighbours.size());
+        if constexpr (Nm::kind == normalizer::count) normalizer = static_cast<double>(neighbors.size());
         if constexpr (Nm::kind == normalizer::sum || Nm::kind == normalizer::softmax) {
             normalizer = 0;
             for (double w : weights) normalizer += w;
         }
         for (std::size_t c = 0; c < out.cols; ++c) {
             double numerator = 0;
-            for (std::size_t t = 0; t < neighbours.size(); ++t) numerator += weights[t] * v(neighbours[t], c);
+            for (std::size_t t = 0; t < neighbors.size(); ++t) numerator += weights[t] * v(neighbors[t], c);
             double denominator = normalizer;
             if constexpr (nonlocal::detail::has_data_term<Nm>) {
                 const double weight = nm.data_weight(i);   // 0 adds nothing, even where exp(-shift) overflows

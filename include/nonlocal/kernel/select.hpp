@@ -18,7 +18,7 @@
 /// time). The first row that matches wins; `kernel_for<S, Nb, Nm>` names it, and
 /// `nonlocal::plan` says what a call runs once the run-time conditions in parentheses are
 /// known (kernel/dispatch.hpp). "Exp weights" are exponentials whose ratio the running row
-/// maximum leaves unchanged (`softmax`, or an `exp_kernel` similarity with `sum`).
+/// maximum leaves unchanged (`softmax`, or an `exp_weight` similarity with `sum`).
 
 #include <cstddef>
 #include <type_traits>
@@ -47,7 +47,7 @@ concept partitioning_neighborhood = requires(const Nb& nb, std::size_t g) {
 /// Weights the tiled kernels compute: exp(logit - row maximum) under a ratio, or the logit itself.
 template <class S, class Nm>
 inline constexpr bool tiled_weights =
-    !has_data_term<Nm> && (shifts_by_row_max<S, Nm> || std::is_same_v<effective_kernel<S, Nm>, identity_kernel>);
+    !has_data_term<Nm> && (shifts_by_row_max<S, Nm> || std::is_same_v<effective_weight_function<S, Nm>, identity_weight>);
 
 }  // namespace detail
 
@@ -97,7 +97,7 @@ concept precomputed_edge_weights = requires(const S& s) {
 /// once, over a grid_stencil, with or without a data term.
 template <class S, class Nb, class Nm>
 inline constexpr bool stencil_applies =
-    ((precomputed_edge_weights<S> && std::is_same_v<typename S::kernel, identity_kernel>) ||
+    ((precomputed_edge_weights<S> && std::is_same_v<weight_function_t<S>, identity_weight>) ||
      (detail::channel_sum_similarity<S> && detail::symmetric_similarity<S>)) &&
     std::is_same_v<Nb, grid_stencil> && (Nm::kind == normalizer::sum || Nm::kind == normalizer::none) &&
     (!detail::has_data_term<Nm> || detail::batched_data_term<Nm> || requires(const Nm& nm) {

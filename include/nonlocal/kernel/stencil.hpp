@@ -56,10 +56,10 @@ void lane_store(T* p, std::size_t i, V v) {
 /// alpha_i t_i) both run it, so the two are one computation.
 template <class T, class Alpha, class B>
 auto data_term_finish(T* y, Alpha alpha, B b) {
-    return [=](std::size_t i, auto, auto neighbours, auto weight_sum) {
-        using V = decltype(neighbours);
-        const V denominator = weight_sum + alpha(i, neighbours);
-        lane_store(y, i, lane_pick(denominator > V(T(0)), simd::divide(neighbours + b(i, neighbours), denominator), V(T(0))));
+    return [=](std::size_t i, auto, auto neighbors, auto weight_sum) {
+        using V = decltype(neighbors);
+        const V denominator = weight_sum + alpha(i, neighbors);
+        lane_store(y, i, lane_pick(denominator > V(T(0)), simd::divide(neighbors + b(i, neighbors), denominator), V(T(0))));
     };
 }
 

@@ -78,8 +78,8 @@ std::vector<buffer<T>> edge_weights_by_pixel(const pixel_rows<double>& g, const 
         return nonlocal::detail::logit(sim, (*f).row(i), (*f).row(j), i, j);
     };
     const auto kernel = [](std::vector<double>& v, std::size_t begin, std::size_t end) {
-        if constexpr (std::is_same_v<typename S::kernel, exp_kernel>) simd::exp_in_place(v.data() + begin, end - begin);
-        else for (std::size_t c = begin; c < end; ++c) v[c] = S::kernel::apply(v[c]);
+        if constexpr (std::is_same_v<weight_function_t<S>, exp_weight>) simd::exp_in_place(v.data() + begin, end - begin);
+        else for (std::size_t c = begin; c < end; ++c) v[c] = weight_function_t<S>::apply(v[c]);
     };
     std::vector<double> to(g.width), from(symmetric ? 0 : g.width);
     return for_each_edge_row<T>(g.height, g.width, offsets, [&](std::size_t row, std::size_t shift, std::size_t c0, std::size_t c1, T* w) {
@@ -110,7 +110,7 @@ std::vector<buffer<T>> edge_weights_by_channel(const image_planes<P>& g, const s
     const bool both = sum == edge_sum::both_directions;
     const auto kappa = [](auto logit) {
         using V = decltype(logit);
-        if constexpr (!std::is_same_v<typename S::kernel, exp_kernel>) return logit;
+        if constexpr (!std::is_same_v<weight_function_t<S>, exp_weight>) return logit;
         else if constexpr (std::is_arithmetic_v<V>) return std::exp(logit);
         // The logit second: x86's min returns its second operand when either is NaN, and
         // exp_nonpositive keeps NaN, so a NaN logit gives a NaN weight.

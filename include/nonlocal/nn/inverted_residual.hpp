@@ -114,7 +114,7 @@ public:
     void apply(Ex policy, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y) const {
         const std::size_t mid = depthwise_.in_channels();
         const size2 out = output_size(H, W);
-        uninitialised_buffer<T> expanded(expand_ ? B * mid * H * W : 0), middle(B * mid * out.h * out.w);
+        uninitialized_buffer<T> expanded(expand_ ? B * mid * H * W : 0), middle(B * mid * out.h * out.w);
         if (expand_) expand_->template apply<Arch>(policy, x, B, H, W, expanded.data());
         depthwise_.template apply<Arch>(policy, expand_ ? expanded.data() : x, B, H, W, middle.data());
         project_.template apply<Arch>(policy, middle.data(), B, out.h, out.w, y);

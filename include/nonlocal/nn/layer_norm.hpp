@@ -55,13 +55,13 @@ struct basic_layer_norm {
                    " features";
         });
         xt::xtensor<T, R> y = xt::empty<T>(xc.shape());
-        normalise<Arch>(xc.data(), y.data(), y.size() / E);
+        normalize<Arch>(xc.data(), y.data(), y.size() / E);
         return y;
     }
 
     /// `tokens` tokens of E features, contiguous: x [tokens, E] to y [tokens, E] (they may be the same).
     template <class Arch = default_arch>
-    void normalise(const T* x, T* y, std::size_t tokens) const {
+    void normalize(const T* x, T* y, std::size_t tokens) const {
         using batch = xsimd::batch<T, Arch>;
         constexpr std::size_t W = batch::size;
         const std::size_t E = features();
@@ -73,16 +73,21 @@ struct basic_layer_norm {
             // mean, rounded to a number near the offset, would).
             const T shift = x[0];
             const T mean = sum<Arch>(x, E, [shift](auto v) { return v - decltype(v)(shift); }) / T(E);
-            const auto centred = [shift, mean](auto v) { return (v - decltype(v)(shift)) - decltype(v)(mean); };
-            const T squares = sum<Arch>(x, E, [&](auto v) { return centred(v) * centred(v); });
+            const auto centered = [shift, mean](auto v) { return (v - decltype(v)(shift)) - decltype(v)(mean); };
+            const T squares = sum<Arch>(x, E, [&](auto v) { return centered(v) * centered(v); });
             const T inverse_deviation = T(1 / std::sqrt(double(squares) / double(E) + eps));
             std::size_t c = 0;
             for (; c + W <= E; c += W)
-                (centred(batch::load_unaligned(x + c)) * batch(inverse_deviation) * batch::load_unaligned(w + c) +
+                (centered(batch::load_unaligned(x + c)) * batch(inverse_deviation) * batch::load_unaligned(w + c) +
                  batch::load_unaligned(b + c))
                     .store_unaligned(y + c);
-            for (; c < E; ++c) y[c] = centred(x[c]) * inverse_deviation * w[c] + b[c];
+            for (; c < E; ++c) y[c] = centered(x[c]) * inverse_deviation * w[c] + b[c];
         }
+    }
+    /// The name before 0.1.0, kept for one release.
+    template <class Arch = default_arch>
+    [[deprecated("use normalize")]] void normalise(const T* x, T* y, std::size_t tokens) const {
+        normalize<Arch>(x, y, tokens);
     }
 
 private:

@@ -178,13 +178,13 @@ private:
     template <class Arch, execution_policy Ex>
     void features_of(Ex policy, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y) const {
         size2 size = stem_.output_size(H, W);
-        uninitialised_buffer<T> in(B * stem_.out_channels() * size.h * size.w);
+        uninitialized_buffer<T> in(B * stem_.out_channels() * size.h * size.w);
         stem_.template apply<Arch>(policy, x, B, H, W, in.data());
         for (const block& b : blocks_)
             std::visit(
                 [&](const auto& part) {
                     const size2 next = part.output_size(size.h, size.w);
-                    uninitialised_buffer<T> out(B * part.out_channels() * next.h * next.w);
+                    uninitialized_buffer<T> out(B * part.out_channels() * next.h * next.w);
                     part.template apply<Arch>(policy, in.data(), B, size.h, size.w, out.data());
                     in = std::move(out);
                     size = next;

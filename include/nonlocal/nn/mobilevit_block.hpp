@@ -128,7 +128,7 @@ public:
     template <class Arch = default_arch, execution_policy Ex>
     void apply(Ex policy, const T* x, std::size_t B, std::size_t H, std::size_t W, T* y) const {
         const std::size_t C = in_channels(), D = transformer_dim(), O = conv_proj_.out_channels(), HW = H * W;
-        uninitialised_buffer<T> features(B * C * HW), local(B * D * HW);
+        uninitialized_buffer<T> features(B * C * HW), local(B * D * HW);
         conv_kxk_.template apply<Arch>(policy, x, B, H, W, features.data());
         conv_1x1_.template apply<Arch>(policy, features.data(), B, H, W, local.data());
         // The global part on a map the patch divides: its pixels as tokens [B G, N, D],
@@ -148,7 +148,7 @@ public:
         std::vector<std::size_t> pixel(P);
         for (std::size_t r = 0; r < P; ++r) pixel[r] = groups.member(r / N, r % N);
         const auto pixel_of = [&](std::size_t r) { return pixel[r]; };
-        uninitialised_buffer<T> tokens(B * P * D);
+        uninitialized_buffer<T> tokens(B * P * D);
         if (divided == map) {
             detail::maps_to_tokens(local.data(), B, D, P, tokens.data(), pixel_of);
         } else {
@@ -156,7 +156,7 @@ public:
             detail::maps_to_tokens(resized.data(), B, D, P, tokens.data(), pixel_of);
         }
         for (const auto& layer : transformer_) layer.template apply_in_place<Arch>(policy, tokens.data(), B * G, N);
-        norm_.template normalise<Arch>(tokens.data(), tokens.data(), B * P);
+        norm_.template normalize<Arch>(tokens.data(), tokens.data(), B * P);
         if (divided == map) {
             detail::tokens_to_maps(tokens.data(), B, P, D, local.data(), pixel_of);
         } else {
@@ -166,7 +166,7 @@ public:
         }
         if (!conv_fusion_) return conv_proj_.template apply<Arch>(policy, local.data(), B, H, W, y);
         // [x, conv_proj(local)] along the channels, the projection written in place image by image.
-        uninitialised_buffer<T> both(B * (C + O) * HW);
+        uninitialized_buffer<T> both(B * (C + O) * HW);
         for (std::size_t b = 0; b < B; ++b) {
             T* image = both.data() + b * (C + O) * HW;
             std::copy_n(x + b * C * HW, C * HW, image);

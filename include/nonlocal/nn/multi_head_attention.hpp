@@ -191,7 +191,7 @@ struct basic_multi_head_attention {
             return xt::adapt(data.data(), data.size(), xt::no_ownership(),
                              std::array<std::size_t, 4>{B, heads, rows, hd});
         };
-        uninitialised_buffer<T> q_data, k_data, v_data;
+        uninitialized_buffer<T> q_data, k_data, v_data;
         buffer<T> o_data;
         auto qh = heads_of(q_data, h, L), kh = heads_of(k_data, kv_heads(), S), vh = heads_of(v_data, kv_heads(), S);
         auto o = heads_of(o_data, h, L);

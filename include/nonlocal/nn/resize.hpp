@@ -79,12 +79,12 @@ struct resize_taps {
             span = std::size_t(std::ceil(2 * support)) + 1;
             allocate(outputs);
             for (std::size_t out = 0; out < outputs; ++out) {
-                const double centre = scale * (double(out) + 0.5);
-                const auto lo = std::size_t(std::max(0.0, std::floor(centre - support + 0.5)));
-                const std::size_t hi = std::min(inputs, std::size_t(std::max(0.0, std::floor(centre + support + 0.5))));
+                const double center = scale * (double(out) + 0.5);
+                const auto lo = std::size_t(std::max(0.0, std::floor(center - support + 0.5)));
+                const std::size_t hi = std::min(inputs, std::size_t(std::max(0.0, std::floor(center + support + 0.5))));
                 double sum = 0;
                 for (std::size_t i = lo; i < hi && i - lo < span; ++i)
-                    sum += set(out, i - lo, i, kernel(double(i) - centre + 0.5));
+                    sum += set(out, i - lo, i, kernel(double(i) - center + 0.5));
                 for (std::size_t t = 0; t < span; ++t) weights[out * span + t] /= sum != 0 ? sum : 1;
             }
             return;

@@ -110,7 +110,7 @@ private:
     void apply(Ex policy, row_matrix<const T> x, T* y, bool add) const {
         // A buffer, whose large blocks are kept for the next call (see multi_head_attention),
         // left unwritten: linear1's stores write every value.
-        uninitialised_buffer<T> h(x.rows * hidden());
+        uninitialized_buffer<T> h(x.rows * hidden());
         simd::with_activation(kind, [&](auto act) {
             simd::linear_rows<Arch>(policy, x, linear1.packed(),
                                     simd::store_rows<T, decltype(act)>{h.data(), hidden(), {linear1.bias_data(), act}});
@@ -204,16 +204,16 @@ struct basic_transformer_encoder_layer {
         };
         if (norm_first) {
             // Both norms' outputs in one work array, whose block is kept for the next call.
-            uninitialised_buffer<T> normed(tokens * E);
-            norm1.template normalise<Arch>(x, normed.data(), tokens);
+            uninitialized_buffer<T> normed(tokens * E);
+            norm1.template normalize<Arch>(x, normed.data(), tokens);
             attend_add(as_tokens(normed.data()));
-            norm2.template normalise<Arch>(x, normed.data(), tokens);
+            norm2.template normalize<Arch>(x, normed.data(), tokens);
             feed_add(normed.data());
         } else {
             attend_add(as_tokens(x));
-            norm1.template normalise<Arch>(x, x, tokens);
+            norm1.template normalize<Arch>(x, x, tokens);
             feed_add(x);
-            norm2.template normalise<Arch>(x, x, tokens);
+            norm2.template normalize<Arch>(x, x, tokens);
         }
     }
 };

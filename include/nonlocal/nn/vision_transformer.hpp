@@ -172,7 +172,7 @@ public:
         const xt::xtensor<T, 3> all = this->template encode<Arch>(policy, images);
         const std::size_t B = all.shape(0), E = embed_dim();
         xt::xtensor<T, 2> features = xt::empty<T>({B, E});
-        for (std::size_t b = 0; b < B; ++b) norm_.template normalise<Arch>(&all(b, 0, 0), &features(b, 0), 1);
+        for (std::size_t b = 0; b < B; ++b) norm_.template normalize<Arch>(&all(b, 0, 0), &features(b, 0), 1);
         return features;
     }
     /// The same on the calling thread.

@@ -131,7 +131,7 @@ void linear_product(row_matrix<const T> x, const simd::packed_rows<T>* packed_x,
                 const std::size_t m_first = run * micro_panels / runs, m_last = (run + 1) * micro_panels / runs;
                 const auto& pn = panels[q];
                 // A panel packed on demand: rows [k0, k0 + depth), in a work array of this panel's.
-                uninitialised_buffer<E> packed;
+                uninitialized_buffer<E> packed;
                 constexpr bool in_place = std::is_same_v<Fill, simd::rows_in_place<T>>;
                 if constexpr (!std::is_same_v<Fill, stored_panels> && !in_place)
                     if (!pn.data) {

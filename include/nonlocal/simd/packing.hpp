@@ -148,8 +148,8 @@ private:
     std::size_t in_ = 0, out_ = 0;
     nonlocal::precision precision_ = nonlocal::precision::native;
     std::vector<panel> panels_;
-    uninitialised_buffer<T> values_;
-    uninitialised_buffer<std::uint32_t> pairs_;
+    uninitialized_buffer<T> values_;
+    uninitialized_buffer<std::uint32_t> pairs_;
 };
 
 /// W^T [in, out] that is not stored but packed a panel at a time as `linear_rows` reaches

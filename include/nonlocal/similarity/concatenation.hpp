@@ -24,7 +24,7 @@ namespace nonlocal {
 /// once, and each pair costs one addition: O(1) instead of O(e).
 /// theta and phi are [e, d], w_f has 2e entries.
 struct concatenation {
-    using kernel = identity_kernel;
+    using weight_function = identity_weight;
     using traits = similarity_traits<separable_form>;
     /// w_f[:e] theta and w_f[e:] phi, each [1, d].
     xt::xtensor<double, 2> query_row;

@@ -10,9 +10,9 @@
 namespace nonlocal {
 
 /// A similarity whose logit is `f(q, k)` for two `std::span<const T>`; kappa is `Kernel`.
-template <class F, class Kernel = identity_kernel>
+template <class F, class Kernel = identity_weight>
 struct custom_similarity {
-    using kernel = Kernel;
+    using weight_function = Kernel;
     F f;
     template <class T>
     T logit(std::span<const T> q, std::span<const T> k) const {
@@ -21,9 +21,9 @@ struct custom_similarity {
 };
 
 /// `make_similarity(f)`: logit = f(q, k), kappa = identity.
-/// `make_similarity<exp_kernel>(f)`: s = exp(f(q, k)).
+/// `make_similarity<exp_weight>(f)`: s = exp(f(q, k)).
 /// `f` must accept `std::span<const float>` and `std::span<const double>` (a generic lambda does).
-template <class Kernel = identity_kernel, class F>
+template <class Kernel = identity_weight, class F>
 custom_similarity<std::decay_t<F>, Kernel> make_similarity(F&& f) {
     return {std::forward<F>(f)};
 }

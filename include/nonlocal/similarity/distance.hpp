@@ -36,7 +36,7 @@ T channel_sum_logit(const S& s, std::span<const T> q, std::span<const T> k) {
 
 /// logit = |q - k|^2, kappa = identity: a dissimilarity.
 struct squared_euclidean {
-    using kernel = identity_kernel;
+    using weight_function = identity_weight;
     using traits = similarity_traits<distance_form, symmetric>;
     static double scale(std::size_t) noexcept { return 1.0; }
     template <class T>
@@ -50,7 +50,7 @@ struct squared_euclidean {
 /// s = exp(-|q - k|^2 / h^2): non-local means on patch features, bilateral
 /// weights on scaled (position, colour) features, the AR model's colour weights.
 struct gaussian_distance {
-    using kernel = exp_kernel;
+    using weight_function = exp_weight;
     using traits = similarity_traits<distance_form, symmetric>;
     double h = 1.0;
 
@@ -70,7 +70,7 @@ struct gaussian_distance {
 /// weight falls off more slowly than the Gaussian's for large differences and
 /// faster for small ones, so textures stay connected and real edges still cut.
 struct laplacian_distance {
-    using kernel = exp_kernel;
+    using weight_function = exp_weight;
     using traits = similarity_traits<channel_sum_form, symmetric>;
     double h = 1.0;
 
@@ -85,7 +85,7 @@ struct laplacian_distance {
 
 /// logit = <q, k> / (|q| |k|), kappa = identity; 0 when either vector is zero.
 struct cosine {
-    using kernel = identity_kernel;
+    using weight_function = identity_weight;
     using traits = similarity_traits<cosine_form, symmetric>;
     static double scale(std::size_t) noexcept { return 1.0; }
     template <class T>

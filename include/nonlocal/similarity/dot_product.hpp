@@ -17,7 +17,7 @@ namespace detail {
 /// `factor` is set; kernel/lowering.hpp aggregates lowered features with it).
 template <class Kernel>
 struct scaled_dot {
-    using kernel = Kernel;
+    using weight_function = Kernel;
     using traits = similarity_traits<dot_product_form>;
 
     /// Multiplier of <q, k> for features of dimension d.
@@ -32,11 +32,11 @@ struct scaled_dot {
 }  // namespace detail
 
 /// logit = <q, k>, kappa = identity (the non-local block's "dot product").
-struct dot_product : detail::scaled_dot<identity_kernel> {};
+struct dot_product : detail::scaled_dot<identity_weight> {};
 
 /// logit = <q, k> * scale, with scale = 1 / sqrt(d) unless given: Transformer attention
 /// (use with `softmax`).
-struct scaled_dot_product : detail::scaled_dot<identity_kernel> {
+struct scaled_dot_product : detail::scaled_dot<identity_weight> {
     scaled_dot_product() = default;
     /// An explicit scale instead of 1 / sqrt(d).
     explicit scaled_dot_product(double scale_factor) { factor = scale_factor; }
@@ -49,7 +49,7 @@ struct scaled_dot_product : detail::scaled_dot<identity_kernel> {
 };
 
 /// s = exp(<q, k>): the non-local block's "Gaussian" (use with `sum`).
-struct gaussian : detail::scaled_dot<exp_kernel> {};
+struct gaussian : detail::scaled_dot<exp_weight> {};
 
 static_assert(similarity<dot_product>);
 static_assert(similarity<scaled_dot_product>);

@@ -27,7 +27,7 @@ namespace nonlocal {
 template <class T>
 class edge_weights {
 public:
-    using kernel = identity_kernel;
+    using weight_function = identity_weight;
 
     /// Throws `std::invalid_argument` unless `planes` is [D, H, W] for the D forward
     /// directions of `stencil` on its H x W grid.

@@ -23,7 +23,7 @@ namespace nonlocal {
 template <similarity Base, class U = double>
 class with_pair_bias {
 public:
-    using kernel = typename Base::kernel;
+    using weight_function = weight_function_t<Base>;
     Base base;
 
     /// Throws `std::invalid_argument` unless `bias` has rank 2 or 3.

@@ -32,7 +32,7 @@
 namespace nonlocal {
 
 struct patch_distance {
-    using kernel = exp_kernel;
+    using weight_function = exp_weight;
     using traits = similarity_traits<opaque_form, symmetric>;
 
     std::size_t height = 0;
@@ -86,9 +86,15 @@ static_assert(similarity<patch_distance>);
 /// The colour Gaussian weight of the AR model, w_ij = exp(-|g_i - g_j|^2 / (2 sigma_r^2)
 /// - |p_i - p_j|^2 / (2 sigma_s^2)) (sigma_s infinite: no spatial term), as a
 /// `patch_distance` of radius 0 for a guide of `channels` channels.
-inline patch_distance colour_weights(std::size_t height, std::size_t width, std::size_t channels, double sigma_r,
+inline patch_distance color_weights(std::size_t height, std::size_t width, std::size_t channels, double sigma_r,
                                      double sigma_s = std::numeric_limits<double>::infinity()) {
     return patch_distance(height, width, 0, sigma_r * std::sqrt(2.0 / double(channels)), 0.0, sigma_s);
+}
+/// The name before 0.1.0, kept for one release.
+[[deprecated("use nonlocal::color_weights")]] inline patch_distance colour_weights(
+    std::size_t height, std::size_t width, std::size_t channels, double sigma_r,
+    double sigma_s = std::numeric_limits<double>::infinity()) {
+    return color_weights(height, width, channels, sigma_r, sigma_s);
 }
 
 }  // namespace nonlocal

@@ -22,7 +22,7 @@ namespace nonlocal {
 /// input uses table[h].
 template <similarity Base>
 struct with_position_bias {
-    using kernel = typename Base::kernel;
+    using weight_function = weight_function_t<Base>;
 
     Base base;
     xt::xtensor<double, 3> table;

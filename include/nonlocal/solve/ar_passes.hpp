@@ -40,8 +40,8 @@ namespace nonlocal::detail {
 /// d the diagonal.
 template <class T>
 auto ar_product(const T* diagonal) {
-    return [diagonal](std::size_t i, auto own, auto neighbours) {
-        return own * kernel::lane_load(diagonal, i, own) - neighbours;
+    return [diagonal](std::size_t i, auto own, auto neighbors) {
+        return own * kernel::lane_load(diagonal, i, own) - neighbors;
     };
 }
 
@@ -50,10 +50,10 @@ auto ar_product(const T* diagonal) {
 /// is 0 keep z_i).
 template <class T>
 auto ar_relaxation(const T* diagonal, const T* r, T* out, double omega, const T* inverse_smoothing = nullptr) {
-    return [diagonal, r, out, omega, inverse_smoothing](std::size_t i, auto own, auto neighbours) {
+    return [diagonal, r, out, omega, inverse_smoothing](std::size_t i, auto own, auto neighbors) {
         using V = decltype(own);
         const V d = kernel::lane_load(diagonal, i, own);
-        const V residual = kernel::lane_load(r, i, own) - (d * own - neighbours);
+        const V residual = kernel::lane_load(r, i, own) - (d * own - neighbors);
         const V step = inverse_smoothing ? residual * kernel::lane_load(inverse_smoothing, i, own) : simd::divide(residual, d);
         kernel::lane_store(out, i, kernel::lane_pick(d > V(T(0)), own + V(T(omega)) * step, own));
     };
@@ -62,8 +62,8 @@ auto ar_relaxation(const T* diagonal, const T* r, T* out, double omega, const T*
 /// The finish of the residual: out_i = r_i - (A z)_i.
 template <class T>
 auto ar_residual(const T* diagonal, const T* r, T* out) {
-    return [product = ar_product(diagonal), r, out](std::size_t i, auto own, auto neighbours) {
-        kernel::lane_store(out, i, kernel::lane_load(r, i, own) - product(i, own, neighbours));
+    return [product = ar_product(diagonal), r, out](std::size_t i, auto own, auto neighbors) {
+        kernel::lane_store(out, i, kernel::lane_load(r, i, own) - product(i, own, neighbors));
     };
 }
 
@@ -77,8 +77,8 @@ double ar_apply_and_dot(const Stencil& e, const T* diagonal, int threads, const 
     const auto product = ar_product(diagonal);
     parallel_for(chunks, threads, [&](std::size_t t) {
         double sum = 0;
-        e.range(x, e.band_edge(t, chunks), e.band_edge(t + 1, chunks), [y, product, &sum](std::size_t i, auto own, auto neighbours) {
-            const auto ax = product(i, own, neighbours);
+        e.range(x, e.band_edge(t, chunks), e.band_edge(t + 1, chunks), [y, product, &sum](std::size_t i, auto own, auto neighbors) {
+            const auto ax = product(i, own, neighbors);
             kernel::lane_store(y, i, ax);
             if constexpr (std::is_arithmetic_v<decltype(ax)>) sum += double(own) * double(ax);
             else sum += double(xsimd::hadd(own * ax));

@@ -211,8 +211,8 @@ public:
     template <execution_policy Ex>
     void apply(Ex policy, const T* x, T* y) const {
         stencil_pass(policy, x,
-                     [y, product = detail::ar_product(diagonal_.data())](std::size_t i, auto own, auto neighbours) {
-                         kernel::lane_store(y, i, product(i, own, neighbours));
+                     [y, product = detail::ar_product(diagonal_.data())](std::size_t i, auto own, auto neighbors) {
+                         kernel::lane_store(y, i, product(i, own, neighbors));
                      });
     }
     /// A x as a new vector.

@@ -114,9 +114,9 @@ public:
         const std::size_t m = steps;
         std::vector<double> omega(m, o.damping);
         if (o.kind == smoother::chebyshev) {
-            const double centre = (o.upper + o.lower) / 2, half_width = (o.upper - o.lower) / 2;
+            const double center = (o.upper + o.lower) / 2, half_width = (o.upper - o.lower) / 2;
             for (std::size_t k = 0; k < m; ++k)
-                omega[k] = 1 / (centre + half_width * std::cos(std::numbers::pi * double(2 * k + 1) / double(2 * m)));
+                omega[k] = 1 / (center + half_width * std::cos(std::numbers::pi * double(2 * k + 1) / double(2 * m)));
         }
         return omega;
     }

@@ -181,9 +181,9 @@ solve_report sor(Ex policy, const ar_system<T, Arch>& A, vector_in<T> b, vector_
     detail::require(omega > 0 && omega < 2, "sor", [&] { return "omega must be in (0, 2), got " + std::to_string(omega); });
     const std::size_t H = A.height(), W = A.width(), period = A.reach() + 1;
     return detail::iterate<T>(policy, "sor", A, b, x, options, [&](std::span<T> xk, const buffer<T>&) {
-        for (std::size_t colour = 0; colour < period * period; ++colour)
-            for (std::size_t row = colour / period; row < H; row += period)
-                for (std::size_t col = colour % period; col < W; col += period) {
+        for (std::size_t color = 0; color < period * period; ++color)
+            for (std::size_t row = color / period; row < H; row += period)
+                for (std::size_t col = color % period; col < W; col += period) {
                     const std::size_t i = row * W + col;
                     double s = b[i];
                     for (std::size_t o = 0; o < A.offsets().size(); ++o) {

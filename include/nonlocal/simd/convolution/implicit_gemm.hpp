@@ -43,7 +43,7 @@ void convolve_implicit_gemm(Ex policy, const conv_geometry& conv, const conv_wei
     const std::size_t Q = (out.h - 1) * Wq + out.w;
     // The last tap of the last phase is read up to Q rounded up to a stored panel's width:
     // less than 64 bytes past the last plane.
-    uninitialised_buffer<T> padded(cin * plane + simd::panel_layout<T>::width_step);
+    uninitialized_buffer<T> padded(cin * plane + simd::panel_layout<T>::width_step);
     simd::fill<Arch>(padded.data() + cin * plane, simd::panel_layout<T>::width_step, T(0));
     const auto phase_of = [&](std::size_t c, std::size_t py, std::size_t px) {   // padded row and column
         return padded.data() + c * plane + ((py % s.h) * s.w + px % s.w) * phase + py / s.h * Wq + px / s.w;

@@ -233,13 +233,13 @@ public:
             // Fine row v's share: coarse point K takes v[2K - 1] to_left[K - 1] + v[2K] centre[K]
             // (1 when null) + v[2K + 1] to_right[K], from the columns that exist; the first
             // share is stored, the others added (separate loops, so that each vectorises).
-            const auto gather = [&]<bool first>(const T* v, const T* to_left, const T* centre, const T* to_right) {
-                const auto own = [&](std::size_t K) { return (centre ? centre[K] : T(1)) * v[2 * K]; };
+            const auto gather = [&]<bool first>(const T* v, const T* to_left, const T* center, const T* to_right) {
+                const auto own = [&](std::size_t K) { return (center ? center[K] : T(1)) * v[2 * K]; };
                 const auto put = [&](std::size_t K, T sum) { out[K] = first ? sum : out[K] + sum; };
                 put(0, own(0) + (right_inside > 0 ? to_right[0] * v[1] : T(0)));
-                if (centre)
+                if (center)
                     for (std::size_t K = 1; K < right_inside; ++K)
-                        put(K, centre[K] * v[2 * K] + to_left[K - 1] * v[2 * K - 1] + to_right[K] * v[2 * K + 1]);
+                        put(K, center[K] * v[2 * K] + to_left[K - 1] * v[2 * K - 1] + to_right[K] * v[2 * K + 1]);
                 else
                     for (std::size_t K = 1; K < right_inside; ++K)
                         put(K, v[2 * K] + to_left[K - 1] * v[2 * K - 1] + to_right[K] * v[2 * K + 1]);

@@ -1,5 +1,5 @@
 #pragma once
-/// @file image/colour.hpp
+/// @file image/color.hpp
 /// Colour spaces of image planes.
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 #pragma once
-// A colour map for the pictures of the tools and the demo.
+// A color map for the pictures of the tools and the demo.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -27,20 +27,20 @@ inline std::array<std::uint8_t, 3> turbo(double x) {
 /// values [H, W] as 8-bit RGB [H, W, 3] through turbo, lo blue and hi red; values that are not
 /// finite, or not `shown(v)`, are black.
 template <class Shown>
-xt::xtensor<std::uint8_t, 3> colour_mapped(const xt::xtensor<float, 2>& values, float lo, float hi, Shown&& shown) {
+xt::xtensor<std::uint8_t, 3> color_mapped(const xt::xtensor<float, 2>& values, float lo, float hi, Shown&& shown) {
     xt::xtensor<std::uint8_t, 3> rgb = xt::zeros<std::uint8_t>({values.shape(0), values.shape(1), std::size_t(3)});
     const double span = hi > lo ? double(hi) - lo : 1.0;
     for (std::size_t i = 0; i < values.size(); ++i) {
         const float v = values.data()[i];
         if (!std::isfinite(v) || !shown(v)) continue;
-        const auto colour = turbo((double(v) - lo) / span);
-        for (std::size_t c = 0; c < 3; ++c) rgb.data()[3 * i + c] = colour[c];
+        const auto color = turbo((double(v) - lo) / span);
+        for (std::size_t c = 0; c < 3; ++c) rgb.data()[3 * i + c] = color[c];
     }
     return rgb;
 }
 /// The same with every finite value shown.
-inline xt::xtensor<std::uint8_t, 3> colour_mapped(const xt::xtensor<float, 2>& values, float lo, float hi) {
-    return colour_mapped(values, lo, hi, [](float) { return true; });
+inline xt::xtensor<std::uint8_t, 3> color_mapped(const xt::xtensor<float, 2>& values, float lo, float hi) {
+    return color_mapped(values, lo, hi, [](float) { return true; });
 }
 
 }  // namespace nonlocal::tools
