@@ -50,6 +50,27 @@ static_assert(std::is_same_v<detail::effective_weight_function<dot_product, sum>
 static_assert(detail::shifts_by_row_max<gaussian, sum>);
 static_assert(!detail::shifts_by_row_max<gaussian, count>);
 
+BOOST_AUTO_TEST_CASE(names_before_0_1_0_still_compile) {
+    // Deprecated for one release (CHANGELOG): each old name is the new one.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    static_assert(std::is_same_v<exp_kernel, exp_weight> && std::is_same_v<identity_kernel, identity_weight>);
+    static_assert(is_kernel_v<exp_weight>);
+    static_assert(std::is_same_v<uninitialised_buffer<float>, uninitialized_buffer<float>>);
+    static_assert(std::is_same_v<colour_kernel, color_kernel> && std::is_same_v<colour_space, color_space>);
+    BOOST_TEST((depth_model::normalised == depth_model::normalized));
+    const patch_distance before = colour_weights(4, 5, 3, 10.0, 2.0), now = color_weights(4, 5, 3, 10.0, 2.0);
+    BOOST_TEST((before.height == now.height && before.width == now.width && before.patch_radius == now.patch_radius &&
+                before.h == now.h && before.sigma == now.sigma && before.spatial_sigma == now.spatial_sigma));
+    const nn::layer_norm norm(xt::xtensor<float, 1>{1.f, 2.f, 3.f}, xt::xtensor<float, 1>{0.f, 0.f, 1.f});
+    const float x[3] = {1, 5, 9};
+    float old_name[3], new_name[3];
+    norm.normalise(x, old_name, 1);
+    norm.normalize(x, new_name, 1);
+    BOOST_TEST(std::equal(old_name, old_name + 3, new_name));
+#pragma GCC diagnostic pop
+}
+
 BOOST_AUTO_TEST_CASE(user_policies_run_and_match_the_reference) {
     const auto q = test::random_tensor<float, 2>({9, 5}, 1), k = test::random_tensor<float, 2>({11, 5}, 2);
     const auto v = test::random_tensor<float, 2>({11, 3}, 3);
