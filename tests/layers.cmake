@@ -6,7 +6,7 @@
 # The layer of a header, by its path below nonlocal/ (bottom: 1).
 function(nonlocal_layer path out)
   set(layers
-    "1:config.hpp|concepts.hpp|execution.hpp|buffer.hpp|row_matrix.hpp|simd/.*|detail/.*"
+    "1:config.hpp|concepts.hpp|concepts/.*|execution.hpp|buffer.hpp|row_matrix.hpp|simd/.*|detail/.*"
     "2:image/.*"
     "3:similarity/.*|neighborhood/.*|normalization.hpp"
     "4:kernel/.*"

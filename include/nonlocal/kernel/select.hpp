@@ -17,7 +17,7 @@
 /// kernel/lowering.hpp), or `channel_sum_form` (scored from differences, a channel at a
 /// time). The first row that matches wins; `kernel_for<S, Nb, Nm>` names it, and
 /// `nonlocal::plan` says what a call runs once the run-time conditions in parentheses are
-/// known (kernel/dispatch.hpp). "Exp weights" are exponentials whose ratio the running row
+/// known (kernel/choose.hpp). "Exp weights" are exponentials whose ratio the running row
 /// maximum leaves unchanged (`softmax`, or an `exp_weight` similarity with `sum`).
 
 #include <cstddef>

@@ -72,6 +72,18 @@ void check_ar_data_term(std::size_t h, std::size_t w, const buffer<T>& alpha, co
             [] { return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term"); });
 }
 
+/// Throws `std::invalid_argument` (from `ar_system::set_rhs`) unless b has `n` entries, each finite.
+template <class T>
+void check_rhs(std::size_t n, const buffer<T>& b) {
+    require(b.size() == n, "ar_system::set_rhs", [&] {
+        return "b has " + std::to_string(b.size()) + " entries for a system of " + std::to_string(n);
+    });
+    for (std::size_t i = 0; i < n; ++i)
+        require(std::isfinite(b[i]), "ar_system::set_rhs", [&] {
+            return "b must be finite, got " + std::to_string(double(b[i])) + " at pixel " + std::to_string(i);
+        });
+}
+
 /// Throws `std::invalid_argument` unless every edge weight is finite and >= 0, as the
 /// Laplacian needs: a custom similarity's kernel may give anything, and the floor min_weight
 /// keeps a NaN. Weights are at least the floor or NaN, and any weight that is NaN or infinite

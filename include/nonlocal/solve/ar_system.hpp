@@ -20,11 +20,8 @@
 /// `sum_with_data`.
 
 #include <algorithm>
-#include <array>
-#include <type_traits>
 #include <cmath>
 #include <cstddef>
-#include <numeric>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,8 +41,6 @@
 #include "nonlocal/solve/pipelined_passes.hpp"
 #include "nonlocal/similarity/edge_weights.hpp"
 #include "nonlocal/similarity/patch_distance.hpp"
-#include "nonlocal/simd/exp.hpp"
-#include "nonlocal/simd/vector_ops.hpp"
 
 namespace nonlocal {
 
@@ -152,11 +147,7 @@ public:
     /// Sets b to another right-hand side. Throws `std::invalid_argument` unless b has an
     /// entry per pixel, each finite.
     void set_rhs(buffer<T> b) {
-        require_size(b, "ar_system::set_rhs", "b");
-        const auto bad = std::find_if(b.begin(), b.end(), [](T v) { return detail::not_finite(v) != 0; });
-        detail::require(bad == b.end(), "ar_system::set_rhs", [&] {
-            return "b must be finite, got " + std::to_string(double(*bad)) + " at pixel " + std::to_string(bad - b.begin());
-        });
+        detail::check_rhs(size(), b);
         rhs_ = std::move(b);
     }
 
