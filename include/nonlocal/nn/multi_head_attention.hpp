@@ -195,41 +195,9 @@ struct basic_multi_head_attention {
         buffer<T> o_data;
         auto qh = heads_of(q_data, h, L), kh = heads_of(k_data, kv_heads(), S), vh = heads_of(v_data, kv_heads(), S);
         auto o = heads_of(o_data, h, L);
-        // Each projection's GEMM stores its rows [B * rows, heads hd] as [B, heads, rows, hd];
-        // self-attention's three share one pass over x, their columns side by side.
         const auto project = [&](std::span<const linear_layer<T>* const> projections, const T* x, std::size_t rows,
                                  std::span<T* const> heads) {
-            std::vector<const simd::packed_weight<T>*> weights;
-            // Where each output column goes, worked out once rather than by divisions in every
-            // store: its projection, its column there, and its head and feature in that head.
-            struct destination {
-                std::uint32_t part, column, head, feature;
-            };
-            std::vector<destination> to;
-            for (std::uint32_t part = 0; part < projections.size(); ++part) {
-                weights.push_back(&projections[part]->packed());
-                for (std::uint32_t f = 0; f < projections[part]->out_features(); ++f)
-                    to.push_back({part, f, std::uint32_t(f / hd), std::uint32_t(f % hd)});
-            }
-            simd::linear_rows<Arch>(
-                policy, row_matrix<const T>{x, B * rows, projections[0]->in_features()},
-                std::span<const simd::packed_weight<T>* const>(weights),
-                [&](std::size_t row, std::size_t column, const auto& acc, std::size_t lanes) {
-                    using batch = std::decay_t<decltype(acc)>;
-                    const destination first = to[column];   // a vector's columns are of one projection
-                    const linear_layer<T>& projection = *projections[first.part];
-                    const batch v = simd::epilogue<T, simd::no_activation>{projection.bias_data()}(acc, first.column, lanes);
-                    // Token t of image b in this projection's heads [B, out / hd, rows, hd].
-                    const std::size_t b = row / rows, t = row % rows;
-                    T* const image = heads[first.part] + b * projection.out_features() * rows + t * hd;
-                    // Lanes [l, l + n) of one head each, stored from the register.
-                    for (std::size_t l = 0; l < lanes;) {
-                        const destination& at = to[column + l];
-                        const std::size_t n = std::min<std::size_t>(lanes - l, hd - at.feature);
-                        simd::store_lanes(v, l, l + n, image + at.head * rows * hd + at.feature);
-                        l += n;
-                    }
-                });
+            project_to_heads<Arch>(policy, projections, x, B, rows, heads);
         };
         if (q.data() == k.data() && k.data() == v.data() && L == S && kdim() == E && vdim() == E) {
             const linear_layer<T>* all[] = {&q_proj, &k_proj, &v_proj};
@@ -271,6 +239,46 @@ struct basic_multi_head_attention {
     }
 
 private:
+    /// Each projection of `projections` of x [B * rows, in] stored as heads [B, out / hd, rows,
+    /// hd] into `heads` (one target per projection) as its GEMM finishes the rows: for
+    /// self-attention the three share one pass over x, their columns side by side.
+    template <class Arch, execution_policy Ex>
+    void project_to_heads(Ex policy, std::span<const linear_layer<T>* const> projections, const T* x, std::size_t B,
+                          std::size_t rows, std::span<T* const> heads) const {
+        const std::size_t hd = head_dim();
+        std::vector<const simd::packed_weight<T>*> weights;
+        // Where each output column goes, worked out once rather than by divisions in every
+        // store: its projection, its column there, and its head and feature in that head.
+        struct destination {
+            std::uint32_t part, column, head, feature;
+        };
+        std::vector<destination> to;
+        for (std::uint32_t part = 0; part < projections.size(); ++part) {
+            weights.push_back(&projections[part]->packed());
+            for (std::uint32_t f = 0; f < projections[part]->out_features(); ++f)
+                to.push_back({part, f, std::uint32_t(f / hd), std::uint32_t(f % hd)});
+        }
+        simd::linear_rows<Arch>(
+            policy, row_matrix<const T>{x, B * rows, projections[0]->in_features()},
+            std::span<const simd::packed_weight<T>* const>(weights),
+            [&](std::size_t row, std::size_t column, const auto& acc, std::size_t lanes) {
+                using batch = std::decay_t<decltype(acc)>;
+                const destination first = to[column];   // a vector's columns are of one projection
+                const linear_layer<T>& projection = *projections[first.part];
+                const batch v = simd::epilogue<T, simd::no_activation>{projection.bias_data()}(acc, first.column, lanes);
+                // Token t of image b in this projection's heads [B, out / hd, rows, hd].
+                const std::size_t b = row / rows, t = row % rows;
+                T* const image = heads[first.part] + b * projection.out_features() * rows + t * hd;
+                // Lanes [l, l + n) of one head each, stored from the register.
+                for (std::size_t l = 0; l < lanes;) {
+                    const destination& at = to[column + l];
+                    const std::size_t n = std::min<std::size_t>(lanes - l, hd - at.feature);
+                    simd::store_lanes(v, l, l + n, image + at.head * rows * hd + at.feature);
+                    l += n;
+                }
+            });
+    }
+
     /// Rows [first, first + count) of an in-projection and its bias (none when it has none).
     static linear_layer<T> rows_of(const xt::xtensor<T, 2>& weight, const xt::xtensor<T, 1>& bias, std::size_t first,
                                    std::size_t count) {
