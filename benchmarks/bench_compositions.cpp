@@ -131,7 +131,7 @@ void run_row(benchmark::State& state, S s, Nb nb, Nm nm) {
 template <class S, class Nb, class Nm>
 void add(const std::string& similarity, const std::string& neighborhood, const std::string& normalization, S s,
          Nb nb, Nm nm, const std::string& compared_with = "") {
-    constexpr bool exp_sum = std::is_same_v<weight_function_t<S>, nonlocal::exp_weight> &&
+    constexpr bool exp_sum = std::is_same_v<nonlocal::weight_function_t<S>, nonlocal::exp_weight> &&
                              Nm::kind == nonlocal::normalizer::sum;
     const std::string family = exp_sum ? "softmax" : normalization;
     const std::string baseline = "scaled_dot_product/" + neighborhood + "/" + family;

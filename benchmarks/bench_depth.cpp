@@ -360,7 +360,7 @@ const nonlocal::ar_system<float>& x8_system() {
         for (std::size_t r = 0; r < H; r += 8)
             for (std::size_t c = 0; c < W; c += 8) b[r * W + c] = eps * s.truth(r, c);
         const nonlocal::detail::observed_depth none(H, W);   // its holes are not filled from a far side
-        return nonlocal::detail::depth_system<float>(g, none, nullptr, nonlocal::buffer<float>(n, eps), std::move(b), o);
+        return nonlocal::detail::depth_system<float, nonlocal::default_arch>(g, none, nullptr, nonlocal::buffer<float>(n, eps), std::move(b), o);
     }();
     return A;
 }

@@ -66,7 +66,7 @@ void with_normalization(FuzzedDataProvider& in, const tensor4& q, const tensor4&
         case 2: return compare(q, k, v, s, nb, nonlocal::none{}, threads);
         default:
             // C_i = sum_j s_ij is ill-conditioned for kernels of either sign: positive ones only.
-            if constexpr (std::is_same_v<weight_function_t<S>, nonlocal::exp_weight>)
+            if constexpr (std::is_same_v<nonlocal::weight_function_t<S>, nonlocal::exp_weight>)
                 return compare(q, k, v, s, nb, nonlocal::sum{}, threads);
     }
 }
