@@ -195,21 +195,17 @@ struct basic_multi_head_attention {
         buffer<T> o_data;
         auto qh = heads_of(q_data, h, L), kh = heads_of(k_data, kv_heads(), S), vh = heads_of(v_data, kv_heads(), S);
         auto o = heads_of(o_data, h, L);
-        const auto project = [&](std::span<const linear_layer<T>* const> projections, const T* x, std::size_t rows,
-                                 std::span<T* const> heads) {
-            project_to_heads<Arch>(policy, projections, x, B, rows, heads);
-        };
         if (q.data() == k.data() && k.data() == v.data() && L == S && kdim() == E && vdim() == E) {
             const linear_layer<T>* all[] = {&q_proj, &k_proj, &v_proj};
             T* const targets[] = {q_data.data(), k_data.data(), v_data.data()};
-            project(all, q.data(), L, targets);
+            project_to_heads<Arch>(policy, all, q.data(), B, L, targets);
         } else {
             for (const auto& [proj, x, rows, target] :
                  {std::tuple{&q_proj, q.data(), L, q_data.data()}, std::tuple{&k_proj, k.data(), S, k_data.data()},
                   std::tuple{&v_proj, v.data(), S, v_data.data()}}) {
                 const linear_layer<T>* one[] = {proj};
                 T* const targets[] = {target};
-                project(one, x, rows, targets);
+                project_to_heads<Arch>(policy, one, x, B, rows, targets);
             }
         }
         const auto attend = [&](const auto& similarity, const auto& nb) {

@@ -72,16 +72,13 @@ void check_ar_data_term(std::size_t h, std::size_t w, const buffer<T>& alpha, co
             [] { return std::string("nothing is observed (alpha is 0 everywhere): the system has no data term"); });
 }
 
-/// Throws `std::invalid_argument` (from `ar_system::set_rhs`) unless b has `n` entries, each finite.
+/// Throws `std::invalid_argument` (from `ar_system::set_rhs`) unless every entry of b is finite.
 template <class T>
-void check_rhs(std::size_t n, const buffer<T>& b) {
-    require(b.size() == n, "ar_system::set_rhs", [&] {
-        return "b has " + std::to_string(b.size()) + " entries for a system of " + std::to_string(n);
+void check_rhs_finite(const buffer<T>& b) {
+    const auto bad = std::find_if(b.begin(), b.end(), [](T v) { return not_finite(v) != 0; });
+    require(bad == b.end(), "ar_system::set_rhs", [&] {
+        return "b must be finite, got " + std::to_string(double(*bad)) + " at pixel " + std::to_string(bad - b.begin());
     });
-    for (std::size_t i = 0; i < n; ++i)
-        require(std::isfinite(b[i]), "ar_system::set_rhs", [&] {
-            return "b must be finite, got " + std::to_string(double(b[i])) + " at pixel " + std::to_string(i);
-        });
 }
 
 /// Throws `std::invalid_argument` unless every edge weight is finite and >= 0, as the

@@ -147,7 +147,8 @@ public:
     /// Sets b to another right-hand side. Throws `std::invalid_argument` unless b has an
     /// entry per pixel, each finite.
     void set_rhs(buffer<T> b) {
-        detail::check_rhs(size(), b);
+        require_size(b, "ar_system::set_rhs", "b");
+        detail::check_rhs_finite(b);
         rhs_ = std::move(b);
     }
 
