@@ -149,8 +149,8 @@ BOOST_AUTO_TEST_CASE(separable_model_is_a_ratio_of_two_separable_smooths) {
     const double fraction = xt::sum(mask)() / double(H * W), eps = 0.5 * fraction;
     for (const int connectivity : {4, 8}) {
         BOOST_TEST_CONTEXT("connectivity " << connectivity) {
-            const depth_options o{.model = depth_model::separable, .connectivity = connectivity, .median_scale = 0,
-                                  .single_precision = false};
+            const depth_options o{.model = depth_model::separable, .connectivity = connectivity, .sigma_r = 1.5,
+                                  .median_scale = 0, .single_precision = false};
             const auto out = fill_depth(depth, guide, o);
             BOOST_TEST(out.report.method == "separable, 2 passes of line solves");
             BOOST_TEST(out.report.iterations == 2u);
@@ -386,7 +386,8 @@ BOOST_AUTO_TEST_CASE(upsampling_goes_coarse_to_fine_above_the_stage_factor) {
                 half_guide(r, c, k) = sum / count;
             }
     for (auto model : {depth_model::normalized, depth_model::ar, depth_model::separable}) {
-        depth_options o{.model = model, .single_precision = false};
+        // The bandwidth and weight given: chosen, each stage's samples would choose their own.
+        depth_options o{.model = model, .sigma_r = 1.5, .data_weight = 1, .single_precision = false};
         o.solve.tolerance = 1e-10;
         const auto staged = upsample_depth(low, guide, 16, o);   // stage_factor 8: x8, then x2
         const auto coarse = upsample_depth(low, half_guide, 8, o);
@@ -472,12 +473,13 @@ BOOST_AUTO_TEST_CASE(depth_passes_add_the_last_result_to_the_guide) {
     for (std::size_t i = 0; i < depth.size(); i += 3) depth.data()[i] = 0;
     for (auto model : {depth_model::normalized, depth_model::ar, depth_model::separable}) {
         BOOST_TEST_CONTEXT("model " << int(model)) {
-            const depth_options once{.model = model, .depth_passes = 1, .sigma_d = 5};
-            const auto first = fill_depth(depth, guide, {.model = model});
+            // The bandwidth given: the guide with the depth channel has a contrast of its own.
+            const depth_options once{.model = model, .sigma_r = 1.5, .depth_passes = 1, .sigma_d = 5};
+            const auto first = fill_depth(depth, guide, {.model = model, .sigma_r = 1.5});
             xt::xtensor<double, 3> joint = xt::empty<double>({H, W, std::size_t(4)});
             xt::view(joint, xt::all(), xt::all(), xt::range(0, 3)) = guide;
             xt::view(joint, xt::all(), xt::all(), 3) = xt::cast<double>(first.depth) * (once.sigma_r / once.sigma_d);
-            const auto by_hand = fill_depth(depth, joint, {.model = model});
+            const auto by_hand = fill_depth(depth, joint, {.model = model, .sigma_r = 1.5});
             const auto passed = fill_depth(depth, guide, once);
             BOOST_TEST(passed.depth == by_hand.depth);
             BOOST_TEST(passed.report.iterations == first.report.iterations + by_hand.report.iterations);
@@ -521,7 +523,8 @@ BOOST_AUTO_TEST_CASE(bad_input) {
                         "depth_options::epsilon_scale must be finite and positive, got 0");
     // Each wrong field is named with its value, and only those.
     test::check_invalid([&] { fill_depth(some, guide, {.connectivity = 6, .sigma_r = -1}); }, "fill_depth",
-                        "depth_options::connectivity must be 4 or 8, got 6; depth_options::sigma_r must be finite and positive, got -1");
+                        "depth_options::connectivity must be 4 or 8, got 6; depth_options::sigma_r must be finite and positive, or 0 "
+                        "(chosen from the data), got -1");
     test::check_invalid([&] { denoise_depth(some, guide, {.lambda = -1}); }, "denoise_depth", "depth_options::lambda must be", "got -1");
     test::check_invalid([&] { fill_depth(execution::parallel_policy{-1}, some, guide); }, "execution::parallel_policy",
                         "threads must be >= 0", "got -1");

@@ -1,7 +1,7 @@
 // depth/noise.hpp: the noise of a depth map estimated from the map, on synthetic depth whose
 // noise is known (three levels, with and without wrong measurements, missing pixels and depth
-// steps), on noise-free maps, and by hand; and the depth tasks weighing noisy observations
-// less (`depth_options::noise`).
+// steps), on noise-free maps, and by hand; and upsampling weighing noisy samples less
+// (`depth_options::data_weight` chosen from held-out samples).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -172,35 +172,49 @@ BOOST_AUTO_TEST_CASE(noisy_samples_leave_no_blotches_on_a_plane) {
         BOOST_TEST_CONTEXT("model " << int(model)) {
             depth_options o{.model = model};
             const depth_result weighed = upsample_depth(low, s.guide, 8, o);
-            o.noise = 0;
+            o.data_weight = 1;
             const depth_result exact = upsample_depth(low, s.guide, 8, o);
             BOOST_TEST(std::abs(weighed.noise / 4 - 1) <= 0.15, "noise taken " << weighed.noise);
-            BOOST_TEST(exact.noise == 0.0);
             BOOST_TEST(exact.data_weight == 1.0);
-            // Taken as exact, each sample's noise stays as a blotch around it; on a flat region
-            // the held-out samples call for a weaker data term, and the samples are averaged into
-            // a surface close to the plane.
+            // At the options' weight each sample's noise stays as a blotch around it; on a flat
+            // region the held-out samples call for a weaker data term, and the samples are
+            // averaged into a surface close to the plane.
             BOOST_TEST(weighed.data_weight < 1.0);
             BOOST_TEST(roughness(weighed.depth) < 0.1 * 4, "roughness " << roughness(weighed.depth));
-            BOOST_TEST(roughness(weighed.depth) < 0.5 * roughness(exact.depth), "roughness " << roughness(exact.depth) << " taken as exact");
+            BOOST_TEST(roughness(weighed.depth) < 0.5 * roughness(exact.depth), "roughness " << roughness(exact.depth) << " at weight 1");
             BOOST_TEST(rmse(weighed.depth, s.truth) < rmse(exact.depth, s.truth));
         }
     }
 }
 
-BOOST_AUTO_TEST_CASE(exact_samples_keep_their_precision) {
-    // A slanted plane, whose samples a weaker data term would only blur: sampled exactly, the
-    // noise found is 0 and the result that of the samples taken as exact.
+BOOST_AUTO_TEST_CASE(exact_samples_of_a_slanted_plane) {
+    // A slanted plane sampled exactly under a guide shaded along it: the noise found is 0. The
+    // bandwidth and weight the held-out samples choose bring the samples back within the
+    // plane's rise between two of them (1.6) and the plane to an RMSE of 0.5, its rows and
+    // columns beyond the last samples included; the bandwidth and weight of the options before
+    // they were chosen from the data (1.5, 1) took the guide's shading for edges: samples off by
+    // 6 and an RMSE of 2.3.
     plane_scene s;
     for (std::size_t r = 0; r < 128; ++r)
         for (std::size_t c = 0; c < 128; ++c) s.truth(r, c) = float(100 + 0.2 * double(c) + 0.1 * double(r));
     const auto low = s.samples(0.f);
-    const depth_result estimated = upsample_depth(low, s.guide, 8);
-    BOOST_TEST(estimated.noise < 1e-3);
-    depth_options exact;
-    exact.noise = 0;
-    BOOST_TEST(xt::amax(xt::abs(estimated.depth - upsample_depth(low, s.guide, 8, exact).depth))() < 1e-3);
-    // Integer depth has noise 0; filling takes the noise as a report only.
+    const auto at_samples = [&](const depth_result& x) {
+        double largest = 0;
+        for (std::size_t r = 0; r < 16; ++r)
+            for (std::size_t c = 0; c < 16; ++c) largest = std::max(largest, double(std::abs(x.depth(8 * r, 8 * c) - low(r, c))));
+        return largest;
+    };
+    for (auto model : {depth_model::normalized, depth_model::separable, depth_model::ar}) {
+        BOOST_TEST_CONTEXT("model " << int(model)) {
+            const depth_result chosen = upsample_depth(low, s.guide, 8, {.model = model});
+            const depth_result fixed = upsample_depth(low, s.guide, 8, {.model = model, .sigma_r = 1.5, .data_weight = 1});
+            BOOST_TEST(chosen.noise < 1e-3);
+            BOOST_TEST(at_samples(chosen) < 1.6);
+            BOOST_TEST(rmse(chosen.depth, s.truth) < 0.5);
+            BOOST_TEST(rmse(chosen.depth, s.truth) < 0.5 * rmse(fixed.depth, s.truth));
+        }
+    }
+    // Integer depth has noise 0; filling takes the noise as a report only, at weight 1.
     const xt::xtensor<float, 2> levels = xt::round(s.truth);
     xt::xtensor<float, 2> holes = levels;
     for (std::size_t i = 0; i < holes.size(); i += 3) holes.data()[i] = 0;
@@ -219,6 +233,16 @@ BOOST_AUTO_TEST_CASE(a_given_noise_is_taken_as_it_is) {
     BOOST_TEST(denoise_depth(s.truth, s.guide, f).noise == 1.5);
 }
 
+BOOST_AUTO_TEST_CASE(a_given_weight_and_bandwidth_are_taken_as_they_are) {
+    const plane_scene s;
+    const depth_result r = upsample_depth(s.samples(4.f), s.guide, 8, {.sigma_r = 2.5, .data_weight = 0.25});
+    BOOST_TEST(r.sigma_r == 2.5);
+    BOOST_TEST(r.data_weight == 0.25);
+    const depth_result f = fill_depth(s.truth, s.guide, {.sigma_r = 2.5, .data_weight = 0.5});
+    BOOST_TEST(f.sigma_r == 2.5);
+    BOOST_TEST(f.data_weight == 0.5);
+}
+
 BOOST_AUTO_TEST_CASE(bad_noise_options_are_named) {
     const plane_scene s;
     depth_options o;
@@ -226,6 +250,8 @@ BOOST_AUTO_TEST_CASE(bad_noise_options_are_named) {
     test::check_invalid([&] { upsample_depth(s.samples(1.f), s.guide, 8, o); }, "upsample_depth", "depth_options::noise must be finite");
     o.noise = std::numeric_limits<double>::infinity();
     test::check_invalid([&] { fill_depth(s.truth, s.guide, o); }, "fill_depth", "depth_options::noise must be finite", "got inf");
+    test::check_invalid([&] { upsample_depth(s.samples(1.f), s.guide, 8, {.data_weight = -1}); }, "upsample_depth",
+                        "depth_options::data_weight must be finite and positive, or 0 (chosen from the data), got -1");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -73,7 +73,12 @@ struct depth_options {
     /// Integer guides wider than 8 bits are brought to that scale (uint16: values / 257),
     /// so one setting suits 8- and 16-bit images of a scene; float guides are compared as
     /// they are (scale sigma_r with them if they are not on 0..255).
-    double sigma_r = 1.5;
+    /// 0 (the default): chosen from the data. Upsampling takes the bandwidth whose result best
+    /// predicts a quarter of the samples held out (`depth/hold_out.hpp`); hole filling and
+    /// denoising take a quarter of the guide's contrast, the median colour difference of
+    /// neighbouring pixels (1.6 on the Middlebury scene of the performance page, 4.5 to 4.8 on
+    /// photographs of fur and fruit). `depth_result::sigma_r` says what was used.
+    double sigma_r = 0;
     double sigma_s = std::numeric_limits<double>::infinity();      ///< spatial Gaussian (infinite: none)
     double epsilon_scale = 0.5;                                    ///< normalised: eps = this x observed fraction
     double lambda = 1.0;                                           ///< ar: alpha on observed pixels
@@ -146,14 +151,18 @@ struct depth_options {
     /// its steps (time of flight) loses both, at the cost of corners and of structures thinner
     /// than three pixels, so it is off by default (see the performance page for both sides).
     bool median_of_observations = false;
-    /// The observations' noise, a standard deviation in depth units: negative (the default)
-    /// estimates it from them (`estimate_noise`; from the low-resolution map when upsampling),
-    /// 0 takes them as exact. When upsampling noisy samples (noise above 0, given or estimated),
-    /// the data term's weight (eps of the normalised and separable models, the AR model's
-    /// lambda) is chosen from the samples: the largest of 1, 1/2, 1/4, ... down to 1/32 whose
-    /// result predicts a quarter of them, held out, better than the next (see
-    /// `upsample_depth`). `depth_result::noise` and `depth_result::data_weight` say what was used.
+    /// The observations' noise, a standard deviation in depth units, as `depth_result::noise`
+    /// reports it: negative (the default) estimates it from them (`estimate_noise`; from the
+    /// low-resolution map when upsampling). What the noise calls for, the data term's weight, is
+    /// chosen from the samples when upsampling (`data_weight`), so the value only informs.
     double noise = -1;
+    /// The data term's weight against the smoothness, a factor on eps (normalised and separable
+    /// models) and lambda (AR model). 0 (the default): 1 when filling and denoising; when
+    /// upsampling, chosen with the colour bandwidth from the samples, the factor in [1/32, 8]
+    /// whose result best predicts a quarter of them held out (`depth/hold_out.hpp`): smaller for
+    /// noisy samples, which the smoothness then averages, larger where the colours tell the
+    /// depth edges well. `depth_result::data_weight` says what was used.
+    double data_weight = 0;
     depth_solver solver = depth_solver::pcg_multigrid;   ///< of the normalised and AR models
     bool single_precision = true;                                  ///< solve in float (half the memory traffic) or double
     solve_options solve{1e-4, 500};
@@ -181,7 +190,8 @@ struct depth_result {
     std::size_t flying = 0;              ///< observations taken as flying pixels and re-estimated
     std::size_t robust_iterations = 0;   ///< re-estimates of the robust data term
     double noise = 0;                    ///< the observations' noise the task took (`depth_options::noise`)
-    double data_weight = 1;              ///< the data term's weight chosen for that noise, against the options'
+    double data_weight = 1;              ///< the data term's weight the task used (`depth_options::data_weight`)
+    double sigma_r = 0;                  ///< the colour bandwidth the task used (`depth_options::sigma_r`)
 };
 
 /// The most memory a depth task takes per pixel of its guide beyond its inputs, at the
@@ -220,7 +230,7 @@ inline void check_options(const depth_options& o, std::string_view where) {
     const auto not_negative = [](double x) { return std::isfinite(x) && x >= 0; };
     need(o.connectivity == 4 || o.connectivity == 8, "connectivity", "4 or 8", o.connectivity);
     need(o.radius >= 1, "radius", "at least 1", double(o.radius));
-    need(positive(o.sigma_r), "sigma_r", "finite and positive", o.sigma_r);
+    need(o.sigma_r == 0 || positive(o.sigma_r), "sigma_r", "finite and positive, or 0 (chosen from the data)", o.sigma_r);
     need(o.sigma_s > 0 && !std::isnan(o.sigma_s), "sigma_s", "positive (infinite: no spatial weight)", o.sigma_s);
     need(not_negative(o.chroma_weight), "chroma_weight", "finite and at least 0", o.chroma_weight);
     need(positive(o.epsilon_scale), "epsilon_scale", "finite and positive", o.epsilon_scale);
@@ -235,6 +245,8 @@ inline void check_options(const depth_options& o, std::string_view where) {
     need(not_negative(o.step), "step", "finite and at least 0 (0: 5 % of the depth range)", o.step);
     need(positive(o.robust_threshold), "robust_threshold", "finite and positive", o.robust_threshold);
     need(not_negative(o.robust_tolerance), "robust_tolerance", "finite and at least 0", o.robust_tolerance);
+    need(o.data_weight == 0 || positive(o.data_weight), "data_weight", "finite and positive, or 0 (chosen from the data)",
+         o.data_weight);
     need(!std::isnan(o.noise) && o.noise < std::numeric_limits<double>::infinity(), "noise",
          "finite (negative: estimated from the observations)", o.noise);
     need(o.solve.tolerance >= 0, "solve.tolerance", "at least 0", o.solve.tolerance);

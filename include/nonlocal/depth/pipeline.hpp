@@ -22,6 +22,7 @@
 #include "nonlocal/buffer.hpp"
 #include "nonlocal/depth/estimators.hpp"
 #include "nonlocal/depth/flying_pixels.hpp"
+#include "nonlocal/depth/hold_out.hpp"
 #include "nonlocal/depth/noise.hpp"
 #include "nonlocal/depth/observations.hpp"
 #include "nonlocal/depth/options.hpp"
@@ -150,8 +151,12 @@ depth_result fill(execution::parallel_policy policy, const xt::xexpression<D>& d
     observed.observe_all(d.data(), confidence);
     const double noise = o.noise >= 0 ? o.noise : estimate_noise(d.data(), H, W).sigma;   // within result.seconds
     depth_result result = in_precision(o, [&]<class T>() {
-        return refine_with_passes<T, Arch>(policy, compared_channels(guide_planes<T>(guide, where), o), observed, o,
-                                           where, clock);
+        const auto g = compared_channels(guide_planes<T>(guide, where), o);
+        depth_options chosen = o.data_weight > 0 ? with_data_weight(o, o.data_weight) : o;
+        if (o.sigma_r == 0) chosen.sigma_r = color_bandwidth_start(g);
+        depth_result r = refine_with_passes<T, Arch>(policy, g, observed, chosen, where, clock);
+        r.sigma_r = chosen.sigma_r, r.data_weight = o.data_weight > 0 ? o.data_weight : 1.0;
+        return r;
     });
     result.noise = noise;
     return result;
@@ -188,39 +193,6 @@ depth_result upsample(execution::parallel_policy policy, const xt::xtensor<doubl
     return refine_with_passes<T, Arch>(policy, g, observed, first, "upsample_depth", clock);
 }
 
-/// The weight of the data term of noisy observations `values` (0 or not finite where missing),
-/// against the options': the largest of 1, 1/2, 1/4, ... down to 1/32 whose result predicts the
-/// observations of odd rows and odd columns, held out, from the others better than the next
-/// one's does. A held-out observation's expected squared error is the result's there plus the
-/// noise's variance, independent of the result: the weight of least held-out error is that of
-/// least error, as far as three quarters of the observations tell. `predict(kept, w)` refines the
-/// observations kept (the held-out ones missing) with the data term's weight times w; observation
-/// (r, c) lies at `at(r, c)` of its result. 1 when fewer than 16 observations would be held out.
-template <class Predict, class At>
-double data_weight_by_hold_out(const xt::xtensor<double, 2>& values, Predict&& predict, At&& at) {
-    xt::xtensor<double, 2> kept = values;
-    std::vector<std::array<std::size_t, 2>> held;
-    std::size_t observed = 0;
-    for (std::size_t r = 0; r < values.shape(0); ++r)
-        for (std::size_t c = 0; c < values.shape(1); ++c) {
-            observed += valid_depth(values(r, c));
-            if (r % 2 == 1 && c % 2 == 1 && valid_depth(values(r, c))) held.push_back({r, c}), kept(r, c) = 0;
-        }
-    if (held.size() < 16 || held.size() == observed) return 1.0;
-    double best = 1, least = std::numeric_limits<double>::infinity();
-    for (double w = 1; w >= 1.0 / 32; w /= 2) {
-        const auto x = predict(kept, w);
-        double error = 0;
-        for (const auto& [r, c] : held) {
-            const double e = double(x.data()[at(r, c)]) - values(r, c);
-            error += e * e;
-        }
-        if (!(error < least)) break;
-        best = w, least = error;
-    }
-    return best;
-}
-
 /// `upsample_depth` with `confidence` per pixel of `low` (null: 1 everywhere).
 template <class Arch, class D, class G>
 depth_result upsample(execution::parallel_policy policy, const xt::xexpression<D>& low, const double* confidence,
@@ -241,13 +213,42 @@ depth_result upsample(execution::parallel_policy policy, const xt::xexpression<D
     const double noise = o.noise >= 0 ? o.noise : detail::estimate_noise(values.data(), h, w).sigma;
     return detail::in_precision(o, [&]<class T>() {
         const auto g = detail::compared_channels(detail::guide_planes<T>(guide, "upsample_depth"), o);
-        const double weight = noise > 0 ? detail::data_weight_by_hold_out(values, [&](const xt::xtensor<double, 2>& kept, double w) {
-            return detail::upsample<T, Arch>(policy, kept, confidence, g, factor, detail::with_data_weight(o, w), o, clock)
-                .depth;
-        }, [&](std::size_t r, std::size_t c) { return factor * r * g.width + factor * c; }) : 1.0;
-        depth_result result =
-            detail::upsample<T, Arch>(policy, values, confidence, g, factor, detail::with_data_weight(o, weight), o, clock);
-        result.noise = noise, result.data_weight = weight;
+        const auto at = [&](std::size_t r, std::size_t c) { return factor * r * g.width + factor * c; };
+        // The colour bandwidth and the data term's weight, unless given, by the held-out error of
+        // the separable model, which costs a fraction of the others' solves and whose best choices
+        // are theirs (docs/performance.md): in turn, each from the other's last choice, until the
+        // bandwidth stays (at most twice each; each changes the other's best). Beyond
+        // `stage_factor` the held-out samples lie farther apart than any one stage's solve
+        // reaches: the bandwidth is the start there.
+        const auto predict = [&](const xt::xtensor<double, 2>& kept, depth_options trial) {
+            trial.model = depth_model::separable;
+            return detail::upsample<T, Arch>(policy, kept, confidence, g, factor, trial, trial, clock).depth;
+        };
+        const double start = detail::color_bandwidth_start(g);
+        depth_options chosen = o;
+        chosen.sigma_r = o.sigma_r > 0 ? o.sigma_r : start;
+        double weight = o.data_weight > 0 ? o.data_weight : 1.0;
+        const bool choose_bandwidth = o.sigma_r == 0 && factor <= o.stage_factor;
+        for (int round = 0; round < 2; ++round) {
+            if (choose_bandwidth) {
+                const double sigma_r = detail::choose_by_hold_out(values, chosen.sigma_r, start / 8, start * 64,
+                                                                  [&](const auto& kept, double s) {
+                    depth_options trial = detail::with_data_weight(chosen, weight);
+                    trial.sigma_r = s;
+                    return predict(kept, trial);
+                }, at);
+                if (round > 0 && sigma_r == chosen.sigma_r) break;
+                chosen.sigma_r = sigma_r;
+            }
+            if (o.data_weight == 0)
+                weight = detail::choose_by_hold_out(values, weight, 1.0 / 32, 8.0, [&](const auto& kept, double w) {
+                    return predict(kept, detail::with_data_weight(chosen, w));
+                }, at);
+            if (!choose_bandwidth) break;
+        }
+        depth_result result = detail::upsample<T, Arch>(policy, values, confidence, g, factor,
+                                                        detail::with_data_weight(chosen, weight), chosen, clock);
+        result.noise = noise, result.data_weight = weight, result.sigma_r = chosen.sigma_r;
         return result;
     });
 }

@@ -166,9 +166,10 @@ depth_result denoise_depth(const xt::xexpression<D>& depth, const xt::xexpressio
 /// [factor (h - 1) + 1, factor h] and likewise for W. An even factor above
 /// `o.stage_factor` (8 by default) goes coarse to fine, which converges in fewer
 /// iterations: by factor / 2 onto the guide at half resolution (3 x 3 box means at
-/// the even pixels), then by 2 from that result, recursively. Noisy samples (`o.noise`,
-/// estimated from `low` by default) get the data term's weight their held-out quarter calls for
-/// (`depth_options::noise`). Throws `std::invalid_argument` as `fill_depth` does, or when the
+/// the even pixels), then by 2 from that result, recursively. The colour bandwidth and the
+/// data term's weight, unless given, are those whose result best predicts a quarter of the
+/// samples held out (`depth/hold_out.hpp`): noisy samples get a weaker data term, a textured
+/// guide a wider bandwidth. Throws `std::invalid_argument` as `fill_depth` does, or when the
 /// sizes do not fit. The solves and the median run on the threads of `policy`.
 template <class Arch = default_arch, execution_policy Ex, class D, class G>
 depth_result upsample_depth(Ex policy, const xt::xexpression<D>& low, const xt::xexpression<G>& guide,
