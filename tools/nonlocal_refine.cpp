@@ -90,15 +90,17 @@ nonlocal::depth_result refine_pair(const nonlocal::tools::depth_pair& pair, cons
 }
 
 /// "solver pcg: 10 iterations, relative residual 9e-05, converged, solve 0.3 s, total 0.5 s;
-/// noise 1.2, data weight 0.25; 12 observations rejected, 3 flying pixels re-estimated -> OUT"
-/// (the noise when there is some, the weight when not 1, the last part when there are any)
+/// colour bandwidth 1.6, noise 1.2, data weight 0.25; 12 observations rejected, 3 flying pixels
+/// re-estimated -> OUT" (the noise when there is some, the weight when not 1, the last part
+/// when there are any)
 std::string describe(const nonlocal::depth_result& result, const std::string& out_path) {
     const auto& r = result.report;
     std::ostringstream s;
     s << "solver " << r.method << ": " << r.iterations << " iterations, relative residual " << r.relative_residual
       << (r.converged ? ", converged" : ", NOT converged") << ", solve " << r.seconds << " s, total "
       << result.seconds << " s";
-    if (result.noise > 0) s << "; noise " << result.noise;
+    s << "; colour bandwidth " << result.sigma_r;
+    if (result.noise > 0) s << ", noise " << result.noise;
     if (result.data_weight != 1) s << ", data weight " << result.data_weight;
     if (result.rejected > 0 || result.flying > 0)
         s << "; " << result.rejected << " observations rejected, " << result.flying << " flying pixels re-estimated";
@@ -116,14 +118,15 @@ std::string pair_fields(const nonlocal::tools::depth_pair& pair) {
 
 /// A result's fields in its --report line: the solve's method, iterations, relative residual,
 /// the seconds, the observations the robust term rejected, the flying pixels, the robust
-/// term's rounds, the observations' noise and the data term's weight chosen for it.
+/// term's rounds, the colour bandwidth, the observations' noise and the data term's weight.
 std::string solve_fields(const nonlocal::depth_result& result) {
     std::ostringstream fields;
     fields << ", \"method\": " << nonlocal::tools::json_quoted(result.report.method)
            << ", \"iterations\": " << result.report.iterations << ", \"relative_residual\": " << result.report.relative_residual
            << ", \"seconds\": " << result.seconds << ", \"rejected\": " << result.rejected
            << ", \"flying\": " << result.flying << ", \"robust_iterations\": " << result.robust_iterations
-           << ", \"noise\": " << result.noise << ", \"data_weight\": " << result.data_weight;
+           << ", \"sigma_r\": " << result.sigma_r << ", \"noise\": " << result.noise
+           << ", \"data_weight\": " << result.data_weight;
     return fields.str();
 }
 
@@ -186,8 +189,9 @@ int main(int argc, char** argv) {
         ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--sigma-r", options.sigma_r,
                    "colour bandwidth s, in the compared channels' units on the 8-bit scale (16-bit guides are brought "
-                   "to it): luma; about 3 for RGB in the guide's space")
-        ->check(nonlocal::tools::above_zero())->capture_default_str();
+                   "to it); 0: chosen from the data (upsampling: by holding a quarter of the samples out; filling and "
+                   "denoising: a quarter of the guide's median colour difference between neighbours)")
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--radius", options.radius, "stencil radius (1: the 8 neighbours)")->check(nonlocal::tools::at_least(1))
         ->capture_default_str();
     app.add_option("--connectivity", options.connectivity,
@@ -198,10 +202,13 @@ int main(int argc, char** argv) {
                                    "normalised model: eps = this x observed fraction (mode denoise: 0.25 unless given)")
                         ->check(nonlocal::tools::above_zero())->capture_default_str();
     app.add_option("--noise", options.noise,
-                   "the observations' noise (a standard deviation, in depth units); default: estimated from them "
-                   "(printed with the result); 0: exact. Upsampling noisy samples chooses the data term's weight by "
-                   "holding a quarter of them out")
+                   "the observations' noise (a standard deviation, in depth units) as the report gives it; default: "
+                   "estimated from them")
         ->check(nonlocal::tools::at_least(0));
+    app.add_option("--data-weight", options.data_weight,
+                   "the data term's weight against the smoothness, a factor on eps and lambda; 0: 1 when filling and "
+                   "denoising, chosen by holding a quarter of the samples out when upsampling")
+        ->check(nonlocal::tools::at_least(0))->capture_default_str();
     app.add_option("--separable-passes", options.separable_passes,
                    "model separable: passes of line solves along every stencil direction")
         ->check(nonlocal::tools::at_least(1))->capture_default_str();
