@@ -1,16 +1,20 @@
-// The depth protocols of ../shared/data/README.md on Aloe:
-//   guided upsampling x4, x8, x16: ground truth kept at (s r, s c) where non-zero,
-//     the full-resolution left image as guide;
-//   noisy upsampling x4, x8, x16: the same samples plus N(0, sigma^2), sigma 2, 4 and 8
-//     (fixed seeds), with the noise estimate_noise finds in them; the same on three
-//     synthetic scenes of exact depth (`scenes`, nonlocal alone);
+// The depth protocols of ../shared/data/README.md:
+//   guided upsampling x2, x4, x8, x16 (`upsampling`): ground truth kept at (s r, s c) where
+//     non-zero, the full-resolution left image as guide;
+//   noisy upsampling (`noisy`): the same samples plus Gaussian noise of sigma 2, 4 and 8, and
+//     of sigma 1 near growing to 8 far (fixed seeds), with the noise estimate_noise finds in them;
+//   both on three synthetic scenes of exact depth too (`scenes`, synthetic_scenes.hpp), with
+//     the peers; a table of every upsampling case closes the run, with the worst and the
+//     geometric mean of nonlocal's RMSE over the best peer's per scene and over all;
 //   hole filling with noise: ground truth + N(0, 2^2) (fixed seed), a random 30 %
 //     of the pixels and all unknown ones dropped;
+//   the real-sensor protocols (`stereo`, `tof`, sensor_protocols.hpp).
 // First, where the guide's colour edges lie against the ground truth's depth steps (how
 // often the largest colour difference near a step lies on it). Then per task:
 // RMSE in disparity units over the pixels whose ground truth is non-zero, and the
 // wall time (the best of two runs; of five for nonlocal's defaults, its separable model
-// and FGS's best setting, whose ratio ends each task), one thread: nonlocal's defaults and
+// and FGS's best setting, whose ratio ends each task; nonlocal's rows once on the synthetic
+// scenes), one thread: nonlocal's defaults and
 // variants of them, and where the error of the defaults and of the separable model lies
 // (near depth steps or not, in errors above 10 units or not, over or under). With OpenCV
 // (ximgproc) in the same run: bicubic,
@@ -21,8 +25,9 @@
 // best FGS result through that median; then the defaults' RMSE over the best peer's
 // and their time over FGS's.
 //
-//   build/release/benchmarks/eval_depth [DATA_DIR [PROTOCOL...]]   (upsampling noisy scenes holes stereo tof;
-//                                                                   scenes only when named)
+//   build/release/benchmarks/eval_depth [DATA_DIR [PROTOCOL... SCENE...]]
+//     PROTOCOL: upsampling noisy holes stereo tof (all when none is named);
+//     SCENE: aloe scenes (Aloe alone when none is named; scenes: the three synthetic ones)
 #define STB_IMAGE_IMPLEMENTATION
 #include "images.hpp"
 #include "sensor_protocols.hpp"
@@ -230,16 +235,17 @@ std::vector<variant> sensor_variants(bool stereo) {
     return v;
 }
 
-/// nonlocal's rows of a task (`run` with options), the first two (the defaults and the separable
+/// nonlocal's rows of a task (`run` with options, timed as the best of `runs`, the rows after
+/// the first two of at most 2), the first two (the defaults and the separable
 /// model) with where their error lies (near depth steps or not, in errors above 10 units or not,
 /// over or under). Returns the results of those two.
 template <class Run>
 std::vector<result> nonlocal_rows(const char* task, const std::string& name, const depth_map& truth,
-                                  const std::vector<bool>& steps, const std::vector<variant>& variants, Run&& run) {
+                                  const std::vector<bool>& steps, const std::vector<variant>& variants, int runs, Run&& run) {
     std::vector<result> headline;
     for (const auto& [label, o] : variants) {
         nonlocal::depth_result out;
-        const double t = seconds([&] { out = run(o); }, headline.size() < 2 ? 5 : 2);
+        const double t = seconds([&] { out = run(o); }, headline.size() < 2 ? runs : std::min(runs, 2));
         const errors e = score(out.depth, truth);
         const std::string robust = o.robust_iterations == 0 ? "" : ", " + std::to_string(out.rejected) + " rejected";
         const std::string flying = o.flying_pixels ? ", " + std::to_string(out.flying) + " flying" : "";
@@ -258,13 +264,20 @@ std::vector<result> nonlocal_rows(const char* task, const std::string& name, con
 
 /// The defaults and the separable model against the best peer (lowest RMSE; lowest bad-2) and
 /// against FGS's time.
-void summary(const char* task, const std::vector<result>& ours, const std::vector<result>& peers) {
+/// The peer of lowest RMSE (null when none).
+const result* best_peer(const std::vector<result>& peers) {
     const result* best = nullptr;
+    for (const auto& p : peers)
+        if (!p.method.starts_with("(not a peer)") && (!best || p.rmse < best->rmse)) best = &p;
+    return best;
+}
+
+void summary(const char* task, const std::vector<result>& ours, const std::vector<result>& peers) {
+    const result* best = best_peer(peers);
     const result* best_bad2 = nullptr;
     const result* fgs = nullptr;
     for (const auto& p : peers) {
         if (p.method.starts_with("(not a peer)")) continue;
-        if (!best || p.rmse < best->rmse) best = &p;
         if (!best_bad2 || p.bad2 < best_bad2->bad2) best_bad2 = &p;
         if (!fgs && p.method.starts_with("OpenCV FGS")) fgs = &p;
     }
@@ -524,6 +537,77 @@ std::vector<result> peers(const depth_map& sparse, const depth_map& truth, const
 }
 #endif
 
+/// A scene of the upsampling protocols: its guide, its ground truth (0 = unknown) and the pixels
+/// near its depth steps.
+struct scene {
+    std::string name;
+    xt::xtensor<float, 3> guide;
+    depth_map truth;
+    std::vector<bool> steps;
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+    cv::Mat bgr;
+#endif
+};
+scene make_scene_of(std::string name, const xt::xtensor<std::uint8_t, 3>& rgb, depth_map truth) {
+    scene s;
+    s.name = std::move(name), s.guide = xt::cast<float>(rgb), s.truth = std::move(truth), s.steps = near_depth_steps(s.truth);
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+    cv::cvtColor(cv::Mat(int(rgb.shape(0)), int(rgb.shape(1)), CV_8UC3, const_cast<std::uint8_t*>(rgb.data())), s.bgr,
+                 cv::COLOR_RGB2BGR);
+#endif
+    return s;
+}
+
+/// How a task names its samples' noise: "" when none, " s8", " s1-8" when it grows with distance.
+std::string noise_name(nonlocal::bench::sample_noise noise) {
+    if (noise.sigma <= 0) return "";
+    char name[32];
+    if (noise.grows_with_distance) std::snprintf(name, sizeof name, " s%g-%g", noise.sigma / 8, noise.sigma);
+    else std::snprintf(name, sizeof name, " s%g", noise.sigma);
+    return name;
+}
+
+/// One case of the protocols: nonlocal's defaults and separable model against the best peer, in
+/// a group of cases (clean or noisy upsampling, holes, stereo, tof).
+struct protocol_case {
+    std::string scene, task, group;
+    double defaults = 0, separable = 0, best = 0;
+    std::string best_peer;
+};
+
+/// The table of every case, then per scene and group and per group over all scenes: the worst and
+/// the geometric mean of nonlocal's RMSE over the best peer's.
+void print_cases(const std::vector<protocol_case>& cases) {
+    if (cases.empty()) return;
+    std::printf("\nevery case, RMSE over the best peer's (its parameters swept on the ground truth):\n");
+    std::printf("%-10s %-10s %9s %9s %9s %9s  %s\n", "scene", "task", "defaults", "separable", "/ best", "sep / best", "best peer");
+    for (const auto& c : cases)
+        std::printf("%-10s %-10s %9.3f %9.3f %9.3f %9.3f  %s %.3f\n", c.scene.c_str(), c.task.c_str(), c.defaults, c.separable,
+                    c.defaults / c.best, c.separable / c.best, c.best_peer.c_str(), c.best);
+    std::vector<std::string> scenes;
+    for (const auto& c : cases)
+        if (std::find(scenes.begin(), scenes.end(), c.scene) == scenes.end()) scenes.push_back(c.scene);
+    scenes.push_back("all");
+    std::vector<std::string> groups;
+    for (const auto& c : cases)
+        if (std::find(groups.begin(), groups.end(), c.group) == groups.end()) groups.push_back(c.group);
+    std::printf("%-10s %-6s %5s %24s %24s\n", "scene", "group", "cases", "defaults: worst, geomean", "separable: worst, geomean");
+    for (const auto& name : scenes)
+        for (const auto& group : groups) {
+            std::size_t n = 0;
+            double worst[2] = {0, 0}, log_sum[2] = {0, 0};
+            for (const auto& c : cases) {
+                if ((name != "all" && c.scene != name) || c.group != group) continue;
+                const double ratio[2] = {c.defaults / c.best, c.separable / c.best};
+                for (int k = 0; k < 2; ++k) worst[k] = std::max(worst[k], ratio[k]), log_sum[k] += std::log(ratio[k]);
+                ++n;
+            }
+            if (n == 0) continue;
+            std::printf("%-10s %-6s %5zu %11.3f, %11.3f %11.3f, %11.3f\n", name.c_str(), group.c_str(), n, worst[0],
+                        std::exp(log_sum[0] / double(n)), worst[1], std::exp(log_sum[1] / double(n)));
+        }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -535,130 +619,142 @@ int main(int argc, char** argv) {
         std::printf("skipped: %s/aloeL.jpg or aloeGT.png not found (the reference data is not present)\n", dir.c_str());
         return 0;
     }
-    depth_map truth = xt::empty<float>({std::size_t(h), std::size_t(w)});
-    std::copy(gt8, gt8 + std::size_t(w) * h, truth.begin());
+    depth_map aloe_truth = xt::empty<float>({std::size_t(h), std::size_t(w)});
+    std::copy(gt8, gt8 + std::size_t(w) * h, aloe_truth.begin());
     stbi_image_free(gt8);
-    const xt::xtensor<float, 3> guide = xt::cast<float>(*rgb);
-    const std::vector<bool> steps = near_depth_steps(truth);
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
     cv::setNumThreads(1);
-    cv::Mat bgr;
-    cv::cvtColor(cv::Mat(h, w, CV_8UC3, const_cast<std::uint8_t*>(rgb->data())), bgr, cv::COLOR_RGB2BGR);
 #else
     std::printf("OpenCV with ximgproc not found: only nonlocal is evaluated\n");
 #endif
-    const auto wanted = [&](const char* protocol) {
-        if (argc <= 2) return true;
+    const scene aloe = make_scene_of("Aloe", *rgb, aloe_truth);
+    // The protocols named (all when none is) on the scenes named (Aloe when none is).
+    const auto named = [&](const std::string& word) {
         for (int k = 2; k < argc; ++k)
-            if (std::string(argv[k]) == protocol) return true;
+            if (argv[k] == word) return true;
         return false;
     };
-    print_edge_registration(truth, *rgb);
+    const bool any_protocol = named("upsampling") || named("noisy") || named("holes") || named("stereo") || named("tof");
+    const auto wanted = [&](const char* protocol) { return !any_protocol || named(protocol); };
+    const auto wanted_scene = [&](const char* name) {
+        return named(name) || (std::string(name) == "aloe" && !named("aloe") && !named("scenes"));
+    };
+    if (wanted_scene("aloe")) print_edge_registration(aloe.truth, *rgb);
     std::printf("%-10s %-56s %8s %8s %6s %6s\n", "task", "method", "RMSE", "time s", "bad-1", "bad-2");
 
-    // Upsampling by `factor` of the samples with Gaussian noise of `sigma` (0: none; fixed seeds),
-    // nonlocal's rows `variants` against the peers.
-    const auto upsampling = [&](std::size_t factor, float sigma, const std::vector<variant>& variants) {
-        const depth_map low = nonlocal::bench::upsampling_samples(truth, factor, sigma);
-        depth_map sparse = xt::zeros<float>(truth.shape());
+    // The upsampling protocols on `sc`: by `factor`, the samples with `noise` (none when its sigma
+    // is 0), nonlocal's rows `variants` (their times the best of `runs`) against the peers.
+    std::vector<protocol_case> cases;
+    const auto upsampling = [&](const scene& sc, std::size_t factor, nonlocal::bench::sample_noise noise,
+                                const std::vector<variant>& variants, int runs) {
+        const depth_map low = nonlocal::bench::upsampling_samples(sc.truth, factor, noise);
+        const std::string task = sc.name + " x" + std::to_string(factor) + noise_name(noise);
+        if (noise.sigma > 0)
+            std::printf("%-10s the samples' noise estimated from them: sigma %.2f (true %s)\n", task.c_str(),
+                        nonlocal::estimate_noise(low).sigma, noise_name(noise).c_str() + 2);
+        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", sc.truth, sc.steps, variants, runs,
+                                        [&](const nonlocal::depth_options& o) { return nonlocal::upsample_depth(low, sc.guide, factor, o); });
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+        depth_map sparse = xt::zeros<float>(sc.truth.shape());
         for (std::size_t r = 0; r < low.shape(0); ++r)
             for (std::size_t cc = 0; cc < low.shape(1); ++cc) sparse(r * factor, cc * factor) = low(r, cc);
-        const std::string task = "x" + std::to_string(factor) + (sigma > 0 ? " s" + std::to_string(int(sigma)) : "");
-        if (sigma > 0)
-            std::printf("%-10s the samples' noise estimated from them: sigma %.2f (true %.0f)\n", task.c_str(),
-                        nonlocal::estimate_noise(low).sigma, sigma);
-        const auto ours = nonlocal_rows(task.c_str(), "upsample_depth", truth, steps, variants,
-                                        [&](const nonlocal::depth_options& o) { return nonlocal::upsample_depth(low, guide, factor, o); });
-#if NONLOCAL_HAVE_OPENCV_XIMGPROC
-        const auto others = peers(sparse, truth, bgr, &low);
+        const auto others = peers(sparse, sc.truth, sc.bgr, &low);
         for (const auto& r : others) print(task.c_str(), r);
         summary(task.c_str(), ours, others);
+        const result& best = *best_peer(others);
+        cases.push_back({sc.name, "x" + std::to_string(factor) + noise_name(noise), noise.sigma > 0 ? "noisy" : "clean",
+                         ours[0].rmse, ours[1].rmse, best.rmse, best.method});
 #else
         (void)ours;
 #endif
     };
-    for (std::size_t factor : {4, 8, 16})
-        if (wanted("upsampling")) upsampling(factor, 0.f, clean_variants({}));
-    // Noisy upsampling: sigma 2, 4 and 8 (a time-of-flight camera's, on the 8-bit disparity scale).
+    // Clean and noisy samples: noise of sigma 2, 4 and 8 (a time-of-flight camera's, on the
+    // 8-bit disparity scale), and growing with distance from 1 to 8.
+    const std::vector<nonlocal::bench::sample_noise> noise_levels = {{2.f}, {4.f}, {8.f}, {8.f, true}};
     const std::vector<variant> noisy_variants = {
         {"", {}}, {"", with({}, [](nonlocal::depth_options& o) { o.model = nonlocal::depth_model::separable; })},
         {"", with({}, [](nonlocal::depth_options& o) { o.model = nonlocal::depth_model::ar; })},
-        {", noise taken as 0", with({}, [](nonlocal::depth_options& o) { o.noise = 0; })}};
-    for (std::size_t factor : {4, 8, 16})
-        for (float sigma : {2.f, 4.f, 8.f})
-            if (wanted("noisy")) upsampling(factor, sigma, noisy_variants);
+        {", bandwidth 1.5 and weight 1 as given", with({}, [](nonlocal::depth_options& o) { o.sigma_r = 1.5, o.data_weight = 1; })}};
+    const std::vector<std::size_t> factors = {2, 4, 8, 16};
+    for (std::size_t factor : factors)
+        if (wanted("upsampling") && wanted_scene("aloe")) upsampling(aloe, factor, {}, clean_variants({}), 5);
+    for (std::size_t factor : factors)
+        for (const auto& noise : noise_levels)
+            if (wanted("noisy") && wanted_scene("aloe")) upsampling(aloe, factor, noise, noisy_variants, 5);
 
-    // Noisy upsampling on the synthetic scenes (synthetic_scenes.hpp, textured with baboon.jpg
-    // and fruits.jpg): nonlocal's defaults and separable model, the noise estimated and taken as
-    // 0, RMSE over every pixel (no peers: this protocol checks that the noise handling holds
-    // beyond Aloe).
+    // The synthetic scenes (synthetic_scenes.hpp, textured with baboon.jpg and fruits.jpg) when
+    // asked for, nonlocal's rows timed once each.
+    std::vector<scene> synthetic;
     const auto baboon = nonlocal::bench::load_rgb(dir + "/baboon.jpg"), fruits = nonlocal::bench::load_rgb(dir + "/fruits.jpg");
-    for (unsigned seed : {0u, 1u, 2u}) {
-        if (!wanted("scenes") || argc <= 2) break;   // only when asked for by name
-        if (!baboon || !fruits) {
-            std::printf("scenes: skipped, %s/baboon.jpg or fruits.jpg not found\n", dir.c_str());
-            break;
+    if (wanted_scene("scenes") && (!baboon || !fruits))
+        std::printf("scenes: skipped, %s/baboon.jpg or fruits.jpg not found\n", dir.c_str());
+    else if (wanted_scene("scenes"))
+        for (unsigned seed : {0u, 1u, 2u}) {
+            const auto made = nonlocal::bench::make_scene(seed, *baboon, *fruits);
+            synthetic.push_back(make_scene_of("scene " + std::to_string(seed), xt::cast<std::uint8_t>(made.guide), made.truth));
         }
-        const auto scene = nonlocal::bench::make_scene(seed, *baboon, *fruits);
-        const auto error = [&](const depth_map& d) { return std::sqrt(double(xt::mean(xt::square(d - scene.truth))())); };
-        for (std::size_t factor : {4, 8, 16})
-            for (float sigma : {2.f, 4.f, 8.f}) {
-                std::mt19937 gen(unsigned(factor * 100 + sigma));
-                std::normal_distribution<float> noise(0.f, sigma);
-                depth_map low = xt::empty<float>({(480 + factor - 1) / factor, (640 + factor - 1) / factor});
-                for (std::size_t r = 0; r < low.shape(0); ++r)
-                    for (std::size_t cc = 0; cc < low.shape(1); ++cc) low(r, cc) = scene.truth(r * factor, cc * factor) + noise(gen);
-                std::printf("scene %u x%-2zu s%.0f", seed, factor, sigma);
-                for (auto model : {nonlocal::depth_model::normalized, nonlocal::depth_model::separable}) {
-                    nonlocal::depth_options o{.model = model};
-                    const auto estimated = nonlocal::upsample_depth(low, scene.guide, factor, o);
-                    o.noise = 0;
-                    const auto exact = nonlocal::upsample_depth(low, scene.guide, factor, o);
-                    std::printf("  %s: noise %.2f, weight %.3g, RMSE %.3f (as exact %.3f)",
-                                model == nonlocal::depth_model::separable ? "separable" : "normalised", estimated.noise,
-                                estimated.data_weight, error(estimated.depth), error(exact.depth));
-                }
-                std::printf("\n");
-            }
-    }
+    for (const scene& sc : synthetic)
+        for (std::size_t factor : factors) {
+            if (wanted("upsampling")) upsampling(sc, factor, {}, {noisy_variants[0], noisy_variants[1], noisy_variants[2]}, 1);
+            for (const auto& noise : noise_levels)
+                if (wanted("noisy")) upsampling(sc, factor, noise, noisy_variants, 1);
+        }
 
-    if (wanted("holes")) {   // hole filling with noise
+    // Hole filling with noise and the real-sensor protocols (`sensor_protocol_options`) on `sc`,
+    // nonlocal's rows (their times the best of `runs`) against the peers.
+    const auto holes_protocol = [&](const scene& sc, int runs) {
         std::mt19937 gen(2014);
         std::normal_distribution<float> noise(0.f, 2.f);
         std::bernoulli_distribution dropped(0.3);
-        depth_map holes = truth;
+        depth_map holes = sc.truth;
         for (auto& d : holes) d = (d > 0 && !dropped(gen)) ? d + noise(gen) : 0.f;
-        const auto ours = nonlocal_rows("holes", "fill_depth", truth, steps, clean_variants(nonlocal::fill_options()),
-                                        [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(holes, guide, o); });
+        const std::string task = sc.name + " holes";
+        auto variants = clean_variants(nonlocal::fill_options());
+        if (runs == 1) variants.resize(2);   // the defaults and the separable model
+        const auto ours = nonlocal_rows(task.c_str(), "fill_depth", sc.truth, sc.steps, variants, runs,
+                                        [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(holes, sc.guide, o); });
         nonlocal::depth_result den;
-        const double td = seconds([&] { den = nonlocal::denoise_depth(holes, guide); });
-        const errors e = score(den.depth, truth);
-        print("holes", {"nonlocal denoise_depth", e.rmse, td, e.bad1, e.bad2});
+        const double td = seconds([&] { den = nonlocal::denoise_depth(holes, sc.guide); }, runs);
+        const errors e = score(den.depth, sc.truth);
+        print(task.c_str(), {"nonlocal denoise_depth", e.rmse, td, e.bad1, e.bad2});
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-        const auto others = peers(holes, truth, bgr, nullptr);
-        for (const auto& r : others) print("holes", r);
-        summary("holes", ours, others);
+        const auto others = peers(holes, sc.truth, sc.bgr, nullptr);
+        for (const auto& r : others) print(task.c_str(), r);
+        summary(task.c_str(), ours, others);
+        const result& best = *best_peer(others);
+        cases.push_back({sc.name, "holes", "holes", ours[0].rmse, ours[1].rmse, best.rmse, best.method});
 #else
         (void)ours;
 #endif
-    }
-
-    // The real-sensor protocols (`sensor_protocol_options`).
-    for (const char* protocol : {"stereo", "tof"}) {
-        if (!wanted(protocol)) continue;
-        const bool stereo = std::string(protocol) == "stereo";
-        const depth_map observed = stereo ? nonlocal::bench::stereo_protocol(truth) : nonlocal::bench::tof_protocol(truth);
-        const errors input = score(observed, truth);
-        std::printf("%-10s %-56s %8.3f %8s %6.2f %6.2f\n", protocol, "(the observations, 0 where missing)", input.rmse, "",
+    };
+    const auto sensor_protocol = [&](const scene& sc, bool stereo, int runs) {
+        const std::string task = sc.name + (stereo ? " stereo" : " tof");
+        const depth_map observed = stereo ? nonlocal::bench::stereo_protocol(sc.truth) : nonlocal::bench::tof_protocol(sc.truth);
+        const errors input = score(observed, sc.truth);
+        std::printf("%-10s %-56s %8.3f %8s %6.2f %6.2f\n", task.c_str(), "(the observations, 0 where missing)", input.rmse, "",
                     input.bad1, input.bad2);
-        const auto ours = nonlocal_rows(protocol, "fill_depth", truth, steps, sensor_variants(stereo),
-                                        [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(observed, guide, o); });
+        auto variants = sensor_variants(stereo);
+        if (runs == 1) variants.resize(2);   // the protocol's options and the separable model
+        const auto ours = nonlocal_rows(task.c_str(), "fill_depth", sc.truth, sc.steps, variants, runs,
+                                        [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(observed, sc.guide, o); });
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-        const auto others = peers(observed, truth, bgr, nullptr, true, stereo);
-        for (const auto& r : others) print(protocol, r);
-        summary(protocol, ours, others);
+        const auto others = peers(observed, sc.truth, sc.bgr, nullptr, true, stereo);
+        for (const auto& r : others) print(task.c_str(), r);
+        summary(task.c_str(), ours, others);
+        const result& best = *best_peer(others);
+        cases.push_back({sc.name, stereo ? "stereo" : "tof", stereo ? "stereo" : "tof", ours[0].rmse, ours[1].rmse, best.rmse,
+                         best.method});
 #else
         (void)ours;
 #endif
+    };
+    if (wanted("holes") && wanted_scene("aloe")) holes_protocol(aloe, 5);
+    for (const bool stereo : {true, false})
+        if (wanted(stereo ? "stereo" : "tof") && wanted_scene("aloe")) sensor_protocol(aloe, stereo, 5);
+    for (const scene& sc : synthetic) {
+        if (wanted("holes")) holes_protocol(sc, 1);
+        for (const bool stereo : {true, false})
+            if (wanted(stereo ? "stereo" : "tof")) sensor_protocol(sc, stereo, 1);
     }
+    print_cases(cases);
 }

@@ -156,6 +156,30 @@ inline disparity_map upsampling_samples(const disparity_map& d, std::size_t f, f
     return low;
 }
 
+/// The noise of the noisy upsampling protocol: Gaussian of `sigma` on every sample, or, when
+/// `grows_with_distance`, of sigma / 8 on the nearest (largest disparity) growing linearly to
+/// `sigma` on the farthest, as a time-of-flight camera's does.
+struct sample_noise {
+    float sigma = 0;
+    bool grows_with_distance = false;
+};
+
+/// `upsampling_samples` with `noise` (the seed f 100 + sigma, plus 50 when it grows with
+/// distance).
+inline disparity_map upsampling_samples(const disparity_map& d, std::size_t f, sample_noise noise) {
+    if (!noise.grows_with_distance) return upsampling_samples(d, f, noise.sigma);
+    disparity_map low = upsampling_samples(d, f);
+    const auto [lo, hi] = known_range(d);
+    std::mt19937 gen(unsigned(f * 100 + noise.sigma + 50));
+    std::normal_distribution<float> unit(0.f, 1.f);
+    for (float& v : low)
+        if (v > 0) {
+            const float sigma = noise.sigma * (0.125f + 0.875f * (hi - v) / std::max(hi - lo, 1e-6f));
+            v = std::max(v + sigma * unit(gen), 0.5f);
+        }
+    return low;
+}
+
 /// What each protocol runs: `sensor_options` of stereo or time of flight (docs/performance.md
 /// has what each of their settings does).
 inline nonlocal::depth_options sensor_protocol_options(bool stereo) {
