@@ -10,8 +10,9 @@
 //     task when found, normalised (FGS(d m) / FGS(m)) at the parameters eval_depth finds best
 //     on Aloe (x8: lambda 17.8, sigma 11.3; x16: lambda 53.3, sigma 16);
 //   depth_upsample_noisy/model:0|2: the x8 task with noise of sigma 8 on the samples (eval_depth's
-//     noisy protocol), at the defaults: the noise estimated, the data term's weight chosen by
-//     holding a quarter of the samples out (counter data_weight), normalised or separable model;
+//     noisy protocol), at the defaults: the colour bandwidth and the data term's weight chosen by
+//     holding a quarter of the samples out (counters sigma_r and data_weight), normalised or
+//     separable model (the clean rows above choose them too);
 //     peer_opencv_fbs_upsample_noisy: OpenCV's fast bilateral solver on that task, at the setting
 //     eval_depth finds best;
 //   depth_sensor/protocol:0|1/model:0|2: fill_depth on the real-sensor protocols of
@@ -173,13 +174,14 @@ const xt::xtensor<float, 2>& noisy_samples() {
 
 void depth_upsample_noisy(benchmark::State& state) {
     const nonlocal::depth_options o{.model = nonlocal::depth_model(state.range(0))};
-    double weight = 1;
+    double weight = 1, sigma_r = 0;
     for (auto _ : state) {
         auto out = nonlocal::upsample_depth(noisy_samples(), aloe().guide, 8, o);
-        weight = out.data_weight;
+        weight = out.data_weight, sigma_r = out.sigma_r;
         benchmark::DoNotOptimize(out.depth.data());
     }
     state.counters["data_weight"] = weight;
+    state.counters["sigma_r"] = sigma_r;
 }
 BENCHMARK(depth_upsample_noisy)->ArgName("model")->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
