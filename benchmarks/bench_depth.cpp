@@ -1,11 +1,13 @@
 // Depth refinement with the AR model, one thread:
-//   depth_upsample/x:8|16/model:0|1|2/threads:1|2/float:0|1/aggregation:0|1: Aloe's ground
+//   depth_upsample/x:8|16/model:0|1|2/threads:1|2/float:0|1/aggregation:0|1/given:0|1: Aloe's ground
 //     truth subsampled by 8 or 16 and upsampled on the left image (a generated scene when
 //     ../shared/data is absent) with the normalised model (model:0, the default), the AR
 //     model's minimiser (1) or the separable model (2), on one thread or two, solved in
 //     double or in float, on multigrid levels of operator-dependent interpolation (the
-//     default) or aggregation; the counter solver_iterations is the task's (both solves,
-//     every stage; the separable model's passes);
+//     default) or aggregation, the colour bandwidth and data weight chosen from the samples or
+//     (given:1) given as a first run chose them, as a dataset of one camera can take them; the
+//     counter solver_iterations is the task's (both solves, every stage; the separable model's
+//     passes);
 //   peer_opencv_fgs_upsample/x:8|16: OpenCV ximgproc's fast global smoother on the same
 //     task when found, normalised (FGS(d m) / FGS(m)) at the parameters eval_depth finds best
 //     on Aloe (x8: lambda 17.8, sigma 11.3; x16: lambda 53.3, sigma 16);
@@ -103,6 +105,10 @@ void depth_upsample(benchmark::State& state) {
     nonlocal::depth_options o{.model = nonlocal::depth_model(state.range(1)), .single_precision = state.range(3) != 0};
     const nonlocal::execution::parallel_policy on{int(state.range(2))};
     if (state.range(4)) o.multigrid.transfer = nonlocal::coarsening::aggregation;
+    if (state.range(5)) {   // the bandwidth and weight a first run chose, given: no search
+        const auto first = nonlocal::upsample_depth(on, low, aloe().guide, factor, o);
+        o.sigma_r = first.sigma_r, o.data_weight = first.data_weight;
+    }
     for (auto _ : state) {
         auto out = nonlocal::upsample_depth(on, low, aloe().guide, factor, o);
         iterations = out.report.iterations;
@@ -113,17 +119,19 @@ void depth_upsample(benchmark::State& state) {
         benchmark::Counter(double(aloe().truth.size()) * 1e-6, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(depth_upsample)
-    ->ArgNames({"x", "model", "threads", "float", "aggregation"})
-    ->Args({8, 0, 1, 0, 0})
-    ->Args({8, 0, 1, 1, 0})
-    ->Args({8, 0, 1, 1, 1})
-    ->Args({8, 1, 1, 0, 0})
-    ->Args({8, 1, 1, 1, 0})
-    ->Args({8, 2, 1, 1, 0})
-    ->Args({8, 0, 2, 1, 0})
-    ->Args({16, 0, 1, 1, 0})
-    ->Args({16, 0, 1, 1, 1})
-    ->Args({16, 2, 1, 1, 0})
+    ->ArgNames({"x", "model", "threads", "float", "aggregation", "given"})
+    ->Args({8, 0, 1, 0, 0, 0})
+    ->Args({8, 0, 1, 1, 0, 0})
+    ->Args({8, 0, 1, 1, 1, 0})
+    ->Args({8, 1, 1, 0, 0, 0})
+    ->Args({8, 1, 1, 1, 0, 0})
+    ->Args({8, 2, 1, 1, 0, 0})
+    ->Args({8, 0, 1, 1, 0, 1})
+    ->Args({8, 2, 1, 1, 0, 1})
+    ->Args({8, 0, 2, 1, 0, 0})
+    ->Args({16, 0, 1, 1, 0, 0})
+    ->Args({16, 0, 1, 1, 1, 0})
+    ->Args({16, 2, 1, 1, 0, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
