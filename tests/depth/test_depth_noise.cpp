@@ -201,7 +201,8 @@ BOOST_AUTO_TEST_CASE(exact_samples_of_a_slanted_plane) {
     const auto at_samples = [&](const depth_result& x) {
         double largest = 0;
         for (std::size_t r = 0; r < 16; ++r)
-            for (std::size_t c = 0; c < 16; ++c) largest = std::max(largest, double(std::abs(x.depth(8 * r, 8 * c) - low(r, c))));
+            for (std::size_t c = 0; c < 16; ++c)
+                largest = std::max(largest, double(std::abs(x.depth(8 * r, 8 * c) - low(r, c))));
         return largest;
     };
     for (auto model : {depth_model::normalized, depth_model::separable, depth_model::ar}) {

@@ -119,7 +119,8 @@ BOOST_AUTO_TEST_CASE(a_guide_on_another_scale_gives_the_same_depth) {
     const xt::xtensor<float, 3> unit = s.guide / 255.f;
     for (auto model : {depth_model::normalized, depth_model::separable}) {
         BOOST_TEST_CONTEXT("model " << int(model)) {
-            const depth_result a = upsample_depth(s.low, s.guide, 4, {.model = model}), b = upsample_depth(s.low, unit, 4, {.model = model});
+            const depth_result a = upsample_depth(s.low, s.guide, 4, {.model = model});
+            const depth_result b = upsample_depth(s.low, unit, 4, {.model = model});
             BOOST_TEST(b.sigma_r * 255 == a.sigma_r, tt::tolerance(1e-4));
             BOOST_TEST(b.data_weight == a.data_weight);
             BOOST_TEST(xt::amax(xt::abs(a.depth - b.depth))() < 1e-2);
