@@ -61,7 +61,8 @@ namespace {
 double search(double best, double start, double lowest, double highest, std::size_t* calls = nullptr,
               std::size_t size = 10) {
     const xt::xtensor<double, 2> values = xt::ones<double>({size, size});
-    return detail::choose_by_hold_out(values, start, lowest, highest, [&](const xt::xtensor<double, 2>& kept, double v) {
+    return detail::choose_by_hold_out(detail::held_out_observations(values), start, lowest, highest,
+                                      [&](const xt::xtensor<double, 2>& kept, double v) {
         if (calls) ++*calls;
         xt::xtensor<double, 2> x = kept;
         x += 1 + std::log2(v / best);   // at the held-out observations: 1 + the error

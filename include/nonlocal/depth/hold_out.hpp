@@ -1,8 +1,8 @@
 #pragma once
 /// @file depth/hold_out.hpp
 /// What a depth task takes from the data rather than from a constant: the colour bandwidth
-/// (`depth_options::sigma_r` = 0) and the data term's weight of noisy samples, each chosen by
-/// holding a quarter of the observations out and predicting them from the rest. A held-out
+/// (`depth_options::sigma_r` = 0) and the data term's weight (`depth_options::data_weight` = 0),
+/// each chosen by holding a quarter of the observations out and predicting them from the rest. A held-out
 /// observation's expected squared error is the prediction's error there plus the noise's
 /// variance, which no choice changes: the choice of least held-out error is that of least
 /// error, as far as three quarters of the observations tell. The colour bandwidth starts from
@@ -10,7 +10,6 @@
 /// start near their best.
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -48,7 +47,7 @@ double guide_contrast(const image_planes<T>& g) {
     return double(*middle);
 }
 
-/// The colour bandwidth the search of `color_bandwidth_by_hold_out` starts from, and the one
+/// The colour bandwidth upsampling's search (`choose_by_hold_out`) starts from, and the one
 /// hole filling and denoising take: a quarter of the guide's contrast (`guide_contrast`; 1 for a
 /// flat guide). On the Middlebury scene of the performance page it is 1.6; guides of strong
 /// texture (fur, foliage, print) start higher, where their colour differences within a surface lie.
@@ -59,10 +58,14 @@ double color_bandwidth_start(const image_planes<T>& g) {
 }
 
 /// A quarter of the observations of `values` (0 or not finite where missing) held out: those of
-/// odd rows and odd columns, `kept` the others.
+/// odd rows and odd columns, with their values, `kept` the others.
 struct held_out_observations {
+    struct observation {
+        std::size_t row = 0, column = 0;
+        double value = 0;
+    };
     xt::xtensor<double, 2> kept;
-    std::vector<std::array<std::size_t, 2>> held;
+    std::vector<observation> held;
     bool usable = false;   ///< at least 16 held out and some kept
 
     explicit held_out_observations(const xt::xtensor<double, 2>& values) : kept(values) {
@@ -70,35 +73,34 @@ struct held_out_observations {
         for (std::size_t r = 0; r < values.shape(0); ++r)
             for (std::size_t c = 0; c < values.shape(1); ++c) {
                 observed += valid_depth(values(r, c));
-                if (r % 2 == 1 && c % 2 == 1 && valid_depth(values(r, c))) held.push_back({r, c}), kept(r, c) = 0;
+                if (r % 2 == 1 && c % 2 == 1 && valid_depth(values(r, c))) held.push_back({r, c, values(r, c)}), kept(r, c) = 0;
             }
         usable = held.size() >= 16 && held.size() < observed;
     }
 
-    /// The squared error of the prediction `x` at the held-out observations of `values`,
-    /// observation (r, c) lying at `at(r, c)` of x.
+    /// The squared error of the prediction `x` at the held-out observations, observation (r, c)
+    /// lying at `at(r, c)` of x.
     template <class X, class At>
-    double error(const xt::xtensor<double, 2>& values, const X& x, At&& at) const {
+    double error(const X& x, At&& at) const {
         double sum = 0;
-        for (const auto& [r, c] : held) {
-            const double e = double(x.data()[at(r, c)]) - values(r, c);
+        for (const auto& [r, c, value] : held) {
+            const double e = double(x.data()[at(r, c)]) - value;
             sum += e * e;
         }
         return sum;
     }
 };
 
-/// The value in [lowest, highest] of least held-out error for the observations `values` (0 or
-/// not finite where missing): from `start`, doubled while the error falls (halved, when the first
-/// doubling does not lower it), then the best's neighbours by a factor of sqrt 2 tried.
-/// `predict(kept, v)` refines the observations kept (`held_out_observations`) with value v;
-/// observation (r, c) lies at `at(r, c)` of its result. `start` when too few would be held out.
+/// The value in [lowest, highest] of least error at the held-out observations `h`: from `start`,
+/// doubled while the error falls (halved, when the first doubling does not lower it), then the
+/// best's neighbours by a factor of sqrt 2 tried. `predict(kept, v)` refines the observations
+/// kept with value v; observation (r, c) lies at `at(r, c)` of its result. `start` when too few
+/// are held out.
 template <class Predict, class At>
-double choose_by_hold_out(const xt::xtensor<double, 2>& values, double start, double lowest, double highest,
+double choose_by_hold_out(const held_out_observations& h, double start, double lowest, double highest,
                           Predict&& predict, At&& at) {
-    const held_out_observations h(values);
     if (!h.usable) return start;
-    const auto error = [&](double v) { return h.error(values, predict(h.kept, v), at); };
+    const auto error = [&](double v) { return h.error(predict(h.kept, v), at); };
     double best = start, least = error(start);
     const auto ladder = [&](double factor) {
         bool lowered = false;

@@ -224,14 +224,16 @@ depth_result upsample(execution::parallel_policy policy, const xt::xexpression<D
             trial.model = depth_model::separable;
             return detail::upsample<T, Arch>(policy, kept, confidence, g, factor, trial, trial, clock).depth;
         };
-        const double start = detail::color_bandwidth_start(g);
+        // The bandwidth given, or the start of its search.
+        const double start = o.sigma_r > 0 ? o.sigma_r : detail::color_bandwidth_start(g);
         depth_options chosen = o;
-        chosen.sigma_r = o.sigma_r > 0 ? o.sigma_r : start;
+        chosen.sigma_r = start;
         double weight = o.data_weight > 0 ? o.data_weight : 1.0;
         const bool choose_bandwidth = o.sigma_r == 0 && factor <= o.stage_factor;
+        const detail::held_out_observations held(values);
         for (int round = 0; round < 2; ++round) {
             if (choose_bandwidth) {
-                const double sigma_r = detail::choose_by_hold_out(values, chosen.sigma_r, start / 8, start * 64,
+                const double sigma_r = detail::choose_by_hold_out(held, chosen.sigma_r, start / 8, start * 64,
                                                                   [&](const auto& kept, double s) {
                     depth_options trial = detail::with_data_weight(chosen, weight);
                     trial.sigma_r = s;
@@ -241,7 +243,7 @@ depth_result upsample(execution::parallel_policy policy, const xt::xexpression<D
                 chosen.sigma_r = sigma_r;
             }
             if (o.data_weight == 0)
-                weight = detail::choose_by_hold_out(values, weight, 1.0 / 32, 8.0, [&](const auto& kept, double w) {
+                weight = detail::choose_by_hold_out(held, weight, 1.0 / 32, 8.0, [&](const auto& kept, double w) {
                     return predict(kept, detail::with_data_weight(chosen, w));
                 }, at);
             if (!choose_bandwidth) break;
