@@ -645,6 +645,17 @@ int main(int argc, char** argv) {
     // The upsampling protocols on `sc`: by `factor`, the samples with `noise` (none when its sigma
     // is 0), nonlocal's rows `variants` (their times the best of `runs`) against the peers.
     std::vector<protocol_case> cases;
+#if NONLOCAL_HAVE_OPENCV_XIMGPROC
+    // The peers' rows of `task`, nonlocal's (`ours`, the defaults and the separable model)
+    // against them, and the case in the closing table.
+    const auto record = [&](const std::string& task, const scene& sc, std::string label, std::string group,
+                            const std::vector<result>& ours, const std::vector<result>& others) {
+        for (const auto& r : others) print(task.c_str(), r);
+        summary(task.c_str(), ours, others);
+        const result& best = *best_peer(others);
+        cases.push_back({sc.name, std::move(label), std::move(group), ours[0].rmse, ours[1].rmse, best.rmse, best.method});
+    };
+#endif
     const auto upsampling = [&](const scene& sc, std::size_t factor, nonlocal::bench::sample_noise noise,
                                 const std::vector<variant>& variants, int runs) {
         const depth_map low = nonlocal::bench::upsampling_samples(sc.truth, factor, noise);
@@ -658,12 +669,8 @@ int main(int argc, char** argv) {
         depth_map sparse = xt::zeros<float>(sc.truth.shape());
         for (std::size_t r = 0; r < low.shape(0); ++r)
             for (std::size_t cc = 0; cc < low.shape(1); ++cc) sparse(r * factor, cc * factor) = low(r, cc);
-        const auto others = peers(sparse, sc.truth, sc.bgr, &low);
-        for (const auto& r : others) print(task.c_str(), r);
-        summary(task.c_str(), ours, others);
-        const result& best = *best_peer(others);
-        cases.push_back({sc.name, "x" + std::to_string(factor) + noise_name(noise), noise.sigma > 0 ? "noisy" : "clean",
-                         ours[0].rmse, ours[1].rmse, best.rmse, best.method});
+        record(task, sc, "x" + std::to_string(factor) + noise_name(noise), noise.sigma > 0 ? "noisy" : "clean", ours,
+               peers(sparse, sc.truth, sc.bgr, &low));
 #else
         (void)ours;
 #endif
@@ -718,11 +725,7 @@ int main(int argc, char** argv) {
         const errors e = score(den.depth, sc.truth);
         print(task.c_str(), {"nonlocal denoise_depth", e.rmse, td, e.bad1, e.bad2});
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-        const auto others = peers(holes, sc.truth, sc.bgr, nullptr);
-        for (const auto& r : others) print(task.c_str(), r);
-        summary(task.c_str(), ours, others);
-        const result& best = *best_peer(others);
-        cases.push_back({sc.name, "holes", "holes", ours[0].rmse, ours[1].rmse, best.rmse, best.method});
+        record(task, sc, "holes", "holes", ours, peers(holes, sc.truth, sc.bgr, nullptr));
 #else
         (void)ours;
 #endif
@@ -738,12 +741,8 @@ int main(int argc, char** argv) {
         const auto ours = nonlocal_rows(task.c_str(), "fill_depth", sc.truth, sc.steps, variants, runs,
                                         [&](const nonlocal::depth_options& o) { return nonlocal::fill_depth(observed, sc.guide, o); });
 #if NONLOCAL_HAVE_OPENCV_XIMGPROC
-        const auto others = peers(observed, sc.truth, sc.bgr, nullptr, true, stereo);
-        for (const auto& r : others) print(task.c_str(), r);
-        summary(task.c_str(), ours, others);
-        const result& best = *best_peer(others);
-        cases.push_back({sc.name, stereo ? "stereo" : "tof", stereo ? "stereo" : "tof", ours[0].rmse, ours[1].rmse, best.rmse,
-                         best.method});
+        const char* protocol = stereo ? "stereo" : "tof";
+        record(task, sc, protocol, protocol, ours, peers(observed, sc.truth, sc.bgr, nullptr, true, stereo));
 #else
         (void)ours;
 #endif
